@@ -1,0 +1,208 @@
+"""The cause catalogue: one stable code and slug per root cause, shared by the runtime and the linter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tfretrace._cause import Cause
+
+__all__ = ["Cause", "entries", "get"]
+
+
+_RUNTIME: tuple[Cause, ...] = (
+    Cause(
+        "TFR000",
+        "first-trace",
+        "first trace of this function",
+        "Every tf.function traces once for its first input signature. This is expected.",
+        "Nothing to fix.",
+        "",
+        "",
+    ),
+    Cause(
+        "TFR001",
+        "shape-changed",
+        "a tensor argument changed shape",
+        "Tensor shapes are part of the cache key. A call with a shape not covered by an earlier "
+        "trace builds a new graph, unless the earlier trace has None in that dimension.",
+        "Give the function an input_signature whose TensorSpecs have None in the dimensions "
+        "that vary, or pass reduce_retracing=True; or pad/bucket inputs to a few fixed shapes.",
+        "@tf.function\ndef step(x):\n    return tf.reduce_sum(x)\n\nfor n in range(10, 20):\n"
+        "    step(tf.ones([8, n]))   # one trace per length",
+        "@tf.function(input_signature=[tf.TensorSpec([8, None], tf.float32)])\ndef step(x):\n"
+        "    return tf.reduce_sum(x)\n\nfor n in range(10, 20):\n    step(tf.ones([8, n]))   # one trace",
+    ),
+    Cause(
+        "TFR002",
+        "dtype-changed",
+        "a tensor argument changed dtype",
+        "The dtype of a tensor is part of the cache key and is never generalized, not even with "
+        "reduce_retracing=True. NumPy arrays default to float64 and int64.",
+        "Cast at the call site (tf.cast(x, tf.float32), np.asarray(x, np.float32)) so every call "
+        "passes the same dtype.",
+        "step(tf.ones([4]))\nstep(np.ones(4))        # float64: a second trace",
+        "step(tf.ones([4]))\nstep(tf.cast(np.ones(4), tf.float32))",
+    ),
+    Cause(
+        "TFR003",
+        "python-value-changed",
+        "a Python value argument changed",
+        "Python scalars, strings and None are baked into the graph as constants: each distinct "
+        "value traces a new graph (1, 1.0 and True count as equal).",
+        "Pass the value as a tensor (tf.constant(v)) so it becomes a graph input, or keep it "
+        "fixed for the function's lifetime.",
+        "for epoch in range(100):\n    train_step(x, epoch)          # one trace per epoch",
+        "for epoch in range(100):\n    train_step(x, tf.constant(epoch))   # one trace",
+    ),
+    Cause(
+        "TFR004",
+        "structure-changed",
+        "the nesting structure of an argument changed",
+        "Lists, tuples, dicts and namedtuples are unpacked into the cache key: a different "
+        "length, different keys, a list instead of a tuple, or a tensor instead of a Python "
+        "value is a new signature. Structures are never generalized.",
+        "Keep the structure fixed: pad lists to a fixed length or stack them into one tensor; "
+        "always pass the same keys; pass tensors where a tensor was passed before.",
+        "step([a, b])\nstep([a, b, c])     # list of len 2 -> len 3",
+        "step(tf.stack([a, b, c]))   # one tensor with a None dimension",
+    ),
+    Cause(
+        "TFR005",
+        "object-identity",
+        "a new Python object was passed",
+        "Objects that are not tensors, Python literals or containers are keyed by a weak "
+        "reference: a new instance retraces unless it compares equal (__eq__/__hash__) to an "
+        "earlier argument that is still alive.",
+        "Reuse one object, pass its numeric fields as tensors, or implement "
+        "__tf_tracing_type__ (tf.types.experimental.SupportsTracingProtocol).",
+        "for _ in range(10):\n    step(x, Config(scale=2.0))   # new object each call",
+        "cfg = Config(scale=2.0)\nfor _ in range(10):\n    step(x, cfg)",
+    ),
+    Cause(
+        "TFR006",
+        "new-function-object",
+        "a new tf.function object for code that was already traced",
+        "Every tf.function object has its own cache. Creating it again (inside a loop, inside "
+        "a function called per batch, per new instance of a class, per new Keras model or after "
+        "compile()) starts from an empty cache and traces again, even with an identical signature.",
+        "Create the tf.function once, outside the loop or in __init__, and reuse it.",
+        "for batch in data:\n    f = tf.function(loss_fn)\n    f(batch)",
+        "f = tf.function(loss_fn)\nfor batch in data:\n    f(batch)",
+    ),
+    Cause(
+        "TFR007",
+        "variable-creation",
+        "the extra trace after the first call created variables",
+        "A tf.function whose first trace creates tf.Variables is traced a second time, without "
+        "variable creation. This happens once per function object and is expected.",
+        "Nothing to fix unless the function object itself is re-created: then create it once.",
+        "",
+        "",
+    ),
+    Cause(
+        "TFR008",
+        "context-changed",
+        "the tracing context changed",
+        "The cache key includes the context of the call: the device (per replica under a "
+        "distribution strategy), the enclosing graph, XLA compilation and the variable policy.",
+        "Call the function from one context (one device scope, outside or inside the same "
+        "strategy scope); per-replica traces under MirroredStrategy are expected once per device.",
+        "with tf.device('/cpu:0'):\n    f(x)\nwith tf.device('/cpu:1'):\n    f(x)",
+        "with tf.device('/cpu:0'):\n    f(x)\n    f(x)",
+    ),
+    Cause(
+        "TFR009",
+        "variable-spec-changed",
+        "a tf.Variable argument changed trainable flag or aliasing",
+        "tf.Variable arguments are keyed by shape, dtype, trainable and which arguments alias "
+        "the same variable. Passing one variable twice, or two different ones, is a new key.",
+        "Pass variables in a consistent arrangement, or capture them from the enclosing scope.",
+        "step(v, v)\nstep(v, w)",
+        "step(v, w)\nstep(v, w)",
+    ),
+    Cause(
+        "TFR010",
+        "unexplained",
+        "no difference found in the signature",
+        "The cache missed but no argument or context difference was found between this trace "
+        "and the closest earlier one. The raw cache key is reported; please file it.",
+        "Look at the raw key in the report; please report it to tfretrace.",
+        "",
+        "",
+    ),
+    Cause(
+        "TFR011",
+        "keras-new-model",
+        "a new Keras model object traced its functions again",
+        "Every Keras model has its own train/test/predict tf.functions. Building a model per "
+        "request, per loop iteration or per grid-search point traces them again for each model. "
+        "TensorFlow's warning may fire because all models share the same code, even if each one "
+        "traced only once.",
+        "Build the model once and reuse it; for a few small inputs call model(x, training=False) "
+        "instead of model.predict(x).",
+        "for x in requests:\n    model = make_model()\n    model.predict(x)",
+        "model = make_model()\nfor x in requests:\n    model.predict(x)",
+    ),
+    Cause(
+        "TFR012",
+        "keras-recompile",
+        "compile() was called again",
+        "model.compile() resets model.train_function, test_function and predict_function, so "
+        "the next fit/evaluate/predict builds and traces new tf.functions.",
+        "Call compile() once before the training loop; change the learning rate through the "
+        "optimizer (model.optimizer.learning_rate.assign(...)) instead of recompiling.",
+        "for epoch in range(10):\n    model.compile(optimizer='adam', loss='mse')\n"
+        "    model.fit(x, y, epochs=1)",
+        "model.compile(optimizer='adam', loss='mse')\nmodel.fit(x, y, epochs=10)",
+    ),
+    Cause(
+        "TFR013",
+        "keras-load-model",
+        "a model loaded with load_model traced its functions again",
+        "A model loaded from disk is a new model object with new tf.functions: loading per call "
+        "or per request traces every time.",
+        "Load the model once at start-up and keep it.",
+        "def handle(x):\n    model = keras.models.load_model('m.keras')\n    return model.predict(x)",
+        "model = keras.models.load_model('m.keras')\ndef handle(x):\n    return model.predict(x)",
+    ),
+)
+
+_BY_KEY: dict[str, Cause] = {}
+
+
+def _register(entries: tuple[Cause, ...]) -> None:
+    for entry in entries:
+        for key in (entry.code, entry.slug):
+            if key in _BY_KEY:
+                raise RuntimeError(f"duplicate catalogue key {key!r}")
+            _BY_KEY[key] = entry
+
+
+_register(_RUNTIME)
+
+# The linter's entries are plain data kept beside this file, so that `explain` and the README
+# table see every code without importing the linter itself.
+from tfretrace._lint_catalogue import LINT_RULES  # noqa: E402
+
+_register(LINT_RULES)
+
+
+def get(key: str) -> Cause:
+    """Return the entry for a code (``TFR001``) or a slug (``shape-changed``), case-insensitive."""
+    entry = _BY_KEY.get(key) or _BY_KEY.get(key.upper()) or _BY_KEY.get(key.lower())
+    if entry is None:
+        raise KeyError(key)
+    return entry
+
+
+def entries(kind: str | None = None) -> Iterator[Cause]:
+    """Iterate over the catalogue in code order, optionally only one kind."""
+    seen: set[str] = set()
+    for entry in sorted(_BY_KEY.values(), key=lambda e: e.code):
+        if entry.code in seen or (kind is not None and entry.kind != kind):
+            continue
+        seen.add(entry.code)
+        yield entry
+
+
+RUNTIME_SLUGS: frozenset[str] = frozenset(c.slug for c in _RUNTIME)
