@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+__version__ = "0.1.0"
+
 from tfretrace.errors import (
     RetraceError,
     RetracingWarning,
     TensorFlowMissingError,
     UnsupportedVersionError,
 )
+from tfretrace.monitor import Monitor, current, install, stop, watch
 from tfretrace.session import Session, SessionFormatError, load, merge
 
-__version__ = "0.1.0"
-
 __all__ = [
+    "Monitor",
     "RetraceError",
     "RetracingWarning",
     "Session",
@@ -20,6 +22,10 @@ __all__ = [
     "TensorFlowMissingError",
     "UnsupportedVersionError",
     "__version__",
+    "current",
+    "install",
     "load",
     "merge",
+    "stop",
+    "watch",
 ]

@@ -103,6 +103,8 @@ class Change:
 
     def line(self) -> str:
         """The one-line form, e.g. ``x: shape (10, 20) -> (10, 21), dim 1``."""
+        if self.kind == "identity":
+            return f"{self.path}: new object of class {self.after} ({self.detail})"
         tail = f", {self.detail}" if self.detail else ""
         return f"{self.path}: {self.kind_word()} {self.before} -> {self.after}{tail}"
 
@@ -161,6 +163,7 @@ class TraceEvent:
     thread: str | None = None
     raw_key: str | None = None
     note: str | None = None
+    nested: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form of the event (schema 1)."""
@@ -184,6 +187,7 @@ class TraceEvent:
             "thread": self.thread,
             "raw_key": self.raw_key,
             "note": self.note,
+            "nested": self.nested,
         }
 
     @classmethod
@@ -208,6 +212,7 @@ class TraceEvent:
             thread=data.get("thread"),
             raw_key=data.get("raw_key"),
             note=data.get("note"),
+            nested=bool(data.get("nested", False)),
         )
 
 

@@ -1,0 +1,239 @@
+"""Pure explanation logic: diff two signatures leaf by leaf, pick the closest trace, name the cause."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from tfretrace.events import (
+    CONTAINERS,
+    OBJECT,
+    PYTHON,
+    SPEC,
+    TENSOR,
+    VARIABLE,
+    Change,
+    Leaf,
+    format_shape,
+)
+
+# When several kinds of change appear at once, the cause is the one that cannot be generalized
+# away first: a structure or dtype change still retraces under reduce_retracing, a shape does not.
+_CAUSE_OF_KIND = {
+    "structure": "structure-changed",
+    "leaf-kind": "structure-changed",
+    "added": "structure-changed",
+    "removed": "structure-changed",
+    "dtype": "dtype-changed",
+    "python-value": "python-value-changed",
+    "python-type": "python-value-changed",
+    "identity": "object-identity",
+    "variable": "variable-spec-changed",
+    "shape": "shape-changed",
+    "rank": "shape-changed",
+    "spec": "structure-changed",
+}
+_PRIORITY = (
+    "structure-changed",
+    "dtype-changed",
+    "python-value-changed",
+    "object-identity",
+    "variable-spec-changed",
+    "shape-changed",
+)
+
+
+@dataclass(frozen=True)
+class Prior:
+    """An earlier trace as the analyzer sees it: what was traced, in which context, by which object."""
+
+    index: int
+    token: int
+    signature: tuple[Leaf, ...]
+    context: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """The analyzer's verdict on one trace."""
+
+    cause: str
+    changes: tuple[Change, ...]
+    closest: tuple[int, ...]
+
+
+def diff_signatures(before: Sequence[Leaf], after: Sequence[Leaf]) -> list[Change]:
+    """Every leaf that differs, as Change records; children of a changed container are skipped."""
+    old = {leaf.path: leaf for leaf in before}
+    new = {leaf.path: leaf for leaf in after}
+    changes: list[Change] = []
+    broken: list[str] = []  # containers whose shape changed: their children are not compared
+
+    def under_broken(path: str) -> bool:
+        return any(path != b and path.startswith(b) and path[len(b)] in "[." for b in broken)
+
+    for leaf in after:
+        if under_broken(leaf.path):
+            continue
+        prev = old.get(leaf.path)
+        if prev is None:
+            changes.append(Change(leaf.path, "added", "absent", leaf.describe()))
+            continue
+        change = diff_leaf(prev, leaf)
+        if change is not None:
+            changes.append(change)
+            if change.kind in ("structure", "leaf-kind"):
+                broken.append(leaf.path)
+    for leaf in before:
+        if leaf.path not in new and not under_broken(leaf.path):
+            changes.append(Change(leaf.path, "removed", leaf.describe(), "absent"))
+    return changes
+
+
+def diff_leaf(before: Leaf, after: Leaf) -> Change | None:
+    """The change between two leaves at the same path, or None when the earlier one covers it."""
+    path = after.path
+    if before.kind != after.kind:
+        return Change(path, "leaf-kind", before.describe(), after.describe())
+    kind = after.kind
+    if kind in (TENSOR, VARIABLE):
+        if before.dtype != after.dtype:
+            return Change(path, "dtype", str(before.dtype), str(after.dtype))
+        shape_change = _shape_change(path, before.shape, after.shape)
+        if shape_change is not None:
+            return shape_change
+        if kind == VARIABLE and before.extra != after.extra:
+            return Change(path, "variable", _extra_text(before), _extra_text(after))
+        return None
+    if kind == PYTHON:
+        if before.type_name != after.type_name:
+            return Change(
+                path,
+                "python-type",
+                f"{before.type_name} {before.value}",
+                f"{after.type_name} {after.value}",
+            )
+        if before.value != after.value:
+            return Change(path, "python-value", f"{after.type_name} {before.value}", str(after.value))
+        return None
+    if kind == OBJECT:
+        if before.ident != after.ident or before.alive is False:
+            how = dict(after.extra).get("compared_by", "identity")
+            detail = "compared by identity" if how == "identity" else "not equal (__eq__)"
+            if before.alive is False:
+                detail = "the earlier object was garbage-collected"
+            return Change(
+                path,
+                "identity",
+                str(before.type_name),
+                str(after.type_name),
+                detail=f"{detail}: {before.value} -> {after.value}",
+            )
+        return None
+    if kind in CONTAINERS:
+        if before.type_name != after.type_name or before.value != after.value:
+            return Change(path, "structure", before.describe(), after.describe())
+        return None
+    if kind == SPEC:
+        shape_change = _shape_change(path, before.shape, after.shape)
+        if shape_change is not None and before.type_name == after.type_name:
+            return shape_change
+        if before.value != after.value or before.type_name != after.type_name:
+            return Change(path, "spec", str(before.value), str(after.value))
+        return None
+    if before != after:
+        return Change(path, "structure", before.describe(), after.describe())
+    return None
+
+
+def _shape_change(
+    path: str, before: tuple[int | None, ...] | None, after: tuple[int | None, ...] | None
+) -> Change | None:
+    # An earlier trace with unknown rank or a None dimension covers every value there, exactly
+    # like TensorFlow's subtype dispatch, so it is not a difference.
+    if before is None:
+        return None
+    if after is None or len(before) != len(after):
+        return Change(path, "rank", format_shape(before), format_shape(after))
+    dims = [i for i, (b, a) in enumerate(zip(before, after)) if b is not None and b != a]
+    if not dims:
+        return None
+    detail = ("dim " if len(dims) == 1 else "dims ") + ", ".join(str(d) for d in dims)
+    return Change(path, "shape", format_shape(before), format_shape(after), detail)
+
+
+def _extra_text(leaf: Leaf) -> str:
+    return ", ".join(f"{k}={v}" for k, v in leaf.extra)
+
+
+def diff_context(
+    before: Iterable[tuple[str, str]], after: Iterable[tuple[str, str]]
+) -> list[Change]:
+    """Changes in the tracing context (scope, device, graph, XLA, strategy)."""
+    old, new = dict(before), dict(after)
+    return [
+        Change(f"<context>.{name}", "context", old.get(name, "absent"), new.get(name, "absent"))
+        for name in sorted(set(old) | set(new))
+        if old.get(name) != new.get(name)
+    ]
+
+
+def closest(
+    signature: Sequence[Leaf], context: Sequence[tuple[str, str]], priors: Sequence[Prior]
+) -> tuple[list[Prior], list[Change], list[Change]]:
+    """The earlier traces with the fewest differences (ties all returned, newest first)."""
+    best: list[Prior] = []
+    best_key: tuple[int, int] | None = None
+    best_changes: tuple[list[Change], list[Change]] = ([], [])
+    for prior in reversed(priors):
+        leaf_changes = diff_signatures(prior.signature, signature)
+        context_changes = diff_context(prior.context, context)
+        key = (len(leaf_changes) + len(context_changes), len(context_changes))
+        if best_key is None or key < best_key:
+            best, best_key, best_changes = [prior], key, (leaf_changes, context_changes)
+        elif key == best_key:
+            best.append(prior)
+    return best, best_changes[0], best_changes[1]
+
+
+def cause_of(leaf_changes: Sequence[Change], context_changes: Sequence[Change]) -> str:
+    """One cause slug for a set of changes."""
+    if leaf_changes:
+        found = {_CAUSE_OF_KIND.get(c.kind, "structure-changed") for c in leaf_changes}
+        for cause in _PRIORITY:
+            if cause in found:
+                return cause
+        return "structure-changed"
+    for change in context_changes:
+        if (
+            change.path == "<context>.scope_type"
+            and change.before == "VARIABLE_CREATION"
+            and change.after == "NO_VARIABLE_CREATION"
+        ):
+            return "variable-creation"
+    if context_changes:
+        return "context-changed"
+    return "unexplained"
+
+
+def explain(
+    token: int,
+    signature: Sequence[Leaf],
+    context: Sequence[tuple[str, str]],
+    priors: Sequence[Prior],
+) -> Explanation:
+    """Explain a trace of the tf.function object ``token`` against earlier traces of the same code."""
+    if not priors:
+        return Explanation("first-trace", (), ())
+    own = [p for p in priors if p.token == token]
+    if not own:
+        # A new tf.function object: its cache was empty, whatever the arguments.
+        matches, leaf_changes, context_changes = closest(signature, context, priors)
+        return Explanation(
+            "new-function-object",
+            tuple(leaf_changes + context_changes),
+            tuple(p.index for p in matches),
+        )
+    matches, leaf_changes, context_changes = closest(signature, context, own)
+    cause = cause_of(leaf_changes, context_changes)
+    return Explanation(cause, tuple(leaf_changes + context_changes), tuple(p.index for p in matches))
