@@ -1,0 +1,143 @@
+"""The HTML report: one self-contained, offline file with the table, timelines and fixes."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from tfretrace import __version__
+from tfretrace.events import FunctionReport, TraceEvent
+from tfretrace.render import _model
+from tfretrace.render.timeline import timeline_svg
+from tfretrace.session import Session
+
+
+class HtmlRenderer:
+    """Render a session as one HTML page that needs no network and no other file."""
+
+    name = "html"
+    extension = ".html"
+
+    def render(self, session: Session) -> str:
+        """The page; every user-derived string is escaped by the template's autoescape."""
+        script = _asset("report.js")
+        # Only our own script may run, even if an escaping bug let markup through: the
+        # Content-Security-Policy allows exactly this script's hash and no network at all.
+        digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+        csp = (
+            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+            f"script-src 'sha256-{digest}'"
+        )
+        ranked = _model.ranked_functions(session)
+        views = [_function_view(i, report, session) for i, report in enumerate(ranked)]
+        index = [
+            {
+                "id": view["id"],
+                "name": view["label"],
+                "location": view["location"],
+                "retracing": view["retracing"],
+            }
+            for view in views
+        ]
+        return _environment().get_template("report.html.j2").render(
+            session=session,
+            summary=_model.summary_line(session),
+            functions=views,
+            retracing=sum(1 for v in views if v["retracing"]),
+            data_json=Markup(json_for_script({"functions": index})),
+            script=Markup(script),
+            css=Markup(_asset("report.css")),
+            csp=csp,
+            tool_version=session.tool_version or __version__,
+        )
+
+
+def json_for_script(data: Any) -> str:
+    """JSON that is safe inside ``<script type="application/json">``: no ``<``, ``>`` or ``&``.
+
+    A function name containing ``</script>`` would otherwise end the element early.
+    """
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True)
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
+        text = text.replace(char, escaped)
+    return text
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    loader = jinja2.FileSystemLoader(str(resources.files("tfretrace.render") / "templates"))
+    return jinja2.Environment(
+        loader=loader,
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+@cache
+def _asset(name: str) -> str:
+    return (resources.files("tfretrace.render") / "templates" / name).read_text(encoding="utf-8")
+
+
+def _function_view(number: int, report: FunctionReport, session: Session) -> dict[str, Any]:
+    """What the template shows for one function, computed here so the template stays dumb."""
+    fixes = _model.fixes_to_show(report)
+    groups, cut = _model.group_events(report.events)
+    return {
+        "id": f"fn-{number}",
+        "label": _model.label(report),
+        "location": report.location,
+        "keras": None if report.keras is None else _model.keras_line(report.keras),
+        "calls": report.calls,
+        "traces": report.traces,
+        "retraces": report.retraces,
+        "retracing": report.retraces > 0,
+        "objects": report.objects,
+        "trace_seconds": report.trace_seconds,
+        "trace_time": _model.fmt_seconds(report.trace_seconds),
+        "share": _model.share_of_wall(report, session),
+        "share_text": _model.fmt_share(_model.share_of_wall(report, session)),
+        "main_cause": report.main_cause,
+        "main_cause_title": _model.cause_title(report.main_cause) if report.main_cause else "",
+        "failed_traces": report.failed_traces,
+        "dropped_events": report.dropped_events,
+        "svg": timeline_svg(report, session.wall_seconds),
+        "groups": [
+            {
+                "events": [_event_view(e, fixes.get(e.index)) for e in group.shown],
+                "hidden_line": group.hidden_line(),
+            }
+            for group in groups
+        ],
+        "cut": cut,
+        "causes": _model.causes_of(report),
+    }
+
+
+def _event_view(event: TraceEvent, fix: str | None) -> dict[str, Any]:
+    return {
+        "index": event.index,
+        "cause": event.cause,
+        "expected": event.cause in _model.EXPECTED_CAUSES,
+        "seconds": _model.fmt_seconds(event.seconds),
+        "call_site": event.call_site,
+        "calls_since_previous": event.calls_since_previous,
+        "time": f"{event.time:.3f} s",
+        "changes": [c.line() for c in event.changes],
+        "notes": _model.event_notes(event),
+        "fix": fix,
+    }
