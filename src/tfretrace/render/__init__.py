@@ -58,7 +58,10 @@ def renderer_for(path_or_ext: str | os.PathLike[str]) -> Renderer:
     for cls in _RENDERERS:
         if key == cls.name:
             return cls()
-    ext = os.path.splitext(key)[1] or ("." + key if "." not in key and "/" not in key else "")
+    if key.startswith(".") and key.count(".") == 1:
+        ext = key  # a bare extension: splitext(".json") sees a hidden file, not an extension
+    else:
+        ext = os.path.splitext(key)[1]
     ext = _ALIASES.get(ext, ext)
     for cls in _RENDERERS:
         if ext == cls.extension:

@@ -1,0 +1,324 @@
+"""In-process tests of the command line: run (with a stand-in monitor), report, explain, lint."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import sessions as S
+import tfretrace
+from tfretrace import catalogue, cli
+from tfretrace.errors import TensorFlowMissingError
+from tfretrace.session import Session
+
+
+@pytest.fixture(autouse=True)
+def clean_global_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """`run` swaps sys.argv, sys.path[0] and __main__: each test must leave them as it found them."""
+    for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS"):
+        monkeypatch.delenv(name, raising=False)
+    before = (list(sys.argv), sys.path[0], sys.modules["__main__"])
+    yield
+    assert (list(sys.argv), sys.path[0], sys.modules["__main__"]) == before
+
+
+class FakeMonitor:
+    """Stands in for tfretrace.monitor so `run` is tested without TensorFlow."""
+
+    def __init__(self, session: Session, missing: bool = False) -> None:
+        self.session, self.missing = session, missing
+        self.installed: list[bool] = []
+        self.stopped = 0
+
+    def install(self, *, warn: bool = True) -> None:
+        if self.missing:
+            raise TensorFlowMissingError("TensorFlow is not installed: pip install tensorflow")
+        self.installed.append(warn)
+
+    def stop(self) -> Session:
+        self.stopped += 1
+        return self.session
+
+
+@pytest.fixture
+def monitor(monkeypatch: pytest.MonkeyPatch) -> FakeMonitor:
+    fake = FakeMonitor(S.mixed_session())
+    module = types.ModuleType("tfretrace.monitor")
+    module.install = fake.install  # type: ignore[attr-defined]
+    module.stop = fake.stop  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tfretrace.monitor", module)
+    return fake
+
+
+SCRIPT = """
+import json, sys
+print(json.dumps({"argv": sys.argv, "name": __name__,
+                  "main": sys.modules["__main__"].__dict__.get("MARK")}))
+MARK = "script"
+if "--raise" in sys.argv:
+    raise ValueError("boom from the script")
+if "--exit" in sys.argv:
+    sys.exit(int(sys.argv[sys.argv.index("--exit") + 1]))
+if "--exit-message" in sys.argv:
+    sys.exit("fatal: bad config")
+"""
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "prog.py"
+    path.write_text(SCRIPT, encoding="utf-8")
+    return path
+
+
+def _stdout_json(out: str) -> dict[str, object]:
+    return json.loads(out.splitlines()[0])  # type: ignore[no-any-return]
+
+
+# -- run -----------------------------------------------------------------------------------------
+
+
+def test_run_passes_argv_and_main_and_reports_to_stderr(
+    script: Path, monitor: FakeMonitor, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    saved = tmp_path / "s.json"
+    code = cli.main(["run", "--save", str(saved), str(script), "a", "--save", "x", "-m", "y"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    seen = _stdout_json(out)
+    # Everything after the script is the script's, even options tfretrace also has.
+    assert seen["argv"] == [str(script), "a", "--save", "x", "-m", "y"]
+    assert seen["name"] == "__main__"
+    assert "tfretrace: 6 functions" in err and "train_step" not in out
+    assert f"Re-render: tfretrace report {saved} -o report.html" in err
+    assert monitor.installed == [False] and monitor.stopped == 1
+    loaded = tfretrace.load(saved)
+    assert loaded.argv == (str(script), "a", "--save", "x", "-m", "y")
+
+
+def test_run_keeps_exit_status(script: Path, monitor: FakeMonitor,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", str(script), "--exit", "3"]) == 3
+    assert cli.main(["run", str(script), "--exit", "0"]) == 0
+    assert cli.main(["run", str(script), "--exit-message"]) == 1
+    assert "fatal: bad config" in capsys.readouterr().err
+
+
+def test_run_script_that_raises_still_reports(script: Path, monitor: FakeMonitor,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", str(script), "--raise"]) == 1
+    err = capsys.readouterr().err
+    assert "ValueError: boom from the script" in err
+    assert err.index("Traceback") < err.index("tfretrace: 6 functions")
+    assert "cli.py" not in err.split("tfretrace: 6 functions")[0]  # our frames are hidden
+    assert monitor.stopped == 1
+
+
+def test_run_saves_to_a_temp_file_without_save(script: Path, monitor: FakeMonitor,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    cli.main(["run", str(script)])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("Re-render: tfretrace report ") and line.endswith(" -o report.html")
+    path = Path(line.split()[3])
+    assert tfretrace.load(path).functions
+    path.unlink()
+
+
+def test_run_module(tmp_path: Path, monitor: FakeMonitor, monkeypatch: pytest.MonkeyPatch,
+                    capsys: pytest.CaptureFixture[str]) -> None:
+    package = tmp_path / "mypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "tool.py").write_text(SCRIPT)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "mypkg", raising=False)
+    assert cli.main(["run", "-m", "mypkg.tool", "--exit", "4"]) == 4
+    seen = _stdout_json(capsys.readouterr().out)
+    assert seen["name"] == "__main__"
+    assert seen["argv"] == [str(package / "tool.py"), "--exit", "4"]
+    sys.modules.pop("mypkg", None)
+
+
+def test_run_writes_outputs_instead_of_terminal_report(
+    script: Path, monitor: FakeMonitor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    html, data = tmp_path / "r.html", tmp_path / "r.json"
+    assert cli.main(["run", "-o", str(html), "-o", str(data), str(script)]) == 0
+    err = capsys.readouterr().err
+    assert f"tfretrace: wrote {html}" in err and "tfretrace: 6 functions" not in err
+    assert html.read_text().startswith("<!DOCTYPE html>")
+    assert tfretrace.load(data).to_dict() == monitor.session.to_dict() | {
+        "argv": [str(script)]
+    }
+
+
+def test_fail_on_retrace(script: Path, monitor: FakeMonitor,
+                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["run", "--fail-on-retrace", str(script)]) == cli.EXIT_RETRACED
+    assert "(--fail-on-retrace)" in capsys.readouterr().err
+    # The program's own failure wins over the retrace verdict.
+    assert cli.main(["run", "--fail-on-retrace", str(script), "--exit", "5"]) == 5
+    monitor.session = S.healthy_session()
+    assert cli.main(["run", "--fail-on-retrace", str(script)]) == 0
+
+
+def test_min_traces_hides_rows(script: Path, monitor: FakeMonitor,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    cli.main(["run", "--min-traces", "5", str(script)])
+    err = capsys.readouterr().err
+    assert "train_step" in err and "eval_step" not in err and "future_fn" not in err
+    assert "4 functions with fewer than 5 traces hidden" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["run", "missing.py"], "can't open file 'missing.py'"),
+        (["run", "--bogus", "x.py"], "unrecognized arguments: --bogus"),
+        (["run"], "run needs a script or -m module"),
+        (["run", "-m"], "-m needs a module name"),
+        (["run", "-m", "no_such_module_xyz"], "no module named 'no_such_module_xyz'"),
+        (["run", "--min-traces", "zero", "x.py"], "expected a whole number"),
+        (["run", "-o", "r.pdf", "x.py"], "no report format for 'r.pdf'"),
+        (["report", "nope.json"], "nope.json: no such file"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_2(
+    argv: list[str], message: str, monitor: FakeMonitor, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(argv) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("tfretrace: error: ") and message in err
+    assert monitor.installed == []  # nothing ran
+
+
+def test_missing_tensorflow_is_one_line(script: Path, monkeypatch: pytest.MonkeyPatch,
+                                        monitor: FakeMonitor,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    monitor.missing = True
+    assert cli.main(["run", str(script)]) == cli.EXIT_USAGE
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "TensorFlow is not installed" in err and out == ""
+
+
+def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--version"]) == 0
+    assert cli.main(["run", "--help"]) == 0
+    assert "script.py | -m module" in capsys.readouterr().out
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def test_report_merges_saved_sessions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    S.worker_session("worker0", 3).save(a)
+    S.worker_session("worker1", 5).save(b)
+    assert cli.main(["report", str(a), str(b)]) == 0
+    out, _ = capsys.readouterr()
+    assert "[worker0] train_step" in out and "[worker1] train_step" in out
+    assert "traces diverge across workers for train_step (worker0: 3, worker1: 5)" in out
+    assert f"Re-render: tfretrace report {a} {b} -o report.html" in out
+    merged = tmp_path / "m.json"
+    assert cli.main(["report", str(a), str(b), "-o", str(merged)]) == 0
+    data = json.loads(merged.read_text())
+    assert data["workers"] == ["worker0", "worker1"]
+    assert sorted({f["worker"] for f in data["functions"]}) == ["worker0", "worker1"]
+
+
+def test_report_renders_each_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    saved = tmp_path / "s.json"
+    S.mixed_session().save(saved)
+    for name in ("r.txt", "r.html", "r.json"):
+        assert cli.main(["report", str(saved), "-o", str(tmp_path / name)]) == 0
+    assert (tmp_path / "r.txt").read_text().startswith("tfretrace: 6 functions")
+    assert "\x1b[" not in (tmp_path / "r.txt").read_text()
+    assert tfretrace.load(tmp_path / "r.json").to_dict() == S.mixed_session().to_dict()
+    assert cli.main(["report", "--fail-on-retrace", str(saved)]) == cli.EXIT_RETRACED
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("{not json", "not JSON"), ('{"hello": 1}', "not a tfretrace session"),
+     ('{"schema": 1, "tool": {"name": "other"}, "functions": []}', "not a tfretrace session"),
+     ('{"schema": 9, "tool": {"name": "tfretrace"}, "functions": []}', "schema 9")],
+)
+def test_report_rejects_foreign_json(content: str, message: str, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    assert cli.main(["report", str(path)]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+def test_terminal_style_follows_environment() -> None:
+    class Tty:
+        def isatty(self) -> bool:
+            return True
+
+        def fileno(self) -> int:
+            raise OSError
+
+    tty, pipe = Tty(), open(__file__)  # noqa: SIM115
+    try:
+        assert cli.terminal_style(tty, {}) == (100, True)  # type: ignore[arg-type]
+        assert cli.terminal_style(tty, {"NO_COLOR": "1"})[1] is False  # type: ignore[arg-type]
+        assert cli.terminal_style(pipe, {}) == (100, False)
+        assert cli.terminal_style(pipe, {"FORCE_COLOR": "1", "COLUMNS": "72"}) == (72, True)
+    finally:
+        pipe.close()
+
+
+# -- explain and lint ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("entry", list(catalogue.entries()), ids=lambda e: e.code)
+def test_explain_every_catalogue_entry(entry: catalogue.Cause,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    for key in (entry.code, entry.slug, entry.code.lower()):
+        assert cli.main(["explain", key]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"{entry.code} {entry.slug}: {entry.title}")
+        assert "Why:" in out and "Fix:" in out
+        if entry.bad:
+            assert "Bad:" in out and "Good:" in out
+
+
+def test_explain_unknown_suggests_close_matches(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["explain", "shape-chnged"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did you mean shape-changed" in err
+    assert cli.main(["explain", "--list"]) == 0
+    assert "TFR001  shape-changed" in capsys.readouterr().out
+
+
+def test_lint_dispatches_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[list[str]] = []
+    module = types.ModuleType("tfretrace.lint.cli")
+    module.main = lambda argv: seen.append(argv) or 7  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tfretrace.lint.cli", module)
+    assert cli.main(["lint", "--select", "TFR1", "src/"]) == 7
+    assert seen == [["--select", "TFR1", "src/"]]
+
+
+def test_python_dash_m_entry_point(tmp_path: Path) -> None:
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-m", "tfretrace", "explain", "TFR003"],
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )
+    assert result.returncode == 0 and result.stdout.startswith("TFR003 python-value-changed")
+
+
+def test_explanation_text_is_stable_for_the_readme() -> None:
+    text = cli.explanation(catalogue.get("TFR002"))
+    assert text.splitlines()[0] == "TFR002 dtype-changed: a tensor argument changed dtype"
+    assert text.split("Bad:\n")[1].startswith("    step(tf.ones([4]))")
