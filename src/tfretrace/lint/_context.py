@@ -1,0 +1,241 @@
+"""The tree walk: tracks loops, function scopes and tf.function bodies, and calls the rules."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+
+from tfretrace.lint._module import COMPREHENSIONS, FUNCS, LOOPS, ModuleInfo
+from tfretrace.lint._names import bound_names, dotted
+
+# Decorator attributes of web frameworks (Flask, FastAPI, aiohttp...): the function runs per request.
+_ROUTE_ATTRS = frozenset({"route", "get", "post", "put", "patch", "delete", "api_route", "websocket"})
+_HANDLER_NAMES = frozenset({"do_GET", "do_POST", "do_PUT", "lambda_handler", "handler", "handle"})
+# Functions that run once per object or per program even when called from a loop.
+_SETUP_NAMES = frozenset({"__init__", "__post_init__", "build", "setup", "setUp", "main"})
+_SETUP_PREFIXES = ("make_", "build_", "create_", "_make_", "_build_", "_create_", "get_", "_get_")
+_COUNTER_SOURCES = frozenset({"range", "trange", "count"})
+
+
+class Ctx:
+    """Where a node sits: enclosing function, loops and tf.function body. Treated as immutable."""
+
+    __slots__ = (
+        "counters",
+        "func",
+        "guarded",
+        "in_loop",
+        "info",
+        "loop_names",
+        "loop_node",
+        "params",
+        "per_call",
+        "shadows",
+        "tf_def",
+        "tf_locals",
+    )
+
+    def __init__(self, info: ModuleInfo) -> None:
+        self.info = info
+        # Names bound by the enclosing function scopes: they are not the imported modules.
+        self.shadows: frozenset[str] = frozenset()
+        self.func: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+        self.params: frozenset[str] = frozenset()
+        # True when the enclosing function runs per batch or per request (see _per_call).
+        self.per_call = False
+        self.in_loop = False
+        self.loop_node: ast.AST | None = None
+        # Loop targets and names assigned inside the enclosing loops of this function.
+        self.loop_names: frozenset[str] = frozenset()
+        # Python int loop counters (`for i in range(...)`, enumerate's index, `n += 1` in while).
+        self.counters: frozenset[str] = frozenset()
+        # The tf.function whose body this node is traced as part of, and its own local names.
+        self.tf_def: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+        self.tf_locals: frozenset[str] = frozenset()
+        # Inside an if/try/loop of the tf.function body: code that may not run on every trace.
+        self.guarded = False
+
+    def derive(self, **changes: object) -> Ctx:
+        """A copy with some fields changed."""
+        new = Ctx.__new__(Ctx)
+        for slot in Ctx.__slots__:
+            setattr(new, slot, changes.get(slot, getattr(self, slot)))
+        return new
+
+    def resolve(self, node: ast.expr) -> str | None:
+        """Canonical dotted name of ``node`` in this scope, or None."""
+        return self.info.imports.resolve(node, self.shadows)
+
+    def depends_on_loop(self, node: ast.AST) -> bool:
+        """True when ``node`` mentions a loop target or a name assigned inside the loop."""
+        names = self.loop_names
+        return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+
+
+Finding = tuple[ast.AST, str]
+Check = Callable[[ast.AST, Ctx], Iterator[Finding]]
+Emit = Callable[[str, ast.AST, str], None]
+
+
+def is_handler(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """True for a web route handler, a request handler method or a Keras per-batch callback."""
+    for deco in func.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if isinstance(target, ast.Attribute) and target.attr in _ROUTE_ATTRS:
+            return True
+    name = func.name
+    return name in _HANDLER_NAMES or (name.startswith("on_") and "batch" in name)
+
+
+def per_call(func: ast.FunctionDef | ast.AsyncFunctionDef, info: ModuleInfo) -> bool:
+    """True when ``func`` runs per batch or per request (handler, or called in a loop here)."""
+    if is_handler(func):
+        return True
+    name = func.name
+    if name in _SETUP_NAMES or name.startswith(_SETUP_PREFIXES):
+        return False
+    return name in info.loop_called
+
+
+def _counters(loop: ast.AST) -> set[str]:
+    """Names that hold a Python int counter in this loop."""
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        it, target = loop.iter, loop.target
+        if not isinstance(it, ast.Call):
+            return set()
+        parts = dotted(it.func)
+        name = parts[-1] if parts else ""
+        if name == "enumerate" and isinstance(target, ast.Tuple) and target.elts:
+            first = target.elts[0]
+            return {first.id} if isinstance(first, ast.Name) else set()
+        inner = it.args[0] if it.args and isinstance(it.args[0], ast.Call) else None
+        if inner is not None:  # tqdm(range(n))
+            inner_parts = dotted(inner.func)
+            name = inner_parts[-1] if inner_parts else name
+        if name in _COUNTER_SOURCES and isinstance(target, ast.Name):
+            return {target.id}
+        return set()
+    found: set[str] = set()
+    for stmt in getattr(loop, "body", ()):
+        for node in ast.walk(stmt):
+            if (
+                isinstance(node, ast.AugAssign)
+                and isinstance(node.op, ast.Add)
+                and isinstance(node.target, ast.Name)
+            ):
+                found.add(node.target.id)
+    return found
+
+
+class Walker:
+    """Walks one module once, running each registered check on the nodes of its types."""
+
+    def __init__(self, checks: dict[type[ast.AST], list[tuple[str, Check]]], emit: Emit) -> None:
+        self.checks = checks
+        self.emit = emit
+
+    def run(self, tree: ast.Module, info: ModuleInfo) -> None:
+        """Walk ``tree``; findings go to ``emit``."""
+        self.visit(tree, Ctx(info))
+
+    def visit(self, node: ast.AST, ctx: Ctx) -> None:
+        """Check one node, then its children with the context they run in."""
+        for code, check in self.checks.get(type(node), ()):
+            for where, detail in check(node, ctx):
+                self.emit(code, where, detail)
+        if isinstance(node, FUNCS):
+            self._visit_function(node, ctx)
+        elif isinstance(node, LOOPS):
+            self._visit_loop(node, ctx)
+        elif isinstance(node, COMPREHENSIONS):
+            self._visit_comprehension(node, ctx)
+        elif isinstance(node, ast.Lambda):
+            args = bound_names((), node.args)
+            inner = ctx.derive(shadows=ctx.shadows | args, tf_def=None, in_loop=False)
+            self.visit(node.body, inner)
+        elif isinstance(node, ast.ClassDef):
+            inner = ctx.derive(tf_def=None, in_loop=False)
+            for child in ast.iter_child_nodes(node):
+                self.visit(child, inner)
+        elif ctx.tf_def is not None and not ctx.guarded and isinstance(
+            node, (ast.If, ast.Try, ast.IfExp, ast.BoolOp, ast.Match)
+        ):
+            guarded = ctx.derive(guarded=True)
+            for child in ast.iter_child_nodes(node):
+                self.visit(child, guarded)
+        else:
+            for child in ast.iter_child_nodes(node):
+                self.visit(child, ctx)
+
+    def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Ctx) -> None:
+        for deco in node.decorator_list:
+            self.visit(deco, ctx)
+        self.visit(node.args, ctx)
+        if node.returns is not None:
+            self.visit(node.returns, ctx)
+        info = ctx.info
+        local = frozenset(bound_names(node.body, node.args))
+        is_tf = node.name in info.wrapped_defs or any(
+            info.is_tf_function(d) for d in node.decorator_list
+        )
+        inner = ctx.derive(
+            shadows=ctx.shadows | local,
+            func=node,
+            params=frozenset(bound_names((), node.args)),
+            per_call=per_call(node, info),
+            in_loop=False,
+            loop_node=None,
+            loop_names=frozenset(),
+            counters=frozenset(),
+            tf_def=node if is_tf else None,
+            tf_locals=local if is_tf else frozenset(),
+            guarded=False,
+        )
+        for stmt in node.body:
+            self.visit(stmt, inner)
+
+    def _visit_loop(self, node: ast.For | ast.AsyncFor | ast.While, ctx: Ctx) -> None:
+        names = set(bound_names(node.body))
+        if isinstance(node, ast.While):
+            head: list[ast.AST] = []
+            body: list[ast.AST] = [node.test, *node.body]
+        else:
+            head = [node.iter]
+            body = [node.target, *node.body]
+            names |= bound_names([ast.Assign(targets=[node.target], value=ast.Constant(None))])
+        inner = ctx.derive(
+            in_loop=True,
+            loop_node=node,
+            loop_names=ctx.loop_names | names,
+            counters=ctx.counters | _counters(node),
+            guarded=ctx.guarded or ctx.tf_def is not None,
+        )
+        for child in head:
+            self.visit(child, ctx)
+        for child in body:
+            self.visit(child, inner)
+        for child in node.orelse:
+            self.visit(child, ctx)
+
+    def _visit_comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp, ctx: Ctx
+    ) -> None:
+        gens = node.generators
+        targets: set[str] = set()
+        for gen in gens:
+            targets |= {n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+        inner = ctx.derive(
+            in_loop=True,
+            loop_node=node,
+            shadows=ctx.shadows | targets,
+            loop_names=ctx.loop_names | targets,
+            guarded=ctx.guarded or ctx.tf_def is not None,
+        )
+        self.visit(gens[0].iter, ctx)
+        rest: list[ast.AST] = [gens[0].target, *gens[0].ifs, *gens[1:]]
+        if isinstance(node, ast.DictComp):
+            rest += [node.key, node.value]
+        else:
+            rest.append(node.elt)
+        for child in rest:
+            self.visit(child, inner)

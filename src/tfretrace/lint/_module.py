@@ -1,0 +1,106 @@
+"""Whole-module facts collected before the rules run: known tf.functions, models, loop calls."""
+
+from __future__ import annotations
+
+import ast
+
+from tfretrace.lint._names import TF_FUNCTION, Imports, dotted
+
+_MODEL_FACTORIES = frozenset(
+    {"Sequential", "Model", "Functional", "clone_model", "model_from_json", "model_from_config"}
+)
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def is_model_factory(qualname: str | None) -> bool:
+    """True for a canonical name that builds a new Keras model (``keras.Sequential``, ...)."""
+    if qualname is None or not qualname.startswith("keras."):
+        return False
+    last = qualname.rsplit(".", 1)[1]
+    return last in _MODEL_FACTORIES or (
+        qualname.startswith("keras.applications.") and last[:1].isupper()
+    )
+
+
+def is_model_loader(qualname: str | None) -> bool:
+    """True for a canonical name that loads a model from disk."""
+    if qualname is None:
+        return False
+    if qualname.startswith("keras.") and qualname.endswith(".load_model"):
+        return True
+    return qualname in {"tensorflow.saved_model.load", "keras.layers.TFSMLayer"}
+
+
+class ModuleInfo:
+    """Facts about one parsed module that rules look up by name."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.imports = Imports(tree)
+        # Names of plain functions known to be tf.functions, and `self.<attr>` ones.
+        self.tf_function_names: set[str] = set()
+        self.tf_function_attrs: set[str] = set()
+        # Defs passed to tf.function(...) by name: their bodies are traced.
+        self.wrapped_defs: set[str] = set()
+        # Classes in this file that subclass a Keras model.
+        self.model_classes: set[str] = set()
+        # Function names called inside some loop (by `f(...)` or `obj.f(...)`).
+        self.loop_called: set[str] = set()
+        self._collect(tree)
+
+    def is_tf_function(self, node: ast.expr) -> bool:
+        """True for an expression naming tf.function itself (any alias), used bare or called."""
+        if isinstance(node, ast.Call):
+            node = node.func
+        return self.imports.resolve(node) in TF_FUNCTION
+
+    def creation_target(self, node: ast.Call) -> ast.expr | None:
+        """For ``tf.function(g, ...)`` or ``tf.function(...)(g)``, return ``g``; else None."""
+        func = node.func
+        if isinstance(func, ast.Call) and self.is_tf_function(func.func) and node.args:
+            return node.args[0]
+        if self.imports.resolve(func) not in TF_FUNCTION:
+            return None
+        if node.args:
+            return node.args[0]
+        for kw in node.keywords:
+            if kw.arg == "func":
+                return kw.value
+        return None
+
+    def _collect(self, tree: ast.Module) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, FUNCS):
+                if any(self.is_tf_function(d) for d in node.decorator_list):
+                    self.tf_function_names.add(node.name)
+                    self.tf_function_attrs.add(node.name)
+            elif isinstance(node, ast.Call):
+                target = self.creation_target(node)
+                if isinstance(target, ast.Name):
+                    self.wrapped_defs.add(target.id)
+            elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                self._collect_assign(node)
+            elif isinstance(node, ast.ClassDef):
+                if any(is_model_factory(self.imports.resolve(b)) for b in node.bases):
+                    self.model_classes.add(node.name)
+            elif isinstance(node, LOOPS):
+                for inner in node.body:
+                    self._collect_loop_calls(inner)
+
+    def _collect_assign(self, node: ast.Assign) -> None:
+        assert isinstance(node.value, ast.Call)
+        if self.creation_target(node.value) is None:
+            return
+        for t in node.targets:
+            if isinstance(t, ast.Name):
+                self.tf_function_names.add(t.id)
+            elif isinstance(t, ast.Attribute):
+                self.tf_function_attrs.add(t.attr)
+
+    def _collect_loop_calls(self, stmt: ast.stmt) -> None:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                parts = dotted(node.func)
+                if parts is not None:
+                    self.loop_called.add(parts[-1])

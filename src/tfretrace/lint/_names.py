@@ -1,0 +1,134 @@
+"""Name resolution: imports and aliases to canonical dotted names, and local shadowing."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+# Rewrites that make every spelling of the same API one canonical name, so that rules match
+# `tf.keras.Model`, `keras.Model` and `tf_keras.Model` alike. Longest prefix first.
+_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("tensorflow.python.keras", "keras"),
+    ("tensorflow.compat.v2.keras", "keras"),
+    ("tensorflow.compat.v1.keras", "keras"),
+    ("tensorflow.compat.v2", "tensorflow"),
+    ("tensorflow.compat.v1", "tensorflow"),
+    ("tensorflow.keras", "keras"),
+    ("keras.api", "keras"),
+    ("keras.src", "keras"),
+    ("tf_keras", "keras"),
+)
+
+TF_FUNCTION: frozenset[str] = frozenset(
+    {
+        "tensorflow.function",
+        "tensorflow.python.eager.def_function.function",
+        "tensorflow.python.eager.polymorphic_function.polymorphic_function.function",
+    }
+)
+
+
+def canonical(name: str) -> str:
+    """Map an import path to its canonical spelling (``tensorflow.keras.X`` -> ``keras.X``)."""
+    for prefix, repl in _PREFIXES:
+        if name == prefix or name.startswith(prefix + "."):
+            return repl + name[len(prefix) :]
+    return name
+
+
+def dotted(node: ast.expr) -> list[str] | None:
+    """Return ``['tf', 'keras', 'Model']`` for ``tf.keras.Model``; None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    parts.reverse()
+    return parts
+
+
+def bound_names(body: Iterable[ast.stmt], args: ast.arguments | None = None) -> set[str]:
+    """Names a scope binds itself (parameters, assignments, defs), not counting imports.
+
+    Nested function and class bodies are not entered: their names are their own.
+    """
+    names: set[str] = set()
+    if args is not None:
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if arg is not None:
+                names.add(arg.arg)
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            # Decorators and defaults run in this scope; the body does not.
+            stack.extend(node.decorator_list)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return names
+
+
+class Imports:
+    """The alias table of one module: local name -> canonical dotted name it was imported as.
+
+    Imports anywhere in the file are collected (scripts often import inside ``main``); names
+    that the module binds otherwise, and never imports, are shadows and resolve to nothing.
+    """
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.aliases[alias.asname] = canonical(alias.name)
+                    else:
+                        # `import tensorflow.keras` binds `tensorflow`.
+                        top = alias.name.split(".")[0]
+                        self.aliases[top] = canonical(top)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    if alias.name == "*":
+                        continue
+                    local = alias.asname or alias.name
+                    self.aliases[local] = canonical(f"{node.module}.{alias.name}")
+        self.module_shadows = bound_names(tree.body) - set(self.aliases)
+        self.uses_tensorflow = any(
+            q == "tensorflow" or q.startswith(("tensorflow.", "keras")) for q in self.aliases.values()
+        )
+
+    def resolve(self, node: ast.expr, local_shadows: frozenset[str] = frozenset()) -> str | None:
+        """Canonical dotted name of an expression such as ``tf2.keras.Model``, or None.
+
+        ``local_shadows`` are names bound by the enclosing function scopes (parameters,
+        assignments): a parameter called ``tf`` is not TensorFlow.
+        """
+        parts = dotted(node)
+        if parts is None:
+            return None
+        base = parts[0]
+        if base in local_shadows:
+            return None
+        target = self.aliases.get(base)
+        if target is None:
+            return None
+        return canonical(".".join([target, *parts[1:]]))
+
+    def is_builtin(self, name: str, local_shadows: frozenset[str]) -> bool:
+        """True when ``name`` refers to the builtin of that name in this scope."""
+        return (
+            name not in local_shadows
+            and name not in self.aliases
+            and name not in self.module_shadows
+        )

@@ -1,0 +1,174 @@
+"""Output formats of a lint report: text, JSON, SARIF 2.1.0 and GitHub workflow annotations."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tfretrace import __version__, catalogue
+from tfretrace._cause import Cause
+from tfretrace.lint.findings import Report
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFO_URI = "https://github.com/tfretrace/tfretrace/blob/main/docs/lint.md"
+
+
+def statistics(report: Report) -> list[tuple[str, int]]:
+    """(code, count) pairs, most frequent first."""
+    counts = Counter(f.code for f in report.findings)
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+
+def render_text(report: Report, codes: Sequence[str]) -> str:
+    """``path:line:col: CODE message`` lines (1-based column), skipped files, then a summary."""
+    lines = [f"{f.path}:{f.line}:{f.column + 1}: {f.code} {f.message}" for f in report.findings]
+    lines += [f"{s.path}: skipped: {s.reason}" for s in report.skipped]
+    n = len(report.findings)
+    summary = f"Found {n} finding{'s' if n != 1 else ''} in {report.files} files"
+    if report.skipped:
+        summary += f" ({len(report.skipped)} skipped)"
+    lines.append(summary + ".")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(report: Report, codes: Sequence[str]) -> str:
+    """A stable JSON document: findings with code, slug and cause, skipped files, counts."""
+    doc = {
+        "tool": "tfretrace-lint",
+        "version": __version__,
+        "findings": [
+            {
+                "path": f.path,
+                "line": f.line,
+                "column": f.column + 1,
+                "code": f.code,
+                "slug": catalogue.get(f.code).slug,
+                "cause": catalogue.get(f.code).cause,
+                "message": f.message,
+            }
+            for f in report.findings
+        ],
+        "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+        "files": report.files,
+        "lines": report.lines,
+        "statistics": dict(statistics(report)),
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _sarif_rule(entry: Cause) -> dict[str, Any]:
+    help_text = f"{entry.why}\n\nFix: {entry.fix}\n\nBad:\n{entry.bad}\n\nGood:\n{entry.good}"
+    markdown = (
+        f"{entry.why}\n\n**Fix:** {entry.fix}\n\nBad:\n```python\n{entry.bad}\n```\n\n"
+        f"Good:\n```python\n{entry.good}\n```"
+    )
+    return {
+        "id": entry.code,
+        "name": entry.slug,
+        "shortDescription": {"text": entry.title},
+        "fullDescription": {"text": entry.why},
+        "help": {"text": help_text, "markdown": markdown},
+        "helpUri": f"{INFO_URI}#{entry.code.lower()}",
+        "defaultConfiguration": {"level": "warning"},
+        "properties": {"tags": ["tensorflow", "performance"], "cause": entry.cause},
+    }
+
+
+def render_sarif(report: Report, codes: Sequence[str]) -> str:
+    """SARIF 2.1.0 for code-scanning UIs; skipped files become tool notifications."""
+    ids = sorted(set(codes) | {f.code for f in report.findings})
+    index = {code: i for i, code in enumerate(ids)}
+    results = [
+        {
+            "ruleId": f.code,
+            "ruleIndex": index[f.code],
+            "level": "warning",
+            "message": {"text": f.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
+                        "region": {"startLine": f.line, "startColumn": f.column + 1},
+                    }
+                }
+            ],
+        }
+        for f in report.findings
+    ]
+    notes = [
+        {
+            "level": "warning",
+            "message": {"text": f"skipped: {s.reason}"},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": s.path}}}],
+        }
+        for s in report.skipped
+    ]
+    doc = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "tfretrace",
+                        "version": __version__,
+                        "informationUri": INFO_URI,
+                        "rules": [_sarif_rule(catalogue.get(code)) for code in ids],
+                    }
+                },
+                "invocations": [
+                    {"executionSuccessful": True, "toolExecutionNotifications": notes}
+                ],
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(report: Report, codes: Sequence[str]) -> str:
+    """GitHub Actions workflow commands (``::warning file=...``), one per finding."""
+    lines = []
+    for f in report.findings:
+        slug = catalogue.get(f.code).slug
+        props = (
+            f"file={_escape_property(f.path)},line={f.line},col={f.column + 1},"
+            f"title={_escape_property(f'{f.code} {slug}')}"
+        )
+        lines.append(f"::warning {props}::{_escape_data(f.message)}")
+    for s in report.skipped:
+        lines.append(f"::notice file={_escape_property(s.path)}::{_escape_data('skipped: ' + s.reason)}")
+    return "".join(line + "\n" for line in lines)
+
+
+FORMATS: dict[str, Callable[[Report, Sequence[str]], str]] = {
+    "text": render_text,
+    "json": render_json,
+    "sarif": render_sarif,
+    "github": render_github,
+}
+# `--output report.sarif` picks its format from the suffix when --format is not given.
+SUFFIXES: dict[str, str] = {".json": "json", ".sarif": "sarif", ".txt": "text"}
+
+
+def explain(entry: Cause) -> str:
+    """The long form of one catalogue entry, with its bad and good examples."""
+    parts = [f"{entry.code} {entry.slug}: {entry.title}"]
+    if entry.cause:
+        parts.append(f"Leads to: {entry.cause}")
+    parts += ["", entry.why, "", f"Fix: {entry.fix}"]
+    if entry.bad:
+        parts += ["", "Bad:", *("    " + line for line in entry.bad.splitlines())]
+    if entry.good:
+        parts += ["", "Good:", *("    " + line for line in entry.good.splitlines())]
+    return "\n".join(parts) + "\n"
