@@ -58,10 +58,9 @@ def renderer_for(path_or_ext: str | os.PathLike[str]) -> Renderer:
     for cls in _RENDERERS:
         if key == cls.name:
             return cls()
-    if key.startswith(".") and key.count(".") == 1:
-        ext = key  # a bare extension: splitext(".json") sees a hidden file, not an extension
-    else:
-        ext = os.path.splitext(key)[1]
+    # A bare extension: splitext(".json") would see a hidden file with no extension.
+    bare = key.startswith(".") and key.count(".") == 1
+    ext = key if bare else os.path.splitext(key)[1]
     ext = _ALIASES.get(ext, ext)
     for cls in _RENDERERS:
         if ext == cls.extension:

@@ -152,7 +152,10 @@ def event_notes(event: TraceEvent) -> list[str]:
     """The secondary lines of an event: ties, object number, generalization, thread, note."""
     notes = []
     if len(event.closest) > 1:
-        others = ", ".join(f"#{i}" for i in event.closest[1:])
+        ties = event.closest[1:]
+        others = ", ".join(f"#{i}" for i in ties[:3])
+        if len(ties) > 3:
+            others += f" and {len(ties) - 3} more"
         notes.append(f"compared with #{event.closest[0]} (equally close: {others})")
     if event.object_index > 1:
         notes.append(f"tf.function object #{event.object_index} for this code")

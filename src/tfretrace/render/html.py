@@ -36,7 +36,9 @@ class HtmlRenderer:
             f"script-src 'sha256-{digest}'"
         )
         ranked = _model.ranked_functions(session)
-        views = [_function_view(i, report, session) for i, report in enumerate(ranked)]
+        # One shared time axis, so that timelines of different functions line up.
+        start = min((e.time for f in session.functions for e in f.events), default=0.0)
+        views = [_function_view(i, f, session, start) for i, f in enumerate(ranked)]
         index = [
             {
                 "id": view["id"],
@@ -93,7 +95,9 @@ def _asset(name: str) -> str:
     return (resources.files("tfretrace.render") / "templates" / name).read_text(encoding="utf-8")
 
 
-def _function_view(number: int, report: FunctionReport, session: Session) -> dict[str, Any]:
+def _function_view(
+    number: int, report: FunctionReport, session: Session, start: float
+) -> dict[str, Any]:
     """What the template shows for one function, computed here so the template stays dumb."""
     fixes = _model.fixes_to_show(report)
     groups, cut = _model.group_events(report.events)
@@ -115,7 +119,7 @@ def _function_view(number: int, report: FunctionReport, session: Session) -> dic
         "main_cause_title": _model.cause_title(report.main_cause) if report.main_cause else "",
         "failed_traces": report.failed_traces,
         "dropped_events": report.dropped_events,
-        "svg": timeline_svg(report, session.wall_seconds),
+        "svg": timeline_svg(report, session.wall_seconds, start),
         "groups": [
             {
                 "events": [_event_view(e, fixes.get(e.index)) for e in group.shown],

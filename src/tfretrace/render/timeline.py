@@ -39,23 +39,27 @@ def _fmt_tick(value: float) -> str:
     return f"{value:g}" if value < 1e5 else f"{value:.2g}"
 
 
-def timeline_svg(report: FunctionReport, wall_seconds: float) -> Markup:
+def timeline_svg(report: FunctionReport, wall_seconds: float, start: float = 0.0) -> Markup:
     """An ``<svg>`` element (safe markup) plotting calls and traces against session time.
 
     Calls and traces use their own y axes (left and right): in a retrace storm the two lines
     climb together; in a healthy function the trace line goes flat after the first step.
+    The x axis begins at ``start`` (the session's first trace), not at zero: importing
+    TensorFlow takes seconds and would squeeze all activity to the right edge.
     """
     events = report.events
     end = max([wall_seconds, *(e.time for e in events), 1e-6])
-    x_ticks = nice_ticks(end, 5)
-    x_max = x_ticks[-1]
+    step_ticks = nice_ticks(end - start, 5)
+    lo = math.floor(start / step_ticks[1]) * step_ticks[1] if start > 0 else 0.0
+    x_ticks = [round(lo + t, 10) for t in nice_ticks(end - lo, 5)]
+    x_min, x_max = x_ticks[0], x_ticks[-1]
     calls_ticks = nice_ticks(max(report.calls, 1), 4)
     trace_ticks = nice_ticks(max(report.traces, *(e.index for e in events), 1), 4)
     plot_w = WIDTH - _LEFT - _RIGHT
     plot_h = HEIGHT - _TOP - _BOTTOM
 
     def x(t: float) -> float:
-        return _LEFT + plot_w * (t / x_max)
+        return _LEFT + plot_w * ((t - x_min) / (x_max - x_min))
 
     def y(value: float, ticks: list[float]) -> float:
         return _TOP + plot_h * (1 - value / ticks[-1])
@@ -93,11 +97,11 @@ def timeline_svg(report: FunctionReport, wall_seconds: float) -> Markup:
         f'<text class="axis" transform="translate({WIDTH - 8} {_TOP + plot_h / 2:.1f}) '
         f'rotate(90)" text-anchor="middle" fill="{TRACES_COLOUR}">traces</text>'
     )
-    calls_points = [(0.0, 0.0)]
+    calls_points = [(x_min, 0.0)]
     calls_points += [(e.time, float(e.calls_total)) for e in events if e.calls_total is not None]
     calls_points.append((end, float(report.calls)))
     out.append(_polyline(calls_points, x, lambda v: y(v, calls_ticks), CALLS_COLOUR, "calls"))
-    steps = [(0.0, 0.0)]
+    steps = [(x_min, 0.0)]
     for event in events:
         steps += [(event.time, steps[-1][1]), (event.time, float(event.index))]
     steps.append((end, steps[-1][1]))
