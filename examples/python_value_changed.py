@@ -1,0 +1,32 @@
+"""A learning rate passed as a Python number.
+
+The learning rate decays once per epoch and is passed to the step as a Python float. Python
+numbers are baked into the graph as constants, so every new value traces a new graph.
+Fix: pass tf.constant(lr), or keep the rate in a tf.Variable and assign to it.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+w = tf.Variable(tf.zeros([4, 1]))
+
+
+@tf.function
+def train_step(x, y, learning_rate):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+    w.assign_sub(learning_rate * tape.gradient(loss, w))
+    return loss
+
+
+if __name__ == "__main__":
+    rng = np.random.default_rng(0)
+    x = rng.random((16, 4)).astype("float32")
+    y = rng.random((16, 1)).astype("float32")
+    learning_rate = 0.1
+    for epoch in range(4):
+        for _ in range(3):
+            loss = train_step(x, y, learning_rate)
+        print(f"epoch {epoch}: lr {learning_rate:.4f} loss {float(loss):.4f}")
+        learning_rate *= 0.5
+    print("traces:", train_step.experimental_get_tracing_count())
