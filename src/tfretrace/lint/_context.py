@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from tfretrace.lint._module import COMPREHENSIONS, FUNCS, LOOPS, ModuleInfo
 from tfretrace.lint._names import bound_names, dotted
@@ -17,6 +17,48 @@ _SETUP_PREFIXES = ("make_", "build_", "create_", "_make_", "_build_", "_create_"
 _COUNTER_SOURCES = frozenset({"range", "trange", "count"})
 
 
+class Scope:
+    """Names one scope (function, lambda, comprehension, or loop body) binds, computed on demand.
+
+    Most nodes never need them: only a name that is also an import alias must be checked for
+    shadowing, so the walk over the scope's body is deferred until then.
+    """
+
+    __slots__ = ("_args", "_body", "_names")
+
+    def __init__(
+        self,
+        body: Iterable[ast.AST] = (),
+        args: ast.arguments | None = None,
+        names: Iterable[str] | None = None,
+    ) -> None:
+        self._body = body
+        self._args = args
+        self._names: frozenset[str] | None = None if names is None else frozenset(names)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every name the scope binds."""
+        if self._names is None:
+            self._names = frozenset(bound_names(self._body, self._args))  # type: ignore[arg-type]
+        return self._names
+
+
+class ScopeChain:
+    """A container view over nested scopes: ``name in chain`` asks the innermost first."""
+
+    __slots__ = ("scopes",)
+
+    def __init__(self, scopes: tuple[Scope, ...] = ()) -> None:
+        self.scopes = scopes
+
+    def __contains__(self, name: object) -> bool:
+        return any(name in scope.names for scope in self.scopes)
+
+    def __add__(self, scope: Scope) -> ScopeChain:
+        return ScopeChain((scope, *self.scopes))
+
+
 class Ctx:
     """Where a node sits: enclosing function, loops and tf.function body. Treated as immutable."""
 
@@ -28,8 +70,6 @@ class Ctx:
         "info",
         "loop_names",
         "loop_node",
-        "params",
-        "per_call",
         "shadows",
         "tf_def",
         "tf_locals",
@@ -38,20 +78,17 @@ class Ctx:
     def __init__(self, info: ModuleInfo) -> None:
         self.info = info
         # Names bound by the enclosing function scopes: they are not the imported modules.
-        self.shadows: frozenset[str] = frozenset()
+        self.shadows = ScopeChain()
         self.func: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-        self.params: frozenset[str] = frozenset()
-        # True when the enclosing function runs per batch or per request (see _per_call).
-        self.per_call = False
         self.in_loop = False
         self.loop_node: ast.AST | None = None
         # Loop targets and names assigned inside the enclosing loops of this function.
-        self.loop_names: frozenset[str] = frozenset()
+        self.loop_names = ScopeChain()
         # Python int loop counters (`for i in range(...)`, enumerate's index, `n += 1` in while).
         self.counters: frozenset[str] = frozenset()
         # The tf.function whose body this node is traced as part of, and its own local names.
         self.tf_def: ast.FunctionDef | ast.AsyncFunctionDef | None = None
-        self.tf_locals: frozenset[str] = frozenset()
+        self.tf_locals = ScopeChain()
         # Inside an if/try/loop of the tf.function body: code that may not run on every trace.
         self.guarded = False
 
@@ -62,9 +99,22 @@ class Ctx:
             setattr(new, slot, changes.get(slot, getattr(self, slot)))
         return new
 
-    def resolve(self, node: ast.expr) -> str | None:
-        """Canonical dotted name of ``node`` in this scope, or None."""
-        return self.info.imports.resolve(node, self.shadows)
+    def resolve(self, node: ast.expr, wanted: Callable[[str], bool] | None = None) -> str | None:
+        """Canonical dotted name of ``node`` in this scope, or None.
+
+        With ``wanted``, names it rejects give None before the shadowing check, which needs the
+        scope's bound names and is by far the costliest part.
+        """
+        imports = self.info.imports
+        name = imports.resolve(node)
+        if name is None or (wanted is not None and not wanted(name)):
+            return None
+        return imports.resolve(node, self.shadows)
+
+    @property
+    def params(self) -> frozenset[str]:
+        """Parameter names of the enclosing function."""
+        return frozenset(bound_names((), self.func.args)) if self.func is not None else frozenset()
 
     def depends_on_loop(self, node: ast.AST) -> bool:
         """True when ``node`` mentions a loop target or a name assigned inside the loop."""
@@ -127,6 +177,27 @@ def _counters(loop: ast.AST) -> set[str]:
     return found
 
 
+# Per node type, the fields that can hold child nodes. `ctx` (Load/Store) never matters, and
+# Name and Constant have no children worth visiting: skipping them halves the walk's cost.
+_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+_LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop)
+
+
+def _children(node: ast.AST) -> Iterator[ast.AST]:
+    kind = type(node)
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in ("ctx", "op"))
+    for name in fields:
+        value = getattr(node, name, None)
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.AST) and not isinstance(item, _LEAVES):
+                    yield item
+        elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+            yield value
+
+
 class Walker:
     """Walks one module once, running each registered check on the nodes of its types."""
 
@@ -150,21 +221,21 @@ class Walker:
         elif isinstance(node, COMPREHENSIONS):
             self._visit_comprehension(node, ctx)
         elif isinstance(node, ast.Lambda):
-            args = bound_names((), node.args)
-            inner = ctx.derive(shadows=ctx.shadows | args, tf_def=None, in_loop=False)
+            scope = Scope((), node.args)
+            inner = ctx.derive(shadows=ctx.shadows + scope, tf_def=None, in_loop=False)
             self.visit(node.body, inner)
         elif isinstance(node, ast.ClassDef):
             inner = ctx.derive(tf_def=None, in_loop=False)
-            for child in ast.iter_child_nodes(node):
+            for child in _children(node):
                 self.visit(child, inner)
         elif ctx.tf_def is not None and not ctx.guarded and isinstance(
             node, (ast.If, ast.Try, ast.IfExp, ast.BoolOp, ast.Match)
         ):
             guarded = ctx.derive(guarded=True)
-            for child in ast.iter_child_nodes(node):
+            for child in _children(node):
                 self.visit(child, guarded)
         else:
-            for child in ast.iter_child_nodes(node):
+            for child in _children(node):
                 self.visit(child, ctx)
 
     def _visit_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Ctx) -> None:
@@ -174,39 +245,36 @@ class Walker:
         if node.returns is not None:
             self.visit(node.returns, ctx)
         info = ctx.info
-        local = frozenset(bound_names(node.body, node.args))
+        local = Scope(node.body, node.args)
         is_tf = node.name in info.wrapped_defs or any(
             info.is_tf_function(d) for d in node.decorator_list
         )
         inner = ctx.derive(
-            shadows=ctx.shadows | local,
+            shadows=ctx.shadows + local,
             func=node,
-            params=frozenset(bound_names((), node.args)),
-            per_call=per_call(node, info),
             in_loop=False,
             loop_node=None,
-            loop_names=frozenset(),
+            loop_names=ScopeChain(),
             counters=frozenset(),
             tf_def=node if is_tf else None,
-            tf_locals=local if is_tf else frozenset(),
+            tf_locals=ScopeChain((local,)) if is_tf else ScopeChain(),
             guarded=False,
         )
         for stmt in node.body:
             self.visit(stmt, inner)
 
     def _visit_loop(self, node: ast.For | ast.AsyncFor | ast.While, ctx: Ctx) -> None:
-        names = set(bound_names(node.body))
         if isinstance(node, ast.While):
             head: list[ast.AST] = []
             body: list[ast.AST] = [node.test, *node.body]
         else:
             head = [node.iter]
             body = [node.target, *node.body]
-            names |= bound_names([ast.Assign(targets=[node.target], value=ast.Constant(None))])
+        # The target is stored like an assignment, so bound_names finds its names too.
         inner = ctx.derive(
             in_loop=True,
             loop_node=node,
-            loop_names=ctx.loop_names | names,
+            loop_names=ctx.loop_names + Scope(body),
             counters=ctx.counters | _counters(node),
             guarded=ctx.guarded or ctx.tf_def is not None,
         )
@@ -224,11 +292,12 @@ class Walker:
         targets: set[str] = set()
         for gen in gens:
             targets |= {n.id for n in ast.walk(gen.target) if isinstance(n, ast.Name)}
+        scope = Scope(names=targets)
         inner = ctx.derive(
             in_loop=True,
             loop_node=node,
-            shadows=ctx.shadows | targets,
-            loop_names=ctx.loop_names | targets,
+            shadows=ctx.shadows + scope,
+            loop_names=ctx.loop_names + scope,
             guarded=ctx.guarded or ctx.tf_def is not None,
         )
         self.visit(gens[0].iter, ctx)

@@ -37,7 +37,9 @@ class ModuleInfo:
     """Facts about one parsed module that rules look up by name."""
 
     def __init__(self, tree: ast.Module) -> None:
-        self.imports = Imports(tree)
+        # One walk serves the import table and every fact below.
+        nodes = list(ast.walk(tree))
+        self.imports = Imports(tree, nodes)
         # Names of plain functions known to be tf.functions, and `self.<attr>` ones.
         self.tf_function_names: set[str] = set()
         self.tf_function_attrs: set[str] = set()
@@ -45,9 +47,20 @@ class ModuleInfo:
         self.wrapped_defs: set[str] = set()
         # Classes in this file that subclass a Keras model.
         self.model_classes: set[str] = set()
-        # Function names called inside some loop (by `f(...)` or `obj.f(...)`).
-        self.loop_called: set[str] = set()
-        self._collect(tree)
+        self._loops: list[ast.stmt] = []
+        self._loop_called: set[str] | None = None
+        self._collect(nodes)
+
+    @property
+    def loop_called(self) -> set[str]:
+        """Function names called inside some loop (``f(...)`` or ``obj.f(...)``), on demand."""
+        if self._loop_called is None:
+            called: set[str] = set()
+            for loop in self._loops:
+                for stmt in getattr(loop, "body", ()):
+                    _collect_calls(stmt, called)
+            self._loop_called = called
+        return self._loop_called
 
     def is_tf_function(self, node: ast.expr) -> bool:
         """True for an expression naming tf.function itself (any alias), used bare or called."""
@@ -69,13 +82,23 @@ class ModuleInfo:
                 return kw.value
         return None
 
-    def _collect(self, tree: ast.Module) -> None:
-        for node in ast.walk(tree):
+    def _collect(self, nodes: list[ast.AST]) -> None:
+        imports = self.imports
+        # Cheap pre-filter: only calls spelled `<x>.function(...)` or via a tf.function alias can
+        # create a tf.function.
+        direct = {k for k, v in imports.aliases.items() if v in TF_FUNCTION}
+        for node in nodes:
             if isinstance(node, FUNCS):
                 if any(self.is_tf_function(d) for d in node.decorator_list):
                     self.tf_function_names.add(node.name)
                     self.tf_function_attrs.add(node.name)
             elif isinstance(node, ast.Call):
+                func = node.func.func if isinstance(node.func, ast.Call) else node.func
+                if not (
+                    (isinstance(func, ast.Attribute) and func.attr == "function")
+                    or (isinstance(func, ast.Name) and func.id in direct)
+                ):
+                    continue
                 target = self.creation_target(node)
                 if isinstance(target, ast.Name):
                     self.wrapped_defs.add(target.id)
@@ -85,8 +108,7 @@ class ModuleInfo:
                 if any(is_model_factory(self.imports.resolve(b)) for b in node.bases):
                     self.model_classes.add(node.name)
             elif isinstance(node, LOOPS):
-                for inner in node.body:
-                    self._collect_loop_calls(inner)
+                self._loops.append(node)
 
     def _collect_assign(self, node: ast.Assign) -> None:
         assert isinstance(node.value, ast.Call)
@@ -98,9 +120,11 @@ class ModuleInfo:
             elif isinstance(t, ast.Attribute):
                 self.tf_function_attrs.add(t.attr)
 
-    def _collect_loop_calls(self, stmt: ast.stmt) -> None:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Call):
-                parts = dotted(node.func)
-                if parts is not None:
-                    self.loop_called.add(parts[-1])
+
+def _collect_calls(stmt: ast.stmt, into: set[str]) -> None:
+    """Add the last name of every callee in ``stmt`` (``f`` for ``obj.f(...)``)."""
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Call):
+            parts = dotted(node.func)
+            if parts is not None:
+                into.add(parts[-1])

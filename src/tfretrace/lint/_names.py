@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 # Rewrites that make every spelling of the same API one canonical name, so that rules match
 # `tf.keras.Model`, `keras.Model` and `tf_keras.Model` alike. Longest prefix first.
@@ -86,9 +86,9 @@ class Imports:
     that the module binds otherwise, and never imports, are shadows and resolve to nothing.
     """
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, nodes: Iterable[ast.AST] | None = None) -> None:
         self.aliases: dict[str, str] = {}
-        for node in ast.walk(tree):
+        for node in ast.walk(tree) if nodes is None else nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -108,7 +108,7 @@ class Imports:
             q == "tensorflow" or q.startswith(("tensorflow.", "keras")) for q in self.aliases.values()
         )
 
-    def resolve(self, node: ast.expr, local_shadows: frozenset[str] = frozenset()) -> str | None:
+    def resolve(self, node: ast.expr, local_shadows: Container[str] = frozenset()) -> str | None:
         """Canonical dotted name of an expression such as ``tf2.keras.Model``, or None.
 
         ``local_shadows`` are names bound by the enclosing function scopes (parameters,
@@ -118,14 +118,13 @@ class Imports:
         if parts is None:
             return None
         base = parts[0]
-        if base in local_shadows:
-            return None
         target = self.aliases.get(base)
-        if target is None:
+        # Only an imported name can resolve, so the (costlier) shadow check comes second.
+        if target is None or base in local_shadows:
             return None
         return canonical(".".join([target, *parts[1:]]))
 
-    def is_builtin(self, name: str, local_shadows: frozenset[str]) -> bool:
+    def is_builtin(self, name: str, local_shadows: Container[str]) -> bool:
         """True when ``name`` refers to the builtin of that name in this scope."""
         return (
             name not in local_shadows

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable, Iterator
 
-from tfretrace.lint._context import Check, Ctx, Finding, is_handler, per_call
+from tfretrace.lint._context import Check, Ctx, Finding, Scope, is_handler, per_call
 from tfretrace.lint._module import FUNCS, LOOPS, is_model_factory, is_model_loader
-from tfretrace.lint._names import TF_FUNCTION, bound_names, dotted
+from tfretrace.lint._names import TF_FUNCTION, dotted
 
 CHECKS: dict[type[ast.AST], list[tuple[str, Check]]] = {}
 CODES: list[str] = []
@@ -35,7 +35,7 @@ def _is_tf_function(node: ast.expr, ctx: Ctx) -> bool:
     """``tf.function`` itself, bare or called with options (``tf.function(jit_compile=True)``)."""
     if isinstance(node, ast.Call):
         node = node.func
-    return ctx.resolve(node) in TF_FUNCTION
+    return ctx.resolve(node, TF_FUNCTION.__contains__) is not None
 
 
 def _tf_decorator(node: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Ctx) -> ast.expr | None:
@@ -46,7 +46,7 @@ def _creation_target(node: ast.Call, ctx: Ctx) -> ast.expr | None:
     """``g`` for ``tf.function(g, ...)`` or ``tf.function(...)(g)``; None if not a creation."""
     if isinstance(node.func, ast.Call) and _is_tf_function(node.func, ctx):
         return node.args[0] if node.args else None
-    if ctx.resolve(node.func) not in TF_FUNCTION:
+    if ctx.resolve(node.func, TF_FUNCTION.__contains__) is None:
         return None
     if node.args:
         return node.args[0]
@@ -151,7 +151,7 @@ def tf_function_per_call(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
     assert isinstance(node, FUNCS)
     if not per_call(node, ctx.info):
         return
-    inner = ctx.derive(shadows=ctx.shadows | bound_names(node.body, node.args))
+    inner = ctx.derive(shadows=ctx.shadows + Scope(node.body, node.args))
     created: dict[str, ast.AST] = {}
     for stmt in _statements(node.body):
         if isinstance(stmt, FUNCS):
@@ -190,7 +190,7 @@ def keras_model_in_loop(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
     if not (ctx.in_loop or handler):
         return
     func = node.func
-    builds = is_model_factory(ctx.resolve(func)) or (
+    builds = ctx.resolve(func, is_model_factory) is not None or (
         isinstance(func, ast.Name)
         and func.id in ctx.info.model_classes
         and func.id not in ctx.shadows
@@ -225,14 +225,14 @@ def keras_compile_in_loop(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
 @rule("TFR105", ast.Call)
 def keras_load_model_per_call(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
     assert isinstance(node, ast.Call)
-    if not is_model_loader(ctx.resolve(node.func)):
+    if ctx.resolve(node.func, is_model_loader) is None:
         return
     args = list(_arguments(node))
     if ctx.in_loop:
         # Loading a different checkpoint per iteration is legitimate.
         if not any(ctx.depends_on_loop(a) for a in args):
             yield node, "the same model is loaded on every loop iteration"
-    elif ctx.per_call and ctx.func is not None:
+    elif ctx.func is not None and per_call(ctx.func, ctx.info):
         params = ctx.params
         if not any(_mentions(a, p) for a in args for p in params):
             yield node, f"a model is loaded on every call of {ctx.func.name!r}"

@@ -19,6 +19,10 @@ _VARIABLES = frozenset(
 _MUTATORS = frozenset({"append", "extend", "insert"})
 
 
+def _is_random(name: str) -> bool:
+    return name.startswith(("random.", "numpy.random."))
+
+
 def _traced_name(ctx: Ctx) -> str:
     return ctx.tf_def.name if ctx.tf_def is not None else "?"
 
@@ -38,8 +42,8 @@ def python_random_in_tf_function(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
     assert isinstance(node, ast.Call)
     if ctx.tf_def is None:
         return
-    name = ctx.resolve(node.func)
-    if name is not None and name.startswith(("random.", "numpy.random.")):
+    name = ctx.resolve(node.func, _is_random)
+    if name is not None:
         yield node, f"{name}() in tf.function {_traced_name(ctx)!r} is drawn once, at trace time"
 
 
@@ -48,8 +52,8 @@ def wall_clock_in_tf_function(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
     assert isinstance(node, ast.Call)
     if ctx.tf_def is None:
         return
-    name = ctx.resolve(node.func)
-    if name in _CLOCKS:
+    name = ctx.resolve(node.func, _CLOCKS.__contains__)
+    if name is not None:
         yield node, f"{name}() in tf.function {_traced_name(ctx)!r} is read once, at trace time"
 
 
@@ -81,7 +85,7 @@ def variable_in_tf_function(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
     assert isinstance(node, ast.Call)
     if ctx.tf_def is None or ctx.guarded:
         return
-    if ctx.resolve(node.func) in _VARIABLES:
+    if ctx.resolve(node.func, _VARIABLES.__contains__) is not None:
         yield node, f"a variable is created on every trace of tf.function {_traced_name(ctx)!r}"
 
 
