@@ -4,13 +4,15 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+# budget.install wraps monitor.install so that tfretrace.install() honours TFRETRACE_STRICT.
+from tfretrace.budget import budget, install
 from tfretrace.errors import (
     RetraceError,
     RetracingWarning,
     TensorFlowMissingError,
     UnsupportedVersionError,
 )
-from tfretrace.monitor import Monitor, current, install, stop, watch
+from tfretrace.monitor import Monitor, current, stop, watch
 from tfretrace.session import Session, SessionFormatError, load, merge
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "TensorFlowMissingError",
     "UnsupportedVersionError",
     "__version__",
+    "budget",
     "current",
     "install",
     "load",
