@@ -12,6 +12,7 @@ from tfretrace.lint._names import TF_FUNCTION, dotted
 CHECKS: dict[type[ast.AST], list[tuple[str, Check]]] = {}
 CODES: list[str] = []
 
+_ARCH = ("build", "_build", "make", "_make", "create", "_create")
 _COMPILE_KWARGS = frozenset(
     {"optimizer", "loss", "metrics", "loss_weights", "run_eagerly", "jit_compile",
      "steps_per_execution", "weighted_metrics"}
@@ -183,11 +184,16 @@ def tf_function_per_call(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
 # --- Keras models built, compiled, loaded or predicted per iteration -------------------------
 
 
+def _builds_architecture(func: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
+    """``__init__``, ``build`` and factories: sub-models made in a loop there are layers."""
+    return func is not None and (func.name in ("__init__", "build") or func.name.startswith(_ARCH))
+
+
 @rule("TFR103", ast.Call)
 def keras_model_in_loop(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
     assert isinstance(node, ast.Call)
     handler = ctx.func is not None and is_handler(ctx.func)
-    if not (ctx.in_loop or handler):
+    if not (ctx.in_loop or handler) or _builds_architecture(ctx.func):
         return
     func = node.func
     builds = ctx.resolve(func, is_model_factory) is not None or (
