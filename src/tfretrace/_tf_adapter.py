@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import os
 import sys
@@ -47,6 +49,8 @@ class RawTrace:
     counter: Any
     nested: bool
     owner_ref: Any = None
+    model_ref: Any = None
+    model_loaded: bool = False
 
 
 # ----------------------------------------------------------------------------------------------
@@ -120,6 +124,7 @@ class Hooks:
         self._tc: Any = None
         self._function_cls: Any = None
         self._depth = threading.local()
+        self._keras = KerasPatches()
 
     def install(self) -> None:
         """Patch TensorFlow; idempotent."""
@@ -133,6 +138,7 @@ class Hooks:
         self._orig_call = pf.Function.__call__
         tc._create_concrete_function = self._make_create_hook(self._orig_create)
         pf.Function.__call__ = _make_call_hook(self._orig_call)
+        self._keras.install()
         self._installed = True
 
     def uninstall(self) -> None:
@@ -141,6 +147,7 @@ class Hooks:
             return
         self._tc._create_concrete_function = self._orig_create
         self._function_cls.__call__ = self._orig_call
+        self._keras.uninstall()
         self._installed = False
 
     def _make_create_hook(self, orig: Any) -> Any:
@@ -242,7 +249,7 @@ def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool
     else:
         key = ("<unknown>", 0, qualname)
         location = "<unknown>"
-    keras = _keras_info(caller, code) if code is not None else None
+    keras, model = _keras_info(caller, code) if code is not None else (None, None)
     counter = counter_of(owner) if owner is not None else None
     return RawTrace(
         key=key,
@@ -259,6 +266,8 @@ def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool
         counter=counter,
         nested=nested,
         owner_ref=weakref.ref(owner) if owner is not None else None,
+        model_ref=_weak(model),
+        model_loaded=model is not None and model in _loaded_models,
     )
 
 
@@ -320,15 +329,35 @@ def _closure_value(function: Any, name: str) -> Any:
     return None
 
 
+_package_dirs: dict[str, str] = {}
+
+
+def _package_dir(name: str) -> str | None:
+    cached = _package_dirs.get(name)
+    if cached is not None:
+        return cached
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if not isinstance(path, str):
+        return None
+    found: str = os.path.dirname(os.path.abspath(path)) + os.sep
+    _package_dirs[name] = found
+    return found
+
+
 def _is_tf_internal(filename: str) -> bool:
-    parts = filename.replace("\\", "/")
-    return "/tensorflow/" in parts or "/tf_keras/" in parts
+    # Compare with the real package folder: Keras has its own keras/src/backend/tensorflow/.
+    tf_dir = _package_dir("tensorflow")
+    if tf_dir is not None:
+        return filename.startswith(tf_dir)
+    return "/site-packages/tensorflow/" in filename.replace("\\", "/")
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_framework_file(filename: str) -> bool:
     parts = filename.replace("\\", "/")
     return (
-        "/tensorflow/" in parts
+        _is_tf_internal(filename)
         or "/keras/" in parts
         or "/tf_keras/" in parts
         or "__autograph_generated" in parts
@@ -348,7 +377,12 @@ def _call_site(frame: FrameType | None) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def _short_path(filename: str) -> str:
+    # Library files read best from the package down (keras/src/...), user files relative to cwd.
+    marker = "site-packages" + os.sep
+    if marker in filename:
+        return filename.split(marker, 1)[1]
     try:
         relative = os.path.relpath(filename)
     except ValueError:
@@ -364,24 +398,149 @@ def _truncate(text: str, limit: int) -> str:
 # Keras attribution
 
 
-def _keras_info(frame: FrameType | None, code: CodeType) -> KerasInfo | None:
+def _keras_info(frame: FrameType | None, code: CodeType) -> tuple[KerasInfo | None, Any]:
     if not code.co_filename.replace("\\", "/").endswith(_TRAINER_FILE.replace("\\", "/")):
-        return None
+        return None, None
     method = None
     model = None
+    epoch = step = None
     while frame is not None:
         name = frame.f_code.co_name
         if name in _KERAS_METHODS and "/keras/" in frame.f_code.co_filename.replace("\\", "/"):
             method, model = name, frame.f_locals.get("self")
+            epoch = _int_or_none(frame.f_locals.get("epoch"))
+            step = _int_or_none(frame.f_locals.get("begin_step"))
         frame = frame.f_back
     if model is None:
-        return KerasInfo(model="?", model_class="?", method=_method_from_code(code))
-    return KerasInfo(
+        return KerasInfo(model="?", model_class="?", method=_method_from_code(code)), None
+    info = KerasInfo(
         model=str(getattr(model, "name", "?")),
         model_class=type(model).__name__,
         method=method or _method_from_code(code),
-        built_at=getattr(model, "_tfretrace_built_at", None),
+        built_at=_built_at.get(model),
+        epoch=epoch,
+        step=step,
     )
+    return info, model
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _weak(value: Any) -> Any:
+    if value is None:
+        return None
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return None
+
+
+# Where each Keras model was built and which ones came from load_model. Weak maps: tfretrace must
+# never keep a user's model alive.
+_built_at: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_loaded_models: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+class KerasPatches:
+    """Wraps Keras' Trainer.__init__ and saving_lib.load_model, now or when Keras gets imported."""
+
+    def __init__(self) -> None:
+        self._saved: list[tuple[Any, str, Any]] = []
+        self._finder: _KerasImportWatcher | None = None
+
+    def install(self) -> None:
+        """Patch Keras if it is loaded; otherwise patch it right after its import."""
+        if "keras.src.trainers.trainer" in sys.modules:
+            self._patch()
+        elif self._finder is None:
+            self._finder = _KerasImportWatcher(self._patch)
+            sys.meta_path.insert(0, self._finder)
+
+    def uninstall(self) -> None:
+        """Undo every patch and stop watching imports."""
+        if self._finder is not None:
+            if self._finder in sys.meta_path:
+                sys.meta_path.remove(self._finder)
+            self._finder = None
+        for owner, name, original in reversed(self._saved):
+            setattr(owner, name, original)
+        self._saved.clear()
+
+    def _patch(self) -> None:
+        if self._saved:
+            return
+        try:
+            from keras.src.saving import saving_lib
+            from keras.src.trainers import trainer
+        except ImportError:
+            return
+        init = trainer.Trainer.__init__
+        load = saving_lib.load_model
+
+        def __init__(model, *args, **kwargs):  # type: ignore[no-untyped-def]
+            init(model, *args, **kwargs)
+            try:
+                if model not in _built_at:
+                    _built_at[model] = _call_site(sys._getframe(1)) or "?"
+            except Exception:  # bookkeeping must never break model construction
+                pass
+
+        def load_model(*args, **kwargs):  # type: ignore[no-untyped-def]
+            model = load(*args, **kwargs)
+            with contextlib.suppress(TypeError):  # an unhashable model cannot be tracked
+                _loaded_models.add(model)
+            return model
+
+        self._saved = [(trainer.Trainer, "__init__", init), (saving_lib, "load_model", load)]
+        trainer.Trainer.__init__ = __init__
+        saving_lib.load_model = load_model
+
+
+class _KerasImportWatcher:
+    """A meta-path finder that runs a callback once the ``keras`` package has been imported."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self._callback = callback
+        self._busy = False
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != "keras" or self._busy:
+            return None
+        import importlib.util
+
+        self._busy = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self._busy = False
+        if spec is None or spec.loader is None:
+            return spec
+        loader, callback = spec.loader, self._callback
+        original_exec = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            original_exec(module)
+            with contextlib.suppress(Exception):  # patching Keras must never break its import
+                callback()
+
+        spec.loader = _LoaderProxy(loader, exec_module)  # type: ignore[assignment]
+        return spec
+
+
+class _LoaderProxy:
+    """Delegates to a real loader, with exec_module replaced."""
+
+    def __init__(self, loader: Any, exec_module: Callable[[Any], None]) -> None:
+        self._loader = loader
+        self.exec_module = exec_module
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
 
 
 def _method_from_code(code: CodeType) -> str:

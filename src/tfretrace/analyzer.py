@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -51,6 +52,50 @@ class Prior:
     token: int
     signature: tuple[Leaf, ...]
     context: tuple[tuple[str, str], ...]
+
+    @property
+    def fast(self) -> _Fast:
+        """Flat tuples for the C-speed comparison in :func:`closest`, built once."""
+        cached: _Fast | None = self.__dict__.get("_fast")
+        if cached is None:
+            cached = _Fast.of(self.signature)
+            object.__setattr__(self, "_fast", cached)
+        return cached
+
+    @property
+    def by_path(self) -> dict[str, Leaf]:
+        """The signature keyed by path, built once (priors are compared many times)."""
+        cached: dict[str, Leaf] | None = self.__dict__.get("_by_path")
+        if cached is None:
+            cached = {leaf.path: leaf for leaf in self.signature}
+            object.__setattr__(self, "_by_path", cached)
+        return cached
+
+
+@dataclass(frozen=True)
+class _Fast:
+    paths: tuple[str, ...]
+    items: tuple[tuple[object, ...], ...]
+    containers: tuple[tuple[object, ...], ...]
+    has_open: bool  # a None dimension or unknown rank: "covers" needs the slow comparison
+
+    @classmethod
+    def of(cls, signature: Sequence[Leaf]) -> _Fast:
+        items = tuple(
+            (leaf.kind, leaf.dtype, leaf.shape, leaf.value, leaf.type_name, leaf.ident, leaf.alive, leaf.extra)
+            for leaf in signature
+        )
+        return cls(
+            paths=tuple(leaf.path for leaf in signature),
+            items=items,
+            containers=tuple(item for item in items if item[0] in CONTAINERS),
+            has_open=any(
+                leaf.kind in (TENSOR, VARIABLE, SPEC)
+                and (leaf.shape is None or None in leaf.shape)
+                and leaf.kind != SPEC
+                for leaf in signature
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -181,19 +226,99 @@ def diff_context(
 def closest(
     signature: Sequence[Leaf], context: Sequence[tuple[str, str]], priors: Sequence[Prior]
 ) -> tuple[list[Prior], list[Change], list[Change]]:
-    """The earlier traces with the fewest differences (ties all returned, newest first)."""
+    """The earlier traces with the fewest differences (ties all returned, newest first).
+
+    Distances are counted without building Change records, stopping as soon as a prior is worse
+    than the best so far; only the winner is diffed in full. This keeps a retrace's explanation
+    a small fraction of TensorFlow's own trace time even with many arguments and priors.
+    """
     best: list[Prior] = []
     best_key: tuple[int, int] | None = None
-    best_changes: tuple[list[Change], list[Change]] = ([], [])
+    context = tuple(context)
+    current = _Fast.of(signature)
     for prior in reversed(priors):
-        leaf_changes = diff_signatures(prior.signature, signature)
-        context_changes = diff_context(prior.context, context)
-        key = (len(leaf_changes) + len(context_changes), len(context_changes))
+        context_cost = 0 if prior.context == context else len(diff_context(prior.context, context))
+        limit = None if best_key is None else best_key[0] - context_cost
+        fast = prior.fast
+        leaf_cost: int | None
+        if fast.paths == current.paths and not fast.has_open and fast.containers == current.containers:
+            # Same structure, nothing generalized: every unequal leaf is exactly one difference.
+            leaf_cost = sum(map(operator.ne, fast.items, current.items))
+            if limit is not None and leaf_cost > limit:
+                leaf_cost = None
+        else:
+            leaf_cost = distance(prior.by_path, signature, limit, len(prior.signature))
+        if leaf_cost is None:
+            continue
+        key = (leaf_cost + context_cost, context_cost)
         if best_key is None or key < best_key:
-            best, best_key, best_changes = [prior], key, (leaf_changes, context_changes)
+            best, best_key = [prior], key
         elif key == best_key:
             best.append(prior)
-    return best, best_changes[0], best_changes[1]
+    if not best:
+        return [], [], []
+    winner = best[0]
+    return best, diff_signatures(winner.signature, signature), diff_context(winner.context, context)
+
+
+def distance(
+    before: dict[str, Leaf], after: Sequence[Leaf], limit: int | None, before_count: int
+) -> int | None:
+    """Weighted number of differing leaves (as in _weight), or None once it exceeds ``limit``."""
+    cost = 0
+    matched = 0
+    broken: list[str] = []
+    skip: str | None = None  # a changed container: its children are counted with it
+    for leaf in after:
+        path = leaf.path
+        if skip is not None and path.startswith(skip) and path[len(skip)] in "[.":
+            matched += path in before
+            continue
+        skip = None
+        prev = before.get(path)
+        if prev is None:
+            cost += 1
+        else:
+            matched += 1
+            if prev is leaf or prev == leaf or not _differs(prev, leaf):
+                continue
+            if leaf.kind in CONTAINERS or prev.kind != leaf.kind:
+                cost += 1 + max(_descendants(path, after), _descendants(path, before.values()))
+                skip = path
+                broken.append(path)
+            else:
+                cost += 1
+        if limit is not None and cost > limit:
+            return None
+    if matched < before_count:
+        present = {leaf.path for leaf in after}
+        cost += sum(
+            1
+            for path in before
+            if path not in present and not any(path.startswith(b) and path[len(b)] in "[." for b in broken)
+        )
+    if limit is not None and cost > limit:
+        return None
+    return cost
+
+
+def _differs(before: Leaf, after: Leaf) -> bool:
+    if before.kind == after.kind == TENSOR:
+        if before.dtype != after.dtype:
+            return True
+        b, a = before.shape, after.shape
+        if b is None:
+            return False
+        if a is None or len(a) != len(b):
+            return True
+        return any(x is not None and x != y for x, y in zip(b, a))
+    return diff_leaf(before, after) is not None
+
+
+def _descendants(prefix: str, leaves: Iterable[Leaf]) -> int:
+    return sum(
+        1 for leaf in leaves if leaf.path != prefix and leaf.path.startswith(prefix) and leaf.path[len(prefix)] in "[."
+    )
 
 
 def cause_of(leaf_changes: Sequence[Change], context_changes: Sequence[Change]) -> str:

@@ -164,6 +164,7 @@ class TraceEvent:
     raw_key: str | None = None
     note: str | None = None
     nested: bool = False
+    keras: KerasInfo | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form of the event (schema 1)."""
@@ -188,6 +189,7 @@ class TraceEvent:
             "raw_key": self.raw_key,
             "note": self.note,
             "nested": self.nested,
+            "keras": None if self.keras is None else self.keras.to_dict(),
         }
 
     @classmethod
@@ -213,6 +215,7 @@ class TraceEvent:
             raw_key=data.get("raw_key"),
             note=data.get("note"),
             nested=bool(data.get("nested", False)),
+            keras=None if data.get("keras") is None else KerasInfo.from_dict(data["keras"]),
         )
 
 
@@ -224,6 +227,16 @@ class KerasInfo:
     model_class: str
     method: str
     built_at: str | None = None
+    epoch: int | None = None
+    step: int | None = None
+
+    def describe(self) -> str:
+        """``model 'encoder' (Functional, built at app.py:40) predict``."""
+        where = f", built at {self.built_at}" if self.built_at else ""
+        when = ""
+        if self.epoch is not None:
+            when = f" (epoch {self.epoch}" + (f", step {self.step})" if self.step is not None else ")")
+        return f"model '{self.model}' ({self.model_class}{where}) {self.method}{when}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -232,6 +245,8 @@ class KerasInfo:
             "model_class": self.model_class,
             "method": self.method,
             "built_at": self.built_at,
+            "epoch": self.epoch,
+            "step": self.step,
         }
 
     @classmethod
@@ -242,6 +257,8 @@ class KerasInfo:
             str(data["model_class"]),
             str(data["method"]),
             data.get("built_at"),
+            data.get("epoch"),
+            data.get("step"),
         )
 
 
@@ -277,11 +294,23 @@ class FunctionReport:
             return None
         return max(counts, key=lambda k: (counts[k], k))
 
+    def keras_models(self) -> list[str]:
+        """Names of the Keras models whose traces this function holds, in order of appearance."""
+        names: list[str] = []
+        for event in self.events:
+            if event.keras is not None and event.keras.model not in names:
+                names.append(event.keras.model)
+        return names
+
     def display_name(self) -> str:
         """The name a user recognises: the Keras model and method when there is one."""
-        if self.keras is not None:
-            return f"{self.keras.model}.{self.keras.method}"
-        return self.name
+        if self.keras is None:
+            return self.name
+        models = self.keras_models()
+        if len(models) > 1:
+            more = ", ..." if len(models) > 3 else ""
+            return f"Keras {self.keras.method} ({len(models)} models: {', '.join(models[:3])}{more})"
+        return f"{self.keras.model}.{self.keras.method}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form of one function (schema 1)."""

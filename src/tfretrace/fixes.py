@@ -14,7 +14,7 @@ def suggest(
     cause: str,
     changes: Sequence[Change],
     signature: Sequence[Leaf],
-    history: Sequence[Sequence[Leaf]],
+    general: Sequence[Leaf] | None,
     *,
     name: str,
     location: str,
@@ -24,8 +24,12 @@ def suggest(
     """The fix for one trace as Python source, or None when nothing should change."""
     short = name.rsplit(".", 1)[-1]
     where = call_site or "the call site"
+    if keras is not None:
+        keras_fix = _keras_fix(cause, keras, where)
+        if keras_fix is not None:
+            return keras_fix
     if cause == "shape-changed":
-        return _shape_fix(signature, history, short, location)
+        return _shape_fix(general or signature, short, location)
     if cause == "dtype-changed":
         return _dtype_fix(changes, where)
     if cause == "python-value-changed":
@@ -44,22 +48,23 @@ def suggest(
     return None
 
 
-def generalized_signature(history: Sequence[Sequence[Leaf]]) -> list[Leaf] | None:
-    """One signature covering every trace: dims that varied become None; None if not possible."""
-    if not history:
-        return None
-    first = list(history[-1])
-    paths = [(leaf.path, leaf.kind) for leaf in first]
-    merged: dict[str, Leaf] = {leaf.path: leaf for leaf in first}
-    for signature in history:
-        if [(leaf.path, leaf.kind) for leaf in signature] != paths:
-            continue  # another structure: input_signature can only describe one
-        for leaf in signature:
-            base = merged[leaf.path]
-            if leaf.kind != TENSOR or base.dtype != leaf.dtype:
-                continue
-            merged[leaf.path] = _merge_shapes(base, leaf)
-    return [merged[path] for path, _ in paths]
+def merge_signature(general: Sequence[Leaf] | None, signature: Sequence[Leaf]) -> list[Leaf]:
+    """Fold one more signature into a running generalization: dims that differ become None.
+
+    A signature of another structure (other paths or leaf kinds) starts a new generalization:
+    an input_signature can only describe one structure.
+    """
+    if general is None or len(general) != len(signature):
+        return list(signature)
+    merged = []
+    for base, leaf in zip(general, signature):
+        if base.path != leaf.path or base.kind != leaf.kind:
+            return list(signature)
+        if leaf.kind == TENSOR and base.dtype == leaf.dtype and base.shape != leaf.shape:
+            merged.append(_merge_shapes(base, leaf))
+        else:
+            merged.append(base)
+    return merged
 
 
 def _merge_shapes(a: Leaf, b: Leaf) -> Leaf:
@@ -121,10 +126,7 @@ def _spec_source(leaf: Leaf, by_path: dict[str, Leaf]) -> str:
     return f"{leaf.type_name}(" + ", ".join(f"{f}={p}" for f, p in zip(fields, parts)) + ")"
 
 
-def _shape_fix(
-    signature: Sequence[Leaf], history: Sequence[Sequence[Leaf]], short: str, location: str
-) -> str:
-    general = generalized_signature([*history, signature]) or list(signature)
+def _shape_fix(general: Sequence[Leaf], short: str, location: str) -> str:
     code = input_signature_code(general)
     if code is None:
         return (
@@ -220,3 +222,43 @@ def _new_object_fix(name: str, short: str, location: str) -> str:
         f"# {location}: tf.function({short}) is created again and again (e.g. inside a loop).\n"
         f"# Create it once and reuse it:\n{short}_fn = tf.function({short})  # outside the loop"
     )
+
+
+def _keras_fix(cause: str, keras: KerasInfo, where: str) -> str | None:
+    model, method = keras.model, keras.method
+    built = keras.built_at or "where the model is built"
+    if cause == "keras-new-model":
+        return (
+            f"# {where}: a new model ('{model}', built at {built}) is created for each {method} call.\n"
+            f"# Build it once and reuse it:\nmodel = build_model()  # once, at start-up\n"
+            f"for x in requests:\n    y = model.{method}(x)\n"
+            f"# for a few small inputs, skip the predict loop machinery entirely:\n"
+            f"y = model(x, training=False)"
+        )
+    if cause == "keras-recompile":
+        return (
+            f"# {where}: compile() was called again on '{model}', which resets its train/test/predict\n"
+            f"# functions. Compile once; change the learning rate through the optimizer instead:\n"
+            f"model.compile(optimizer=opt, loss=loss)  # once, before the loop\n"
+            f"model.optimizer.learning_rate.assign(new_lr)"
+        )
+    if cause == "keras-load-model":
+        return (
+            f"# {where}: load_model() per call returns a new model that traces again.\n"
+            f"model = keras.models.load_model(path)  # once, at start-up\ndef handle(x):\n"
+            f"    return model.predict(x, verbose=0)"
+        )
+    if cause == "shape-changed" and method in ("predict", "predict_on_batch", "train_on_batch", "test_on_batch"):
+        return (
+            f"# {where}: '{model}'.{method} got inputs of a new shape. Pad to a few fixed sizes\n"
+            f"# (buckets) so the shapes repeat, e.g. the batch dimension to a multiple of 32:\n"
+            f"pad = -len(x) % 32\nx_padded = np.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))\n"
+            f"y = model.{method}(x_padded)[: len(x)]"
+        )
+    if cause == "shape-changed":
+        return (
+            f"# {where}: '{model}'.{method} saw a new batch shape. Batch tf.data with\n"
+            f"# drop_remainder=True, or keep shapes fixed, so every step has the same shape:\n"
+            f"dataset = dataset.batch(32, drop_remainder=True)"
+        )
+    return None

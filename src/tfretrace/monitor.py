@@ -12,14 +12,14 @@ import weakref
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tfretrace import __version__
 from tfretrace.analyzer import Explanation, Prior, explain
 from tfretrace.errors import RetraceError, RetracingWarning
-from tfretrace.events import FunctionReport, KerasInfo, TraceEvent
-from tfretrace.fixes import suggest
+from tfretrace.events import FunctionReport, KerasInfo, Leaf, TraceEvent
+from tfretrace.fixes import merge_signature, suggest
 from tfretrace.session import Session
 
 logger = logging.getLogger("tfretrace")
@@ -29,7 +29,7 @@ logger = logging.getLogger("tfretrace")
 # closest-trace search looks at the last COMPARE_WINDOW traces of the function.
 HEAD_EVENTS = 50
 DEFAULT_MAX_EVENTS = 500
-COMPARE_WINDOW = 64
+COMPARE_WINDOW = 16
 _MAX_OBJECTS = 4096
 _QUIET_CAUSES = frozenset({"first-trace", "variable-creation"})
 
@@ -57,6 +57,10 @@ class FunctionState:
     counters: dict[int, tuple[Any, int]] = field(default_factory=dict)
     dead_calls: int = 0
     last_calls_total: int = 0
+    keras_models: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
+    # Running generalization of every traced signature of the latest structure: what an
+    # input_signature must cover. Updated per trace in O(leaves), never recomputed from history.
+    general: list[Leaf] | None = None
 
     def calls(self, read: Callable[[Any], int]) -> int:
         """Calls of all tf.function objects of this code since monitoring began."""
@@ -85,6 +89,8 @@ class _Pending:
     calls_total: int
     calls_since: int | None
     object_index: int
+    note: str | None = None
+    general: list[Leaf] | None = None
 
 
 class Monitor:
@@ -246,6 +252,7 @@ class Monitor:
                     Prior(event.index, raw.token, raw.traced_as or raw.signature, raw.context)
                 )
                 state.add_event(event)
+                state.general = pending.general
                 listeners = [f for f, b in self._listeners if not b]
         except Exception as exc:
             self.internal_error(exc)
@@ -278,11 +285,15 @@ class Monitor:
             state.object_index.move_to_end(raw.token)
         self._track_counter(state, raw, read)
         explanation = explain(raw.token, raw.signature, raw.context, list(state.priors))
+        note = None
+        if raw.keras is not None:
+            explanation, note = _keras_cause(state, raw, explanation)
+        general = merge_signature(state.general, raw.signature)
         fix = suggest(
             explanation.cause,
             explanation.changes,
             raw.signature,
-            [p.signature for p in state.priors],
+            general,
             name=raw.name,
             location=raw.location,
             call_site=raw.call_site,
@@ -290,7 +301,7 @@ class Monitor:
         )
         calls_total = state.calls(read)
         since = calls_total - state.last_calls_total if state.traces else None
-        return _Pending(state, explanation, fix, calls_total, since, object_index)
+        return _Pending(state, explanation, fix, calls_total, since, object_index, note, general)
 
     def _track_counter(self, state: FunctionState, raw: Any, read: Callable[[Any], int]) -> None:
         counter = raw.counter
@@ -340,6 +351,8 @@ class Monitor:
             thread=raw.thread,
             raw_key=raw.raw_key if explanation.cause == "unexplained" else None,
             nested=raw.nested,
+            keras=raw.keras,
+            note=pending.note,
         )
 
     def _announce(self, state: FunctionState, event: TraceEvent) -> None:
@@ -352,8 +365,30 @@ class Monitor:
             warnings.warn_explicit(message, RetracingWarning, filename, lineno, module="tfretrace")
 
 
+def _keras_cause(state: FunctionState, raw: Any, explanation: Explanation) -> tuple[Explanation, str | None]:
+    # A new tf.function object for Keras trainer code means a new model, a model loaded again, or
+    # compile() (which resets train/test/predict functions) on a model already seen.
+    model = raw.model_ref() if raw.model_ref is not None else None
+    seen = model is not None and model in state.keras_models
+    if model is not None:
+        state.keras_models.add(model)
+    if explanation.cause != "new-function-object":
+        return explanation, None
+    if seen:
+        return replace(explanation, cause="keras-recompile"), None
+    cause = "keras-load-model" if raw.model_loaded else "keras-new-model"
+    note = (
+        f"{raw.keras.model} traced its {raw.keras.method} function for the first time; "
+        "TensorFlow's 'N out of the last M calls triggered tf.function retracing' warning counts "
+        "the traces of all models together because they share this code"
+    )
+    return replace(explanation, cause=cause), note
+
+
 def format_event(name: str, location: str, event: TraceEvent) -> str:
     """The text of the warning and log record for one retrace."""
+    if event.keras is not None:
+        name = f"{event.keras.describe()} [{name}]"
     head = (
         f"{name} ({location}) traced again: trace #{event.index}, {event.cause}, "
         f"{event.seconds * 1000:.1f} ms, called at {event.call_site or '?'}"
@@ -365,6 +400,8 @@ def format_event(name: str, location: str, event: TraceEvent) -> str:
         if not event.changes and event.cause == "new-function-object":
             lines.append("    identical signature: only the tf.function object is new")
     lines.extend(f"    {change.line()}" for change in event.changes)
+    if event.note:
+        lines.append(f"  note: {event.note}")
     if event.raw_key:
         lines.append(f"    raw cache key: {event.raw_key}")
     if event.fix:
