@@ -1,0 +1,101 @@
+"""The per-test trace watch behind the pytest plugin: one monitor, the test's budget, its summary."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from tfretrace.budget import BudgetExceededError, Limit, function_key
+from tfretrace.monitor import Monitor
+
+
+def marker_origin(max_traces: int, functions: Iterable[Any]) -> str:
+    """How the marker reads in an error: ``@pytest.mark.max_traces(1, 'step')``."""
+    names = [repr(f) if isinstance(f, str) else getattr(f, "__name__", "fn") for f in functions]
+    return f"@pytest.mark.max_traces({', '.join([str(max_traces), *names])})"
+
+
+class TestWatch:
+    """Monitors one test: enforces its budget while armed (the test body) and summarises its traces.
+
+    ``functions`` are names (matched against qualified names, ``step`` matches ``Model.step``) or
+    function objects (matched by code); none means every function.
+    """
+
+    __test__ = False  # not a test class, whatever pytest's collection thinks of the name
+
+    def __init__(
+        self,
+        max_traces: int | None = None,
+        functions: Iterable[Any] = (),
+        *,
+        origin: str = "",
+        warn_only: bool = False,
+    ) -> None:
+        self.monitor = Monitor(warn=False, log=False)
+        self.limit: Limit | None = None
+        if max_traces is not None:
+            functions = tuple(functions)
+            names = [f for f in functions if isinstance(f, str)]
+            keys = [function_key(f) for f in functions if not isinstance(f, str)]
+            self.limit = Limit(
+                max_traces,
+                warn_only=warn_only,
+                keys=keys,
+                names=names,
+                origin=origin or marker_origin(max_traces, functions),
+            )
+            # Fixtures warm functions up before the body: only the body is counted (see arm()).
+            self.limit.armed = False
+            self.limit.attach(self.monitor)
+
+    def start(self) -> TestWatch:
+        """Start monitoring (imports TensorFlow)."""
+        self.monitor.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop monitoring; the record stays readable."""
+        self.monitor.stop()
+        if self.limit is not None:
+            self.limit.detach(self.monitor)
+
+    def arm(self) -> None:
+        """Start counting against the budget (the test body begins)."""
+        if self.limit is not None:
+            self.limit.armed = True
+
+    def disarm(self) -> None:
+        """Stop counting against the budget (the test body ended)."""
+        if self.limit is not None:
+            self.limit.armed = False
+
+    def unraised(self) -> BudgetExceededError | None:
+        """A budget breach that the test swallowed (a broad except), to fail the test anyway."""
+        if self.limit is None or self.limit.warn_only or not self.limit.violations:
+            return None
+        return self.limit.violations[0]
+
+    def summary_lines(self) -> list[str]:
+        """One line per traced function: ``name (file:line): traces=2 causes=first-trace,shape-changed``.
+
+        Causes repeat as ``shape-changed*3``; traces the budget refused follow as ``refused=...``.
+        """
+        refused: dict[str, list[str]] = {}
+        for error in [] if self.limit is None else self.limit.violations:
+            refused.setdefault(error.function, []).append(error.cause)
+        lines = []
+        for state in sorted(self.monitor.states(), key=lambda s: s.name):
+            if not state.traces and state.name not in refused:
+                continue
+            causes = _counted(e.cause for e in state.events())
+            line = f"{state.name} ({state.location}): traces={state.traces} causes={causes}"
+            if state.name in refused:
+                line += f" refused={_counted(refused[state.name])}"
+            lines.append(line)
+        return lines
+
+
+def _counted(causes: Iterable[str]) -> str:
+    return ",".join(c if n == 1 else f"{c}*{n}" for c, n in Counter(causes).items())

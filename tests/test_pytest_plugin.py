@@ -1,0 +1,221 @@
+"""The pytest plugin: marker, fixture, options, automatic reset, and no TensorFlow when unused."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tfretrace._pytest_support import marker_origin
+
+pytest_plugins = ["pytester"]
+
+PREFIX = "RetraceError: budget exceeded:"
+
+# One inner run exercises everything that needs TensorFlow: one subprocess, one TF import.
+INNER_TESTS = """
+import pytest
+import tensorflow as tf
+import tfretrace
+
+@tf.function
+def step(x):
+    return x * 2.0
+
+@tf.function
+def other(x):
+    return x
+
+@tfretrace.budget(max_traces=1)
+@tf.function
+def budgeted(x):
+    return x
+
+@pytest.fixture
+def warm():
+    step(tf.zeros([1]))  # traced during setup: not counted by the marker
+
+@pytest.mark.max_traces(1)
+def test_marker_pass():
+    step(tf.zeros([11]))
+    step(tf.zeros([11]))
+
+@pytest.mark.max_traces(1)
+def test_marker_fail():
+    step(tf.zeros([21]))
+    step(tf.zeros([22]))
+
+@pytest.mark.max_traces(0, "step")
+def test_named_function_only(warm):
+    other(tf.zeros([31]))
+    other(tf.zeros([32]))
+    step(tf.zeros([1]))  # cached by the fixture's warm-up
+
+@pytest.mark.max_traces(0, step)
+def test_function_object_fail():
+    step(tf.zeros([41]))
+
+@pytest.mark.max_traces(1)
+def test_swallowed_error_still_fails():
+    try:
+        step(tf.zeros([51]))
+        step(tf.zeros([52]))
+    except Exception:
+        pass
+
+def test_fixture(tfretrace_monitor):
+    other(tf.zeros([61]))
+    other(tf.zeros([62]))
+    state = tfretrace_monitor.state("other")
+    assert [e.cause for e in state.events()] == ["first-trace", "shape-changed"]
+
+def test_no_leak_first(tfretrace_monitor):
+    step(tf.zeros([71]))
+
+def test_no_leak_second(tfretrace_monitor):
+    assert tfretrace_monitor.states() == []
+
+def test_decorator_budget_reset_first():
+    budgeted(tf.zeros([81]))
+
+def test_decorator_budget_reset_second():
+    budgeted(tf.zeros([82]))  # a second trace in the process, the first in this test
+
+def test_global_option_fail():
+    for n in (91, 92, 93):
+        other(tf.zeros([n]))
+"""
+
+PASSED = {
+    "test_marker_pass",
+    "test_named_function_only",
+    "test_fixture",
+    "test_no_leak_first",
+    "test_no_leak_second",
+    "test_decorator_budget_reset_first",
+    "test_decorator_budget_reset_second",
+}
+FAILED = {
+    "test_marker_fail": "shape-changed",
+    "test_function_object_fail": "first-trace",
+    "test_swallowed_error_still_fails": "shape-changed",
+    "test_global_option_fail": "shape-changed",
+}
+
+
+@pytest.fixture
+def quiet_tf(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+
+
+@pytest.mark.tf
+def test_marker_fixture_reset_option_and_summary(pytester: pytest.Pytester, quiet_tf: None) -> None:
+    pytester.makepyfile(test_inner=INNER_TESTS)
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--tfretrace-summary", "--tfretrace-max-traces=2", "-p", "no:randomly", "-p", "no:cacheprovider",
+        f"--junitxml={report.with_suffix('.xml')}",
+    )
+    outcomes = _outcomes(pytester.path / "report.xml")
+    assert {name for name, (state, _) in outcomes.items() if state == "passed"} == PASSED, result.stdout.str()
+    failed = {name: text for name, (state, text) in outcomes.items() if state == "failed"}
+    assert set(failed) == set(FAILED)
+    for name, cause in FAILED.items():
+        assert PREFIX in failed[name] and f"cause {cause}" in failed[name], name
+    assert "--tfretrace-max-traces=2" in failed["test_global_option_fail"]
+    result.stdout.fnmatch_lines(
+        [
+            "*tfretrace: tf.function traces per test*",
+            "test_inner.py::test_marker_fail",
+            "  step (test_inner.py:*): traces=1 causes=first-trace refused=shape-changed",
+            "test_inner.py::test_function_object_fail",
+            "  step (test_inner.py:*): traces=0 causes= refused=first-trace",
+            "test_inner.py::test_fixture",
+            "  other (test_inner.py:*): traces=2 causes=first-trace,shape-changed",
+        ]
+    )
+
+
+def _outcomes(xml_path: Any) -> dict[str, tuple[str, str]]:
+    """name -> (passed|failed, failure text) from a JUnit XML report."""
+    import xml.etree.ElementTree as ET
+
+    out = {}
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        failure = case.find("failure")
+        text = "" if failure is None else (failure.get("message") or "") + (failure.text or "")
+        out[case.get("name", "")] = ("failed" if failure is not None else "passed", text)
+    return out
+
+
+def test_help_lists_the_options_and_the_marker(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(["*tfretrace*", "*--tfretrace-summary*", "*--tfretrace-max-traces=N*"])
+    markers = pytester.runpytest("--markers")
+    markers.stdout.fnmatch_lines(["@pytest.mark.max_traces(n, ?functions)*"])
+
+
+NO_TF_CONFTEST = """
+import json, sys
+
+def pytest_sessionfinish(session):
+    with open("modules.json", "w") as f:
+        json.dump({
+            "plugin": "tfretrace.pytest_plugin" in sys.modules,
+            "tensorflow": "tensorflow" in sys.modules,
+            "support": "tfretrace._pytest_support" in sys.modules,
+        }, f)
+"""
+
+
+def test_project_without_tensorflow_never_imports_it(pytester: pytest.Pytester, quiet_tf: None) -> None:
+    pytester.makeconftest(NO_TF_CONFTEST)
+    pytester.makepyfile(test_plain="def test_arithmetic():\n    assert 1 + 1 == 2\n")
+    result = pytester.runpytest_subprocess("--tfretrace-summary", "--tfretrace-max-traces=1")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*tfretrace: tf.function traces per test*", "no test traced a tf.function"])
+    modules = json.loads((pytester.path / "modules.json").read_text())
+    # Loaded through the entry point, yet neither TensorFlow nor the plugin's logic came with it.
+    assert modules == {"plugin": True, "tensorflow": False, "support": False}
+
+
+def test_marker_needs_an_int(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_bad="import pytest\n@pytest.mark.max_traces('one')\ndef test_x():\n    pass\n"
+    )
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*max_traces(n, ?functions) with an int n*"])
+
+
+def test_marker_origin_names_functions() -> None:
+    def step() -> None:
+        pass
+
+    assert marker_origin(1, ()) == "@pytest.mark.max_traces(1)"
+    assert marker_origin(0, ("step", step)) == "@pytest.mark.max_traces(0, 'step', step)"
+
+
+@pytest.mark.tf
+def test_watch_counts_only_while_armed() -> None:
+    tf = pytest.importorskip("tensorflow")
+    from tfretrace._pytest_support import TestWatch
+
+    @tf.function
+    def armed_step(x: Any) -> Any:
+        return x
+
+    watch = TestWatch(0, ["armed_step"]).start()
+    try:
+        armed_step(tf.zeros([1]))  # disarmed: like a fixture's warm-up
+        watch.arm()
+        armed_step(tf.zeros([1]))  # cached
+        with pytest.raises(AssertionError, match=r"^RetraceError: budget exceeded:"):
+            armed_step(tf.zeros([2]))
+        watch.disarm()
+    finally:
+        watch.stop()
+    assert watch.unraised() is not None
+    assert watch.summary_lines()[0].endswith("traces=1 causes=first-trace refused=shape-changed")
