@@ -17,10 +17,10 @@ import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
-import tfretrace  # noqa: E402
-from tfretrace import monitor as monitor_module  # noqa: E402
+import tfretrace
+from tfretrace import monitor as monitor_module
 
 tf.config.threading.set_inter_op_parallelism_threads(1)
 tf.config.threading.set_intra_op_parallelism_threads(1)

@@ -678,13 +678,18 @@ def _context_fields(func_context: Any) -> tuple[tuple[str, str], ...]:
     eager = func_context.context
     if eager is not None:
         graph = eager.parent_graph
-        fields.append(("graph", "eager" if graph is None else f"graph {getattr(graph, 'name', '?')}"))
+        fields.append(("graph", "eager" if graph is None else _graph_text(graph)))
         fields.append(("device", _device_text(eager.device_functions)))
         fields.append(("cross_replica", str(eager.in_cross_replica_context)))
         fields.append(("xla", "off" if not eager.xla_context_id else "xla context"))
         fields.append(("variable_policy", str(eager.variable_policy)))
         fields.append(("colocation", _short_repr(eager.colocation_stack)))
     return tuple(fields)
+
+
+def _graph_text(graph: Any) -> str:
+    name = getattr(graph, "name", None)
+    return f"{type(graph).__name__} {name}" if isinstance(name, str) else type(graph).__name__
 
 
 def _device_text(device_functions: Any) -> str:

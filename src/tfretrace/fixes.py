@@ -23,6 +23,8 @@ def suggest(
 ) -> str | None:
     """The fix for one trace as Python source, or None when nothing should change."""
     short = name.rsplit(".", 1)[-1]
+    if short == "<lambda>":
+        short = "fn"  # a lambda has no name to paste; call the tf.function object `fn`
     where = call_site or "the call site"
     if keras is not None:
         keras_fix = _keras_fix(cause, keras, where)
@@ -39,7 +41,7 @@ def suggest(
     if cause == "object-identity":
         return _identity_fix(changes, short, where)
     if cause == "new-function-object":
-        return _new_object_fix(name, short, location)
+        return _new_object_fix(name, name.rsplit(".", 1)[-1], location)
     if cause == "variable-spec-changed":
         return (
             f"# {where}: pass tf.Variables in the same arrangement on every call, or capture them\n"
@@ -129,9 +131,19 @@ def _spec_source(leaf: Leaf, by_path: dict[str, Leaf]) -> str:
 def _shape_fix(general: Sequence[Leaf], short: str, location: str) -> str:
     code = input_signature_code(general)
     if code is None:
+        if short == "fn":
+            return (
+                f"# {location}: let TensorFlow generalize the varying dimensions\n"
+                "fn = tf.function(lambda *args: ..., reduce_retracing=True)"
+            )
         return (
             f"# {location}: let TensorFlow generalize the varying dimensions of {short}\n"
             f"@tf.function(reduce_retracing=True)\ndef {short}(...):\n    ..."
+        )
+    if short == "fn":
+        return (
+            f"# {location}: leave the dimensions that varied open (None)\n"
+            f"fn = tf.function(lambda *args: ..., {code})"
         )
     return (
         f"# {location}: leave the dimensions that varied open (None)\n"
@@ -216,7 +228,7 @@ def _new_object_fix(name: str, short: str, location: str) -> str:
         return (
             f"# {location}: tf.function(lambda ...) is created again and again (e.g. inside a loop),\n"
             f"# each one with an empty cache. Create it once, before the loop, and reuse it:\n"
-            f"fn = tf.function(lambda ...)  # outside the loop\nfor ...:\n    fn(...)"
+            f"fn = tf.function(lambda x: ...)  # outside the loop\nfor batch in data:\n    fn(batch)"
         )
     return (
         f"# {location}: tf.function({short}) is created again and again (e.g. inside a loop).\n"

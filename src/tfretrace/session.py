@@ -63,9 +63,12 @@ class Session:
         return sum(f.retraces for f in self.functions)
 
     def function(self, name: str) -> FunctionReport:
-        """The function whose qualified or display name is ``name`` (first match)."""
+        """The function whose qualified or display name is ``name``, or ends with ``.name``."""
         for report in self.functions:
             if name in (report.name, report.display_name()):
+                return report
+        for report in self.functions:
+            if report.name.endswith("." + name):
                 return report
         raise KeyError(name)
 

@@ -1,0 +1,121 @@
+"""The pure explanation logic on hand-built signatures (no TensorFlow needed)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from tfretrace import catalogue
+from tfretrace.analyzer import Prior, closest, diff_signatures, explain
+from tfretrace.events import KerasInfo, Leaf
+from tfretrace.fixes import input_signature_code, merge_signature, suggest
+
+
+def t(path: str, *shape: int | None, dtype: str = "float32") -> Leaf:
+    return Leaf(path, "tensor", dtype=dtype, shape=tuple(shape))
+
+
+def py(path: str, value: object) -> Leaf:
+    return Leaf(path, "python", value=repr(value), type_name=type(value).__name__)
+
+
+def prior(index: int, *leaves: Leaf, token: int = 1, context: tuple[tuple[str, str], ...] = ()) -> Prior:
+    return Prior(index, token, leaves, context)
+
+
+def test_unknown_dims_cover_new_values_like_tensorflow_subtyping() -> None:
+    assert diff_signatures([t("x", None, 10)], [t("x", 7, 10)]) == []
+    assert diff_signatures([Leaf("x", "tensor", dtype="float32", shape=None)], [t("x", 1, 2)]) == []
+    (change,) = diff_signatures([t("x", 10, 20)], [t("x", 10, 21)])
+    assert (change.kind, change.detail) == ("shape", "dim 1")
+    (change,) = diff_signatures([t("x", 3)], [t("x", 3, 2)])
+    assert change.kind == "rank"
+
+
+def test_container_change_hides_its_children_and_counts_them() -> None:
+    before = [Leaf("s", "list", value="of len 2", type_name="list"), t("s[0]", 1), t("s[1]", 1)]
+    after = [Leaf("s", "list", value="of len 3", type_name="list"), t("s[0]", 1), t("s[1]", 1), t("s[2]", 1)]
+    assert [(c.path, c.kind) for c in diff_signatures(before, after)] == [("s", "structure")]
+    # A prior with the same structure and two dtype changes is closer than a structural change.
+    same_structure = prior(2, *[Leaf("s", "list", value="of len 3", type_name="list")] + [
+        t(f"s[{i}]", 1, dtype="float64") for i in range(3)
+    ])
+    best, changes, _ = closest(after, (), [prior(1, *before), same_structure])
+    assert [p.index for p in best] == [2]
+    assert {c.kind for c in changes} == {"dtype"}
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "cause"),
+    [
+        ([t("x", 2)], [t("x", 3)], "shape-changed"),
+        ([t("x", 2)], [t("x", 2, dtype="float64")], "dtype-changed"),
+        ([py("lr", 0.1)], [py("lr", 0.2)], "python-value-changed"),
+        ([py("mode", "a")], [py("mode", 1)], "python-value-changed"),
+        ([py("x", 1)], [t("x")], "structure-changed"),
+        (
+            [Leaf("cfg", "object", value="<C at 0x1>", type_name="C", ident=1, alive=True)],
+            [Leaf("cfg", "object", value="<C at 0x2>", type_name="C", ident=2, alive=True)],
+            "object-identity",
+        ),
+        # Several kinds at once: the one reduce_retracing cannot generalize wins.
+        ([t("x", 2), py("n", 1)], [t("x", 3), py("n", 2)], "python-value-changed"),
+    ],
+)
+def test_cause_of_each_change_kind(before: list[Leaf], after: list[Leaf], cause: str) -> None:
+    explanation = explain(1, after, (), [prior(1, *before)])
+    assert explanation.cause == cause
+    assert cause in catalogue.RUNTIME_SLUGS
+
+
+def test_new_object_context_and_unexplained() -> None:
+    sig = [t("x", 2)]
+    assert explain(1, sig, (), []).cause == "first-trace"
+    assert explain(2, sig, (), [prior(1, *sig, token=1)]).cause == "new-function-object"
+    var_ctx = (("scope_type", "VARIABLE_CREATION"),)
+    no_var = (("scope_type", "NO_VARIABLE_CREATION"),)
+    assert explain(1, sig, no_var, [prior(1, *sig, context=var_ctx)]).cause == "variable-creation"
+    device = explain(1, sig, (("device", "/cpu:1"),), [prior(1, *sig, context=(("device", "/cpu:0"),))])
+    assert device.cause == "context-changed"
+    assert explain(1, sig, (), [prior(1, *sig)]).cause == "unexplained"
+
+
+def test_ties_are_all_returned_newest_first() -> None:
+    best, _, _ = closest([t("x", 2), t("y", 2)], (), [prior(1, t("x", 1), t("y", 2)), prior(2, t("x", 2), t("y", 1))])
+    assert [p.index for p in best] == [2, 1]
+
+
+def test_generalized_input_signature_is_valid_python() -> None:
+    general = None
+    for n in (20, 21, 25):
+        general = merge_signature(general, [Leaf("batch", "dict", value="with keys ['a']", type_name="dict"),
+                                            t("batch['a']", 10, n), t("y", 4)])
+    assert general is not None
+    code = input_signature_code(general)
+    assert code is not None
+    tree = ast.parse(code.replace("input_signature=", "sig = ", 1))
+    assert "tf.TensorSpec(shape=[10, None], dtype=tf.float32)" in code
+    assert isinstance(tree.body[0], ast.Assign)
+    # A Python value among the arguments: no input_signature, reduce_retracing instead.
+    assert input_signature_code([t("x", 1), py("n", 1)]) is None
+
+
+@pytest.mark.parametrize("keras", [None, KerasInfo("encoder", "Functional", "predict", "app.py:40")])
+@pytest.mark.parametrize("name", ["step", "Trainer.step", "outer.<locals>.inner", "<lambda>"])
+@pytest.mark.parametrize("cause", sorted(catalogue.RUNTIME_SLUGS))
+def test_every_fix_is_parseable_python(cause: str, name: str, keras: KerasInfo | None) -> None:
+    explanation = explain(1, [t("x", 3), py("lr", 0.1)], (), [prior(1, t("x", 2), py("lr", 0.2))])
+    fix = suggest(
+        cause,
+        explanation.changes,
+        [t("x", 3), py("lr", 0.1)],
+        None,
+        name=name,
+        location="train.py:10",
+        call_site="train.py:40",
+        keras=keras,
+    )
+    if fix is not None:
+        # Placeholders such as `...` in argument lists are Ellipsis; everything else must parse.
+        ast.parse(fix.replace("(...)", "()"))
