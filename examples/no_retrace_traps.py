@@ -42,7 +42,5 @@ if __name__ == "__main__":
     THRESHOLD = 0.8
     print("threshold changed to 0.8, same graph:", above_threshold(x).numpy(), "(still uses 0.5)")
 
-    counts = {
-        f.__name__: f.experimental_get_tracing_count() for f in (clip_or_scale, add_noise, above_threshold)
-    }
+    counts = {f.__name__: f.experimental_get_tracing_count() for f in (clip_or_scale, add_noise, above_threshold)}
     print("traces per function:", counts, "- no retrace")

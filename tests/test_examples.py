@@ -83,6 +83,13 @@ def _record(path: str) -> dict[str, Any]:
     }
 
 
+def runpy_run_module(path: Path) -> dict[str, Any]:
+    """Load an example's definitions without running its __main__ block."""
+    import runpy
+
+    return runpy.run_path(str(path), run_name="example")
+
+
 def runpy_run(path: str) -> dict[str, Any]:
     import runpy
 
@@ -181,18 +188,45 @@ def test_structure_changed(results: dict[str, Any]) -> None:
 def test_object_identity(results: dict[str, Any]) -> None:
     report = fn(results, "object_identity.py", "augment")
     assert report["traces"] == results["object_identity.py"]["tracing_counts"]["augment"] == 4
+    # The second config is built while the first is alive, so its id always differs.
     assert causes(report)[:2] == ["first-trace", "object-identity"]
     assert report["events"][1]["changes"] == [{"path": "config", "kind": "identity"}]
+    # Later configs may reuse a dead config's id(); the monitor then says "unexplained" (see the
+    # strict xfail below), so only the retrace count is asserted for them.
+    assert set(causes(report)[2:]) <= {"object-identity", "unexplained"}
 
 
 @pytest.mark.xfail(
     strict=True,
     reason="monitor bug: a new object that reuses a dead object's id() is reported as "
-    "'unexplained' instead of 'object-identity' (ident compared without liveness at diff time)",
+    "'unexplained' with no change, instead of 'object-identity' (the diff compares ident "
+    "values recorded at trace time, when the earlier object was still alive)",
 )
-def test_object_identity_every_retrace(results: dict[str, Any]) -> None:
-    report = fn(results, "object_identity.py", "augment")
-    assert causes(report) == ["first-trace"] + ["object-identity"] * 3
+def test_object_identity_reused_id() -> None:
+    """Deterministic reproduction: trace with one config, drop it, then allocate configs until
+    one lands at the dead config's address, and trace with that one."""
+    import gc
+
+    import tensorflow as tf
+
+    import tfretrace
+
+    namespace = runpy_run_module(EXAMPLES / "object_identity.py")
+    augment, config_class = namespace["augment"], namespace["AugmentConfig"]
+    images = tf.ones([2, 4])
+    with tfretrace.watch(warn=False, log=False) as mon:
+        first = config_class(2.0, 0.5)
+        augment(images, first)
+        dead_id = id(first)
+        del first
+        gc.collect()
+        keep = [config_class(2.0, 0.5) for _ in range(2000)]
+        same = next((c for c in keep if id(c) == dead_id), None)
+        if same is None:
+            pytest.skip("the allocator did not reuse the address")
+        augment(images, same)
+    report = next(f for f in mon.session().functions if f.name == "augment")
+    assert [e.cause for e in report.events] == ["first-trace", "object-identity"]
 
 
 def test_new_function_object(results: dict[str, Any]) -> None:
@@ -279,10 +313,7 @@ def test_every_runtime_cause_has_an_example(results: dict[str, Any]) -> None:
         if c.slug not in NO_EXAMPLE_NEEDED and not c.slug.startswith("keras-")
     }
     seen = {
-        event["cause"]
-        for record in results.values()
-        for report in record["functions"]
-        for event in report["events"]
+        event["cause"] for record in results.values() for report in record["functions"] for event in report["events"]
     }
     assert wanted <= seen, f"causes without an example: {sorted(wanted - seen)}"
 
