@@ -193,6 +193,25 @@ def test_function_recreated_in_a_loop_counts_as_one_function(tf: Any) -> None:
 
 
 @pytest.mark.tf
+def test_budget_of_a_nested_function_survives_autograph(tf: Any) -> None:
+    @tfretrace.budget(max_traces=1)
+    @tf.function
+    def inner(x: Any) -> Any:
+        return x * 2.0
+
+    @tf.function
+    def outer(x: Any) -> Any:
+        return inner(x) + 1.0
+
+    outer(tf.zeros([1]))
+    with pytest.raises(tfretrace.RetraceError) as info:  # not AutoGraph's StagingError
+        outer(tf.zeros([2]))
+    assert PREFIX in str(info.value)
+    assert info.value.cause == "shape-changed" and info.value.function.endswith("inner")  # type: ignore[attr-defined]
+    assert info.value.max_traces == 1 and info.value.count == 2  # type: ignore[attr-defined]
+
+
+@pytest.mark.tf
 def test_block_counts_only_inside_and_only_its_function(tf: Any) -> None:
     @tf.function
     def inside(x: Any) -> Any:

@@ -28,27 +28,43 @@ Key = tuple[str, int, str]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class BudgetExceededError(RetraceError):
-    """A budget was exceeded; ``cause`` is the slug of the offending trace (``shape-changed``, ...)."""
+_FIELDS = frozenset({"function", "cause", "count", "max_traces", "event"})
 
-    # An own __init__ also stops AutoGraph from re-creating the error with a rewritten message
-    # when it crosses an outer tf.function being traced: the attributes survive.
-    def __init__(
-        self,
-        message: str,
-        *,
-        function: str = "",
-        cause: str = "",
-        count: int = 0,
-        max_traces: int = 0,
-        event: TraceEvent | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.function = function
-        self.cause = cause
-        self.count = count
-        self.max_traces = max_traces
-        self.event = event
+
+class BudgetExceededError(RetraceError):
+    """A budget was exceeded; ``cause`` is the slug of the offending trace (``shape-changed``, ...).
+
+    Also ``function`` (qualified name), ``count`` (the refused trace's number), ``max_traces`` and
+    ``event`` (the refused TraceEvent).
+    """
+
+    # AutoGraph re-creates an error that crosses an outer tf.function being traced, keeping its
+    # type only when __init__ is Exception's (anything else becomes a StagingError); the new
+    # error is raised while handling the original, which stays reachable as __context__.
+    __init__ = Exception.__init__
+
+    function: str
+    cause: str
+    count: int
+    max_traces: int
+    event: TraceEvent | None
+
+    @classmethod
+    def create(cls, message: str, **fields: Any) -> BudgetExceededError:
+        """The error with its fields set."""
+        error: BudgetExceededError = cls(message)
+        error.__dict__.update(fields)
+        return error
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for a field AutoGraph's copy lacks: read it from the original.
+        if name in _FIELDS:
+            context = self.__context__
+            while context is not None:
+                if name in vars(context):
+                    return vars(context)[name]
+                context = context.__context__
+        raise AttributeError(name)
 
 
 def function_key(fn: Any) -> Key:
@@ -132,7 +148,7 @@ class Limit:
             count = self.counts.get(state.key, 0)
         if count < self.max_traces:
             return
-        error = BudgetExceededError(
+        error = BudgetExceededError.create(
             self.message(state, event, count + 1),
             function=state.name,
             cause=event.cause,
