@@ -191,17 +191,10 @@ def test_object_identity(results: dict[str, Any]) -> None:
     # The second config is built while the first is alive, so its id always differs.
     assert causes(report)[:2] == ["first-trace", "object-identity"]
     assert report["events"][1]["changes"] == [{"path": "config", "kind": "identity"}]
-    # Later configs may reuse a dead config's id(); the monitor then says "unexplained" (see the
-    # strict xfail below), so only the retrace count is asserted for them.
-    assert set(causes(report)[2:]) <= {"object-identity", "unexplained"}
+    # Later configs may reuse a dead config's id(): still a new object, never "unexplained".
+    assert set(causes(report)[2:]) == {"object-identity"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="monitor bug: a new object that reuses a dead object's id() is reported as "
-    "'unexplained' with no change, instead of 'object-identity' (the diff compares ident "
-    "values recorded at trace time, when the earlier object was still alive)",
-)
 def test_object_identity_reused_id() -> None:
     """Deterministic reproduction: trace with one config, drop it, then allocate configs until
     one lands at the dead config's address, and trace with that one."""

@@ -521,12 +521,6 @@ def test_tf_34025_mirrored_strategy_per_replica_traces(mirrored_34025: dict[str,
     assert data[PREDICT]["traces"] == data["_counts"]["predict"] == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="monitor bug: under MirroredStrategy the predict batch is a PerReplica value; a change "
-    "of its per-replica tensor shapes is reported as structure-changed on an opaque "
-    "PerReplicaSpec leaf instead of shape-changed",
-)
 def test_tf_34025_mirrored_strategy_predict_shape_change_is_named(mirrored_34025: dict[str, Any]) -> None:
     """tensorflow/tensorflow#34025, second half: the retrace of predict_function under
     MirroredStrategy on a new sequence length should be named as a shape change of ``data[0]``.

@@ -51,6 +51,10 @@ class RawTrace:
     owner_ref: Any = None
     model_ref: Any = None
     model_loaded: bool = False
+    counter_born: float = 0.0
+    # (path, weakref) of arguments keyed by identity: an earlier trace whose object has died can
+    # never match again (TensorFlow's Weakref type), even if a new object reuses its address.
+    object_refs: tuple[tuple[str, Any], ...] = ()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -198,12 +202,21 @@ def _make_call_hook(orig: Any) -> Any:
 
 
 def counter_of(function: Any) -> Any:
-    """The call counter attached to a tf.function object, created on first use."""
+    """The call counter attached to a tf.function object, created on first use.
+
+    setdefault keeps creation atomic under the GIL, so concurrent first calls share one counter;
+    the creation time tells a monitor whether all of its calls happened while it was watching.
+    """
     counter = function.__dict__.get("_tfretrace_calls")
     if counter is None:
-        counter = itertools.count()
-        function.__dict__["_tfretrace_calls"] = counter
+        function.__dict__.setdefault("_tfretrace_born", time.perf_counter())
+        counter = function.__dict__.setdefault("_tfretrace_calls", itertools.count())
     return counter
+
+
+def counter_born(function: Any) -> float:
+    """When the counter of this tf.function object was created (perf_counter seconds)."""
+    return float(function.__dict__.get("_tfretrace_born", 0.0))
 
 
 def counter_value(counter: Any) -> int:
@@ -237,7 +250,12 @@ def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool
     code, qualname = _innermost_code(python_function)
     lookup = caller.f_locals.get("lookup_func_type", function_type)
     func_context = caller.f_locals.get("current_func_context")
-    signature = tuple(leaf for leaf in _signature(lookup))
+    _collect.refs = {}
+    try:
+        signature = tuple(_signature(lookup))
+        object_refs = tuple(_collect.refs.items())
+    finally:
+        _collect.refs = None
     traced_as = None
     if options.reduce_retracing and function_type is not lookup:
         generalized = tuple(_signature(function_type))
@@ -267,6 +285,8 @@ def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool
         nested=nested,
         owner_ref=weakref.ref(owner) if owner is not None else None,
         model_ref=_weak(model),
+        counter_born=counter_born(owner) if owner is not None else 0.0,
+        object_refs=object_refs,
         model_loaded=model is not None and model in _loaded_models,
     )
 
@@ -596,6 +616,15 @@ def _describe_spec(spec: Any, path: str) -> Iterator[Leaf]:
         yield Leaf(path, SPEC, value=type(spec).__name__, type_name=type(spec).__name__)
         yield from _describe_nest(element_spec, f"{path}.element_spec")
         return
+    value_specs = getattr(spec, "_value_specs", None)
+    if isinstance(value_specs, tuple):
+        # Distributed values (PerReplica): one spec per replica; show each replica's tensors so a
+        # shape change reads as one, not as an opaque spec change.
+        name = type(spec).__name__
+        yield Leaf(path, SPEC, value=f"{name} of {len(value_specs)}", type_name=name)
+        for number, item in enumerate(value_specs):
+            yield from _describe_nest(item, f"{path}.replica[{number}]")
+        return
     shape = getattr(spec, "shape", None)
     dtype = getattr(spec, "dtype", None)
     yield Leaf(
@@ -644,7 +673,13 @@ def _shape(shape: Any) -> tuple[int | None, ...] | None:
     return tuple(shape.as_list())
 
 
+_collect = threading.local()
+
+
 def _object_leaf(ref: Any, path: str) -> Leaf:
+    refs = getattr(_collect, "refs", None)
+    if refs is not None:
+        refs[path] = ref
     target = ref()
     if target is None:
         return Leaf(path, OBJECT, value="<collected>", type_name="?", ident=None, alive=False)

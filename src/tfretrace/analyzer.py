@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from tfretrace.events import (
     CONTAINERS,
@@ -52,6 +53,17 @@ class Prior:
     token: int
     signature: tuple[Leaf, ...]
     context: tuple[tuple[str, str], ...]
+    refs: tuple[tuple[str, Any], ...] = field(default=(), compare=False)
+
+    def as_seen_now(self) -> Prior:
+        """This trace with objects that have died since marked dead: they never match again."""
+        dead = {path for path, ref in self.refs if ref() is None}
+        if not dead:
+            return self
+        leaves = tuple(
+            replace(leaf, alive=False, ident=None) if leaf.path in dead else leaf for leaf in self.signature
+        )
+        return Prior(self.index, self.token, leaves, self.context)
 
     @property
     def fast(self) -> _Fast:

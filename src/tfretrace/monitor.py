@@ -249,7 +249,7 @@ class Monitor:
                 state.seconds += seconds
                 state.last_calls_total = pending.calls_total
                 state.priors.append(
-                    Prior(event.index, raw.token, raw.traced_as or raw.signature, raw.context)
+                    Prior(event.index, raw.token, raw.traced_as or raw.signature, raw.context, raw.object_refs)
                 )
                 state.add_event(event)
                 state.general = pending.general
@@ -284,7 +284,8 @@ class Monitor:
         else:
             state.object_index.move_to_end(raw.token)
         self._track_counter(state, raw, read)
-        explanation = explain(raw.token, raw.signature, raw.context, list(state.priors))
+        priors = [p.as_seen_now() if p.refs else p for p in state.priors]
+        explanation = explain(raw.token, raw.signature, raw.context, priors)
         note = None
         if raw.keras is not None:
             explanation, note = _keras_cause(state, raw, explanation)
@@ -307,8 +308,10 @@ class Monitor:
         counter = raw.counter
         if counter is None or raw.token in state.counters:
             return
-        # Calls made before this monitor saw the object do not count (the current call does).
-        state.counters[raw.token] = (counter, max(read(counter) - 1, 0))
+        # Calls made before this monitor started do not count (the current call does); a counter
+        # born after the start has seen nothing but monitored calls, from any thread.
+        born_after_start = getattr(raw, "counter_born", 0.0) >= self._t0
+        state.counters[raw.token] = (counter, 0 if born_after_start else max(read(counter) - 1, 0))
         owner_ref = getattr(raw, "owner_ref", None)
         if owner_ref is None:
             return
@@ -356,6 +359,8 @@ class Monitor:
         )
 
     def _announce(self, state: FunctionState, event: TraceEvent) -> None:
+        if not (self.warn or (self.log and logger.isEnabledFor(logging.INFO))):
+            return
         message = format_event(state.name, state.location, event)
         if self.log:
             logger.info(message)

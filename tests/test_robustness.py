@@ -1,0 +1,185 @@
+"""tfretrace never changes the user's program: errors contained, results identical, no leaks, bounded."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import threading
+import weakref
+
+import numpy as np
+import pytest
+
+from tfretrace import analyzer, monitor
+from tfretrace._tf_adapter import RawTrace
+from tfretrace.events import Leaf
+
+
+def _raw(n: int) -> RawTrace:
+    return RawTrace(
+        key=("synthetic.py", 1, "storm"),
+        name="storm",
+        location="synthetic.py:1",
+        token=1,
+        signature=(
+            Leaf("x", "tensor", dtype="float32", shape=(n,)),
+            Leaf("step", "python", value=str(n), type_name="int"),
+        ),
+        traced_as=None,
+        context=(("scope_type", "VARIABLE_CREATION"),),
+        call_site="synthetic.py:9",
+        thread="MainThread",
+        keras=None,
+        raw_key="",
+        counter=itertools.count(n + 1),
+        nested=False,
+    )
+
+
+def test_history_is_bounded_over_100000_retraces() -> None:
+    """Drives the monitor directly (no TF): 100,000 traces of one function keep bounded memory."""
+    mon = monitor.Monitor(warn=False, log=False, max_events=200)
+    for n in range(100_000):
+        raw = _raw(n)
+        pending = mon.before_trace(raw)
+        assert pending is not None
+        mon.after_trace(raw, pending, 0.001, True)
+        if n == 20_000:
+            gc.collect()
+            at_20k = len(gc.get_objects())
+    gc.collect()
+    at_100k = len(gc.get_objects())
+    state = mon.state("storm")
+    assert state.traces == 100_000
+    assert len(state.events()) == 200
+    assert state.dropped == 100_000 - 200
+    assert len(state.priors) == monitor.COMPARE_WINDOW
+    assert [e.index for e in state.events()][:3] == [1, 2, 3]  # the head is kept
+    assert state.events()[-1].index == 100_000
+    # The live objects after 100k traces are as many as after 20k: nothing grows per trace.
+    assert at_100k - at_20k < 1000
+    assert mon.internal_errors == 0
+
+
+def test_internal_error_is_counted_and_the_call_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    tf = pytest.importorskip("tensorflow")
+
+    def broken(*args: object, **kwargs: object) -> analyzer.Explanation:
+        raise RuntimeError("simulated tfretrace bug")
+
+    @tf.function
+    def user_fn(x: tf.Tensor) -> tf.Tensor:
+        return x * 3.0
+
+    monkeypatch.setattr(monitor, "explain", broken)
+    with monitor.watch(warn=False, log=False) as mon:
+        first = user_fn(tf.constant([1.0, 2.0]))
+        second = user_fn(tf.constant([1.0, 2.0, 3.0]))
+    session = mon.session()
+    assert session.internal_errors == 2
+    assert "simulated tfretrace bug" in session.internal_error_messages[0]
+    np.testing.assert_array_equal(first.numpy(), [3.0, 6.0])
+    np.testing.assert_array_equal(second.numpy(), [3.0, 6.0, 9.0])
+    assert user_fn.experimental_get_tracing_count() == 2
+
+
+def test_user_exceptions_propagate_unchanged() -> None:
+    tf = pytest.importorskip("tensorflow")
+
+    class UserError(Exception):
+        pass
+
+    @tf.function
+    def raising(x: tf.Tensor) -> tf.Tensor:
+        raise UserError("from the user")
+
+    with monitor.watch(warn=False, log=False), pytest.raises(UserError, match="from the user"):
+        raising(tf.ones([1]))
+
+
+def _train_weights(monitored: bool) -> list[np.ndarray]:
+    import keras
+    import tensorflow as tf
+
+    keras.utils.set_random_seed(7)
+    tf.config.experimental.enable_op_determinism()
+    model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(70, 6)).astype("float32")
+    y = rng.normal(size=(70, 1)).astype("float32")
+    if monitored:
+        with monitor.watch(warn=False, log=False) as mon:
+            model.fit(x, y, batch_size=16, epochs=2, verbose=0, shuffle=False)
+            model.predict(x[:5], verbose=0)
+        assert mon.session().total_traces > 0
+    else:
+        model.fit(x, y, batch_size=16, epochs=2, verbose=0, shuffle=False)
+        model.predict(x[:5], verbose=0)
+    return [w.copy() for w in model.get_weights()]
+
+
+@pytest.mark.tf
+def test_weights_after_fit_are_bit_identical_with_and_without_monitor() -> None:
+    pytest.importorskip("keras")
+    bare = _train_weights(monitored=False)
+    watched = _train_weights(monitored=True)
+    assert len(bare) == len(watched)
+    for a, b in zip(bare, watched):
+        assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.tf
+def test_monitor_keeps_no_strong_reference_to_models_or_arguments() -> None:
+    keras = pytest.importorskip("keras")
+    tf = pytest.importorskip("tensorflow")
+
+    class Config:
+        scale = 2.0
+
+    @tf.function
+    def uses_obj(x: tf.Tensor, cfg: Config) -> tf.Tensor:
+        return x * cfg.scale
+
+    with monitor.watch(warn=False, log=False) as mon:
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model.predict(np.ones((2, 3), "float32"), verbose=0)
+        cfg = Config()
+        uses_obj(tf.ones([1]), cfg)
+        model_ref, cfg_ref = weakref.ref(model), weakref.ref(cfg)
+        del model, cfg
+        gc.collect()
+        assert model_ref() is None, "the monitor kept the model alive"
+        assert cfg_ref() is None, "the monitor kept the argument alive"
+    assert mon.session().total_traces >= 2
+
+
+@pytest.mark.tf
+def test_concurrent_calls_from_threads_are_recorded() -> None:
+    tf = pytest.importorskip("tensorflow")
+
+    @tf.function
+    def threaded(x: tf.Tensor) -> tf.Tensor:
+        return x + 1
+
+    errors: list[BaseException] = []
+
+    def worker(width: int) -> None:
+        try:
+            for _ in range(25):
+                threaded(tf.ones([width]))
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    with monitor.watch(warn=False, log=False) as mon:
+        threads = [threading.Thread(target=worker, args=(w,)) for w in (1, 2, 3, 4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert not errors
+    fn = mon.session().function("threaded")
+    assert fn.traces == threaded.experimental_get_tracing_count() == 4
+    assert fn.calls == 100
+    assert {e.thread for e in fn.events} <= {t.name for t in threads}
+    assert mon.internal_errors == 0
