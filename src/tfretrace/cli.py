@@ -213,10 +213,15 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     if target.module is not None and _find_module(target.module) is None:
         raise UsageError(f"no module named {target.module!r}")
     monitor = importlib.import_module("tfretrace.monitor")
+    strict = importlib.import_module("tfretrace.budget").strict_from_env
     try:
-        monitor.install(warn=ns.warn)
-    except TensorFlowMissingError as exc:
+        installed = monitor.install(warn=ns.warn)
+        # TFRETRACE_STRICT=N turns every function into a budget of N traces for unmodified scripts.
+        strict(installed)
+    except (TensorFlowMissingError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else "TensorFlow is not installed"
+        with contextlib.suppress(RuntimeError):
+            monitor.stop()
         raise UsageError(first) from None
     try:
         status = execute(target)
