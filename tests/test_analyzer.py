@@ -97,8 +97,9 @@ def test_generalized_input_signature_is_valid_python() -> None:
     tree = ast.parse(code.replace("input_signature=", "sig = ", 1))
     assert "tf.TensorSpec(shape=[10, None], dtype=tf.float32)" in code
     assert isinstance(tree.body[0], ast.Assign)
-    # A Python value among the arguments: no input_signature, reduce_retracing instead.
-    assert input_signature_code([t("x", 1), py("n", 1)]) is None
+    # A Python number becomes a scalar spec; a string cannot be described: reduce_retracing instead.
+    assert "tf.TensorSpec(shape=[], dtype=tf.float32)" in (input_signature_code([t("x", 1), py("lr", 0.1)]) or "")
+    assert input_signature_code([t("x", 1), py("mode", "train")]) is None
 
 
 @pytest.mark.parametrize("keras", [None, KerasInfo("encoder", "Functional", "predict", "app.py:40")])

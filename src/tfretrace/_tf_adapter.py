@@ -65,16 +65,16 @@ def load_tensorflow() -> tuple[Any, Any]:
     """Import TensorFlow's tracing modules, checking the version; return (tf, tracing_compilation)."""
     try:
         import tensorflow as tf
-        from tensorflow.python.eager.polymorphic_function import tracing_compilation
     except ImportError as exc:
         raise TensorFlowMissingError(
             "tfretrace's runtime monitor needs TensorFlow: pip install 'tfretrace[tensorflow]' "
             f"(or tensorflow-cpu); import failed with: {exc}"
         ) from None
     allow = os.environ.get("TFRETRACE_ALLOW_UNSUPPORTED") == "1"
-    if not tf.__version__.startswith(SUPPORTED_TF) and not allow:
+    version = str(getattr(tf, "__version__", "?"))
+    if not version.startswith(SUPPORTED_TF) and not allow:
         raise UnsupportedVersionError(
-            f"tfretrace supports {TESTED}; found TensorFlow {tf.__version__}. "
+            f"tfretrace supports {TESTED}; found TensorFlow {version}. "
             "Set TFRETRACE_ALLOW_UNSUPPORTED=1 to try anyway."
         )
     keras_version = installed_keras_version()
@@ -83,6 +83,12 @@ def load_tensorflow() -> tuple[Any, Any]:
             f"tfretrace supports {TESTED}; found Keras {keras_version} (tf_keras / Keras 2 is "
             "not supported). Set TFRETRACE_ALLOW_UNSUPPORTED=1 to try anyway."
         )
+    try:
+        from tensorflow.python.eager.polymorphic_function import tracing_compilation
+    except ImportError:
+        raise UnsupportedVersionError(
+            f"TensorFlow {version} lacks the tracing module tfretrace hooks ({TESTED})."
+        ) from None
     if not hasattr(tracing_compilation, "_create_concrete_function"):
         raise UnsupportedVersionError(
             f"TensorFlow {tf.__version__} lacks the tracing hook tfretrace uses ({TESTED})."

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from tfretrace.events import CONTAINERS, TENSOR, Change, KerasInfo, Leaf
+from tfretrace.events import CONTAINERS, PYTHON, TENSOR, Change, KerasInfo, Leaf
 
 _TOP = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*")
 
@@ -78,15 +78,29 @@ def _merge_shapes(a: Leaf, b: Leaf) -> Leaf:
 
 
 def input_signature_code(signature: Sequence[Leaf]) -> str | None:
-    """``input_signature=[...]`` source for a signature made only of tensors and containers."""
-    if any(leaf.kind not in CONTAINERS and leaf.kind != TENSOR for leaf in signature):
+    """``input_signature=[...]`` source for a signature of tensors, containers and numbers.
+
+    A Python int or float becomes a scalar TensorSpec (the caller must then pass tf.constant);
+    anything else (objects, strings, None, bools) cannot be described, and None is returned.
+    """
+    for leaf in signature:
+        if leaf.kind in CONTAINERS or leaf.kind == TENSOR:
+            continue
+        if leaf.kind == PYTHON and leaf.type_name in _NUMBER_DTYPES:
+            continue
         return None
     by_path = {leaf.path: leaf for leaf in signature}
     lines = []
     for leaf in signature:
         if _is_top(leaf.path):
-            lines.append(f"    {_spec_source(leaf, by_path)},  # {leaf.path}")
+            note = f"  # {leaf.path}"
+            if leaf.kind == PYTHON:
+                note += f": now a tensor, pass tf.constant({leaf.path})"
+            lines.append(f"    {_spec_source(leaf, by_path)},{note}")
     return "input_signature=[\n" + "\n".join(lines) + "\n]"
+
+
+_NUMBER_DTYPES = {"int": "int64", "float": "float32"}
 
 
 def _is_top(path: str) -> bool:
@@ -110,6 +124,8 @@ def _children(path: str, by_path: dict[str, Leaf]) -> list[Leaf]:
 
 
 def _spec_source(leaf: Leaf, by_path: dict[str, Leaf]) -> str:
+    if leaf.kind == PYTHON:
+        return f"tf.TensorSpec(shape=[], dtype=tf.{_NUMBER_DTYPES[str(leaf.type_name)]})"
     if leaf.kind == TENSOR:
         shape = "None" if leaf.shape is None else "[" + ", ".join(
             "None" if d is None else str(d) for d in leaf.shape
@@ -153,7 +169,7 @@ def _shape_fix(general: Sequence[Leaf], short: str, location: str) -> str:
 
 
 def _dtype_fix(changes: Sequence[Change], where: str) -> str:
-    lines = [f"# {where}: cast to one dtype before calling (dtype is never generalized)"]
+    lines = [f"# {where}: cast to one dtype before calling (dtypes never generalize)"]
     for change in changes:
         if change.kind == "dtype":
             lines.append(f"{change.path} = tf.cast({change.path}, tf.{change.before})")
@@ -163,7 +179,7 @@ def _dtype_fix(changes: Sequence[Change], where: str) -> str:
 def _python_value_fix(
     changes: Sequence[Change], signature: Sequence[Leaf], short: str, where: str
 ) -> str:
-    lines = [f"# {where}: each new Python value is baked into a new graph; pass a tensor instead"]
+    lines = [f"# {where}: each new Python value is a new graph; pass a tensor instead"]
     leaves = {leaf.path: leaf for leaf in signature}
     for change in changes:
         if change.kind not in ("python-value", "python-type"):
@@ -184,7 +200,7 @@ def _python_value_fix(
 
 
 def _structure_fix(changes: Sequence[Change], where: str) -> str:
-    lines = [f"# {where}: pass the same structure on every call (structures are never generalized)"]
+    lines = [f"# {where}: pass the same structure on every call (never generalized)"]
     for change in changes:
         if change.kind == "leaf-kind" and change.after.startswith("Tensor"):
             lines.append(f"{change.path} = tf.constant({change.path})  # always a tensor, never a Python value")
@@ -213,8 +229,8 @@ def _new_object_fix(name: str, short: str, location: str) -> str:
     if ".<locals>." in name:
         outer = name.split(".<locals>.")[0]
         return (
-            f"# {location}: {short} is defined inside {outer}, so every call of {outer} makes a new\n"
-            f"# tf.function with an empty cache. Move the definition to module level (or __init__):\n"
+            f"# {location}: {short} is defined inside {outer}: each call of {outer}\n"
+            f"# makes a new tf.function with an empty cache. Define it once at module level:\n"
             f"@tf.function\ndef {short}(...):\n    ...\n# and call that one object from {outer}."
         )
     if "." in name:

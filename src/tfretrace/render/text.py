@@ -176,12 +176,15 @@ class TextRenderer:
         return out
 
     def code(self, source: str) -> RenderableType:
-        """Fix code: highlighted in colour, plain text otherwise so it can be pasted."""
+        """Fix code: highlighted in colour, plain otherwise; never wrapped, so it pastes as is."""
         if self.color:
-            return Syntax(
-                source, "python", theme="ansi_dark", background_color="default", word_wrap=True
-            )
-        return Text(source)
+            text = Syntax(source, "python", theme="ansi_dark", background_color="default").highlight(source)
+            text.rstrip()
+        else:
+            text = Text(source)
+        text.no_wrap = True
+        text.overflow = "ignore"
+        return text
 
 
 def _indent(renderable: RenderableType, spaces: int) -> Padding:
