@@ -25,4 +25,4 @@ chromium:
 test: $(STAMP) chromium
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -p no:randomly
+	$(BIN)/python -m pytest -q
