@@ -30,7 +30,7 @@ def _raw(n: int) -> RawTrace:
         call_site="synthetic.py:9",
         thread="MainThread",
         keras=None,
-        raw_key="",
+        raw_key=lambda: "",
         counter=itertools.count(n + 1),
         nested=False,
     )

@@ -45,7 +45,9 @@ class RawTrace:
     call_site: str | None
     thread: str
     keras: KerasInfo | None
-    raw_key: str
+    # The cache key's repr costs more than the rest of the reading: it is built only when a trace
+    # is unexplained. Holds the key objects (TensorFlow types, with weak references to arguments).
+    raw_key: Callable[[], str]
     counter: Any
     nested: bool
     owner_ref: Any = None
@@ -286,7 +288,7 @@ def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool
         call_site=_call_site(caller),
         thread=threading.current_thread().name,
         keras=keras,
-        raw_key=_truncate(f"{func_context!r} {lookup!r}", 2000),
+        raw_key=lambda: _truncate(f"{func_context!r} {lookup!r}", 2000),
         counter=counter,
         nested=nested,
         owner_ref=weakref.ref(owner) if owner is not None else None,
@@ -297,25 +299,39 @@ def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool
     )
 
 
+_user_code: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
 def is_user_trace(options: Any) -> bool:
     """False for TensorFlow's own helper traces (tf.data map functions, initialize_variables)."""
     if options.function_cache is None:
         return False
-    code, _ = _innermost_code(options.python_function)
-    if code is None:
-        return True
-    return not _is_tf_internal(code.co_filename)
+    function = options.python_function
+    try:
+        return _user_code[function]
+    except (KeyError, TypeError):
+        pass
+    code, _ = _innermost_code(function)
+    wanted = code is None or not _is_tf_internal(code.co_filename)
+    with contextlib.suppress(TypeError):  # not weak-referenceable: just not cached
+        _user_code[function] = wanted
+    return wanted
+
+
+_OWNER_FRAMES = frozenset({"_call", "__call__", "_get_concrete_function_garbage_collected", "get_concrete_function"})
 
 
 def _owner_function(frame: FrameType | None, cache: Any) -> Any:
     # The Function object that owns this cache is `self` in one of the frames above
     # (Function._call, or _get_concrete_function_garbage_collected for get_concrete_function).
+    # Reading f_locals copies a frame's locals, so only the frames that can hold it are read.
     for _ in range(12):
         if frame is None:
             return None
-        candidate = frame.f_locals.get("self")
-        if candidate is not None and getattr(candidate, "_function_cache", None) is cache:
-            return candidate
+        if frame.f_code.co_name in _OWNER_FRAMES:
+            candidate = frame.f_locals.get("self")
+            if candidate is not None and getattr(candidate, "_function_cache", None) is cache:
+                return candidate
         frame = frame.f_back
     return None
 

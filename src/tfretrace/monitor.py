@@ -352,7 +352,7 @@ class Monitor:
             traced_as=raw.traced_as,
             context=raw.context,
             thread=raw.thread,
-            raw_key=raw.raw_key if explanation.cause == "unexplained" else None,
+            raw_key=raw.raw_key() if explanation.cause == "unexplained" else None,
             nested=raw.nested,
             keras=raw.keras,
             note=pending.note,
