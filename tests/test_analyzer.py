@@ -120,3 +120,22 @@ def test_every_fix_is_parseable_python(cause: str, name: str, keras: KerasInfo |
     if fix is not None:
         # Placeholders such as `...` in argument lists are Ellipsis; everything else must parse.
         ast.parse(fix.replace("(...)", "()"))
+
+
+def test_an_earlier_object_that_died_never_matches_even_at_the_same_address() -> None:
+    import weakref
+
+    class Cfg:
+        pass
+
+    alive = Cfg()
+    leaf = Leaf("cfg", "object", value="<Cfg at 0x1>", type_name="Cfg", ident=1, alive=True)
+    gone = Cfg()
+    dead_ref = weakref.ref(gone)
+    del gone
+    live = Prior(1, 1, (leaf,), (), refs=(("cfg", weakref.ref(alive)),))
+    dead = Prior(1, 1, (leaf,), (), refs=(("cfg", dead_ref),))
+    assert live.as_seen_now() is live
+    explanation = explain(1, [leaf], (), [dead.as_seen_now()])
+    assert explanation.cause == "object-identity"
+    assert "garbage-collected" in explanation.changes[0].detail

@@ -215,8 +215,8 @@ def test_object_identity_reused_id() -> None:
         gc.collect()
         keep = [config_class(2.0, 0.5) for _ in range(2000)]
         same = next((c for c in keep if id(c) == dead_id), None)
-        if same is None:
-            pytest.skip("the allocator did not reuse the address")
+        # CPython hands a freed block of this size straight back: the address is reused.
+        assert same is not None, "no new config landed at the dead config's address"
         augment(images, same)
     report = next(f for f in mon.session().functions if f.name == "augment")
     assert [e.cause for e in report.events] == ["first-trace", "object-identity"]

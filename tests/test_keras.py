@@ -281,14 +281,9 @@ def test_retrace_callback_across_two_fits_with_compile_between(
         model.fit(X, Y, batch_size=8, epochs=2, verbose=0, callbacks=[strict])
     assert info.value.cause == "keras-recompile"
     assert strict.epoch_retraces == [0, 2]
-    strict.monitor.stop()  # see the xfail test below: the callback leaves it running
+    assert not strict.monitor.active  # the callback stopped watching when it failed the fit
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="RetraceCallback bug: when the budget fails fit, Keras never calls on_train_end, so the "
-    "callback's monitor stays active and keeps recording every later trace of the process",
-)
 def test_retrace_callback_stops_its_monitor_when_the_budget_fails_the_fit() -> None:
     model = dense("leak")
     model.compile("sgd", "mse")
@@ -310,11 +305,6 @@ def test_retrace_callback_stops_its_monitor_when_the_budget_fails_the_fit() -> N
         strict.monitor.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="monitor bug: evaluate's test function shares _make_function's code with the train function, "
-    "so its first trace (evaluate after fit, or fit's validation_data) is reported as keras-recompile",
-)
 def test_evaluate_after_fit_and_validation_data_are_not_retraces() -> None:
     model = dense("val")
     model.compile("sgd", "mse")

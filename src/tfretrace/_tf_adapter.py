@@ -27,6 +27,14 @@ TESTED = "TensorFlow 2.21 with Keras 3.15"
 _KERAS_METHODS = frozenset(
     {"fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"}
 )
+_KERAS_ROLES = {
+    "fit": "train",
+    "train_on_batch": "train",
+    "evaluate": "test",
+    "test_on_batch": "test",
+    "predict": "predict",
+    "predict_on_batch": "predict",
+}
 _TRAINER_FILE = os.path.join("keras", "src", "backend", "tensorflow", "trainer.py")
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -276,6 +284,10 @@ def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool
         key = ("<unknown>", 0, qualname)
         location = "<unknown>"
     keras, model = _keras_info(caller, code) if code is not None else (None, None)
+    if keras is not None:
+        # Keras' train and test functions run the same code; they are different functions to a
+        # user (fit vs evaluate), so each role is its own group.
+        key = (key[0], key[1], f"{qualname}#{_KERAS_ROLES.get(keras.method, keras.method)}")
     counter = counter_of(owner) if owner is not None else None
     return RawTrace(
         key=key,
@@ -449,9 +461,13 @@ def _keras_info(frame: FrameType | None, code: CodeType) -> tuple[KerasInfo | No
     while frame is not None:
         name = frame.f_code.co_name
         if name in _KERAS_METHODS and "/keras/" in frame.f_code.co_filename.replace("\\", "/"):
-            method, model = name, frame.f_locals.get("self")
-            epoch = _int_or_none(frame.f_locals.get("epoch"))
-            step = _int_or_none(frame.f_locals.get("begin_step"))
+            # The innermost Keras method is the one that owns this function: evaluate, when fit
+            # runs validation. The epoch comes from the enclosing fit, if any.
+            if method is None:
+                method, model = name, frame.f_locals.get("self")
+                step = _int_or_none(frame.f_locals.get("begin_step"))
+            if name == "fit":
+                epoch = _int_or_none(frame.f_locals.get("epoch"))
         frame = frame.f_back
     if model is None:
         return KerasInfo(model="?", model_class="?", method=_method_from_code(code)), None

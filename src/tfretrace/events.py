@@ -165,6 +165,9 @@ class TraceEvent:
     note: str | None = None
     nested: bool = False
     keras: KerasInfo | None = None
+    # True for traces that are part of normal operation: a function's first trace, the extra
+    # variable-creation trace, and one trace per replica device under a distribution strategy.
+    expected: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form of the event (schema 1)."""
@@ -190,6 +193,7 @@ class TraceEvent:
             "note": self.note,
             "nested": self.nested,
             "keras": None if self.keras is None else self.keras.to_dict(),
+            "expected": self.expected,
         }
 
     @classmethod
@@ -216,6 +220,7 @@ class TraceEvent:
             note=data.get("note"),
             nested=bool(data.get("nested", False)),
             keras=None if data.get("keras") is None else KerasInfo.from_dict(data["keras"]),
+            expected=bool(data.get("expected", data["cause"] in ("first-trace", "variable-creation"))),
         )
 
 
@@ -280,15 +285,15 @@ class FunctionReport:
 
     @property
     def retraces(self) -> int:
-        """Traces beyond the first that were not the expected variable-creation trace."""
-        return sum(1 for e in self.events if e.cause not in ("first-trace", "variable-creation"))
+        """Traces that were not expected (first trace, variable creation, one per replica device)."""
+        return sum(1 for e in self.events if not (e.expected or e.cause in ("first-trace", "variable-creation")))
 
     @property
     def main_cause(self) -> str | None:
         """The most frequent cause among the retraces, or None when nothing retraced."""
         counts: dict[str, int] = {}
         for event in self.events:
-            if event.cause not in ("first-trace", "variable-creation"):
+            if not (event.expected or event.cause in ("first-trace", "variable-creation")):
                 counts[event.cause] = counts.get(event.cause, 0) + 1
         if not counts:
             return None

@@ -38,6 +38,7 @@ class RetraceCallback(keras.callbacks.Callback):  # type: ignore[misc]
         self._depth = 0
         self._reported = 0
         self.epoch_retraces: list[int] = []
+        self._locations: dict[str, str] = {}
 
     # -- what users read --------------------------------------------------------------------
 
@@ -46,10 +47,11 @@ class RetraceCallback(keras.callbacks.Callback):  # type: ignore[misc]
         return self.monitor.session()
 
     def retraces(self) -> list[tuple[str, TraceEvent]]:
-        """(function name, event) for every retrace recorded, oldest first."""
+        """(function name, event) for every unexpected retrace recorded, oldest first."""
         found: list[tuple[str, TraceEvent]] = []
         for state in self.monitor.states():
-            found.extend((state.name, e) for e in state.events() if e.cause not in _EXPECTED)
+            self._locations[state.name] = state.location
+            found.extend((state.name, e) for e in state.events() if not (e.expected or e.cause in _EXPECTED))
         found.sort(key=lambda item: item[1].time)
         return found
 
@@ -100,7 +102,7 @@ class RetraceCallback(keras.callbacks.Callback):  # type: ignore[misc]
         new = retraces[self._reported :]
         self._reported = len(retraces)
         for name, event in new:
-            logger.warning("%s: %s", when, format_event(name, "", event))
+            logger.warning("%s: %s", when, format_event(name, self._locations.get(name, "?"), event))
         return len(new)
 
     def _check_budget(self) -> None:
@@ -111,9 +113,13 @@ class RetraceCallback(keras.callbacks.Callback):  # type: ignore[misc]
             name, event = retraces[self.max_retraces]
             if self.model is not None:
                 self.model.stop_training = True
+            # Keras will not call on_train_end after this error: stop watching now.
+            self._depth = 0
+            self.monitor.stop()
             error = RetraceError(
                 f"RetraceError: budget exceeded: {len(retraces)} retraces > max_retraces="
-                f"{self.max_retraces}; the first over budget:\n{format_event(name, '', event)}"
+                f"{self.max_retraces}; the first over budget:\n"
+                f"{format_event(name, self._locations.get(name, '?'), event)}"
             )
             error.cause = event.cause
             raise error

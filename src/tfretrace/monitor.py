@@ -264,7 +264,7 @@ class Monitor:
                 raise
             except Exception as exc:
                 self.internal_error(exc)
-        if event.cause not in _QUIET_CAUSES:
+        if not event.expected:
             self._announce(state, event)
 
     def _prepare(self, raw: Any, read: Callable[[Any], int]) -> _Pending:
@@ -289,6 +289,8 @@ class Monitor:
         note = None
         if raw.keras is not None:
             explanation, note = _keras_cause(state, raw, explanation)
+        elif _per_replica(explanation):
+            note = "expected: under a distribution strategy a function called from replica code traces once per device"
         general = merge_signature(state.general, raw.signature)
         fix = suggest(
             explanation.cause,
@@ -356,6 +358,7 @@ class Monitor:
             nested=raw.nested,
             keras=raw.keras,
             note=pending.note,
+            expected=explanation.cause in _QUIET_CAUSES or _per_replica(explanation),
         )
 
     def _announce(self, state: FunctionState, event: TraceEvent) -> None:
@@ -368,6 +371,16 @@ class Monitor:
             filename, lineno = _split_site(event.call_site)
             # warn_explicit with no registry: every retrace is shown, at the user's call site.
             warnings.warn_explicit(message, RetracingWarning, filename, lineno, module="tfretrace")
+
+
+def _per_replica(explanation: Explanation) -> bool:
+    # Under a strategy that retraces per device (MirroredStrategy), a function called from replica
+    # code traces once per device: the only change is the device, and that is by design.
+    return (
+        explanation.cause == "context-changed"
+        and bool(explanation.changes)
+        and all(c.path == "<context>.device" and c.before != "default" for c in explanation.changes)
+    )
 
 
 def _keras_cause(state: FunctionState, raw: Any, explanation: Explanation) -> tuple[Explanation, str | None]:
