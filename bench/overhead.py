@@ -56,6 +56,27 @@ def cached_call_ratio(blocks: int, calls: int) -> tuple[float, float, float]:
     return statistics.median(bare), statistics.median(monitored), statistics.median(ratios)
 
 
+def hook_nanoseconds(repeat: int = 15, number: int = 200_000) -> float:
+    """The call hook's own cost in ns per call, on a callee that does nothing (min of repeats)."""
+    import timeit
+
+    from tfretrace import _tf_adapter
+
+    class Plain:
+        def __call__(self, x: object) -> object:
+            return x
+
+    class Hooked:
+        pass
+
+    Hooked.__call__ = _tf_adapter._make_call_hook(Plain.__call__)  # type: ignore[method-assign]
+    plain, hooked = Plain(), Hooked()
+    hooked(1)
+    bare = min(timeit.repeat(lambda: plain(1), number=number, repeat=repeat))
+    with_hook = min(timeit.repeat(lambda: hooked(1), number=number, repeat=repeat))
+    return (with_hook - bare) / number * 1e9
+
+
 def explanation_share(leaves: int, retraces: int) -> tuple[float, float, float, float]:
     """Median ms of TF's trace and of tfretrace's work per retrace, and the median share."""
     names = [f"a{i}" for i in range(leaves)]
@@ -121,6 +142,8 @@ def main() -> None:
     args = parser.parse_args()
     bare, monitored, ratio = cached_call_ratio(args.blocks, args.calls)
     print(f"cached call: bare {bare:.2f} us, monitored {monitored:.2f} us, ratio {ratio:.4f} (target <= 1.01)")
+    hook_ns = hook_nanoseconds()
+    print(f"call hook alone: +{hook_ns:.0f} ns per call = ratio {1 + hook_ns / 1000 / bare:.5f} of the bare call above")
     for leaves in (2, 50):
         tf_ms, ours_ms, share, call_share = explanation_share(leaves, args.retraces)
         print(
