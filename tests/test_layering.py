@@ -14,8 +14,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tfretrace"
 # Lower layers never import higher ones: data, then logic, then the monitor, then adapters.
 LAYERS = [
     {"errors", "events", "_cause", "catalogue", "_lint_catalogue", "session"},
-    {"analyzer", "fixes", "render", "lint", "_tf_adapter"},
-    {"monitor", "budget", "_pytest_support"},
+    {"analyzer", "fixes", "render", "lint", "_tf_adapter", "messages"},
+    {"_records", "monitor", "budget", "_pytest_support"},
     {"cli", "pytest_plugin", "keras", "__main__", "__init__"},
 ]
 

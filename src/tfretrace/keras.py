@@ -9,7 +9,8 @@ import keras
 
 from tfretrace.errors import RetraceError
 from tfretrace.events import TraceEvent
-from tfretrace.monitor import Monitor, format_event
+from tfretrace.messages import format_event
+from tfretrace.monitor import Monitor
 from tfretrace.session import Session
 
 logger = logging.getLogger("tfretrace")
