@@ -139,3 +139,19 @@ def test_an_earlier_object_that_died_never_matches_even_at_the_same_address() ->
     explanation = explain(1, [leaf], (), [dead.as_seen_now()])
     assert explanation.cause == "object-identity"
     assert "garbage-collected" in explanation.changes[0].detail
+
+
+def test_expected_per_replica_trace_is_not_a_retrace_anywhere() -> None:
+    from tfretrace.events import FunctionReport, TraceEvent
+    from tfretrace.render import _model
+
+    def event(index: int, cause: str, expected: bool) -> TraceEvent:
+        return TraceEvent(index, cause, 0.01, float(index), "t.py:1", (t("x", 2),), expected=expected)
+
+    report = FunctionReport(
+        "inner", "t.py:1", 2, 2, 0.02, 1, (event(1, "first-trace", True), event(2, "context-changed", True))
+    )
+    assert report.retraces == 0 and report.main_cause is None
+    assert _model.causes_of(report) == []
+    assert not any(e.is_retrace for e in report.events)
+    assert event(3, "context-changed", False).is_retrace

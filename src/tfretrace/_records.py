@@ -18,7 +18,6 @@ HEAD_EVENTS = 50
 DEFAULT_MAX_EVENTS = 500
 COMPARE_WINDOW = 16
 _MAX_OBJECTS = 4096
-_QUIET_CAUSES = frozenset({"first-trace", "variable-creation"})
 
 
 @dataclass

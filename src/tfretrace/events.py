@@ -13,6 +13,9 @@ OBJECT = "object"
 SPEC = "spec"
 CONTAINERS = frozenset({"list", "tuple", "dict", "namedtuple", "attrs"})
 
+# Causes that are part of normal operation, never a retrace to fix.
+EXPECTED_CAUSES = frozenset({"first-trace", "variable-creation"})
+
 
 @dataclass(frozen=True)
 class Leaf:
@@ -169,6 +172,11 @@ class TraceEvent:
     # variable-creation trace, and one trace per replica device under a distribution strategy.
     expected: bool = False
 
+    @property
+    def is_retrace(self) -> bool:
+        """A trace to fix: not a first trace, a variable-creation trace or a per-replica trace."""
+        return not (self.expected or self.cause in EXPECTED_CAUSES)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form of the event (schema 1)."""
         return {
@@ -220,7 +228,7 @@ class TraceEvent:
             note=data.get("note"),
             nested=bool(data.get("nested", False)),
             keras=None if data.get("keras") is None else KerasInfo.from_dict(data["keras"]),
-            expected=bool(data.get("expected", data["cause"] in ("first-trace", "variable-creation"))),
+            expected=bool(data.get("expected", data["cause"] in EXPECTED_CAUSES)),
         )
 
 
@@ -286,14 +294,14 @@ class FunctionReport:
     @property
     def retraces(self) -> int:
         """Traces that were not expected (first trace, variable creation, one per replica device)."""
-        return sum(1 for e in self.events if not (e.expected or e.cause in ("first-trace", "variable-creation")))
+        return sum(1 for e in self.events if e.is_retrace)
 
     @property
     def main_cause(self) -> str | None:
         """The most frequent cause among the retraces, or None when nothing retraced."""
         counts: dict[str, int] = {}
         for event in self.events:
-            if not (event.expected or event.cause in ("first-trace", "variable-creation")):
+            if event.is_retrace:
                 counts[event.cause] = counts.get(event.cause, 0) + 1
         if not counts:
             return None

@@ -15,7 +15,6 @@ from tfretrace.session import Session
 
 logger = logging.getLogger("tfretrace")
 
-_EXPECTED = frozenset({"first-trace", "variable-creation"})
 
 
 class RetraceCallback(keras.callbacks.Callback):  # type: ignore[misc]
@@ -52,7 +51,7 @@ class RetraceCallback(keras.callbacks.Callback):  # type: ignore[misc]
         found: list[tuple[str, TraceEvent]] = []
         for state in self.monitor.states():
             self._locations[state.name] = state.location
-            found.extend((state.name, e) for e in state.events() if not (e.expected or e.cause in _EXPECTED))
+            found.extend((state.name, e) for e in state.events() if e.is_retrace)
         found.sort(key=lambda item: item[1].time)
         return found
 

@@ -18,7 +18,6 @@ from typing import Any
 from tfretrace import __version__
 from tfretrace._records import (
     _MAX_OBJECTS,
-    _QUIET_CAUSES,
     COMPARE_WINDOW,
     DEFAULT_MAX_EVENTS,
     HEAD_EVENTS,
@@ -28,7 +27,7 @@ from tfretrace._records import (
 )
 from tfretrace.analyzer import Explanation, Prior, explain
 from tfretrace.errors import RetraceError, RetracingWarning
-from tfretrace.events import FunctionReport, Leaf, TraceEvent
+from tfretrace.events import EXPECTED_CAUSES, FunctionReport, Leaf, TraceEvent
 from tfretrace.fixes import merge_signature, suggest
 from tfretrace.messages import _split_site, format_event
 from tfretrace.session import Session
@@ -283,9 +282,9 @@ class Monitor:
             return
         # Calls made before this monitor started do not count (the current call does); a counter
         # born after the start has seen nothing but monitored calls, from any thread.
-        born_after_start = getattr(raw, "counter_born", 0.0) >= self._t0
+        born_after_start = raw.counter_born >= self._t0
         state.counters[raw.token] = (counter, 0 if born_after_start else max(read(counter) - 1, 0))
-        owner_ref = getattr(raw, "owner_ref", None)
+        owner_ref = raw.owner_ref
         if owner_ref is None:
             return
         token = raw.token
@@ -329,7 +328,7 @@ class Monitor:
             nested=raw.nested,
             keras=raw.keras,
             note=pending.note,
-            expected=explanation.cause in _QUIET_CAUSES or _per_replica(explanation),
+            expected=explanation.cause in EXPECTED_CAUSES or _per_replica(explanation),
         )
 
     def _announce(self, state: FunctionState, event: TraceEvent) -> None:

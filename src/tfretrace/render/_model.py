@@ -10,7 +10,6 @@ from tfretrace.events import FunctionReport, KerasInfo, TraceEvent
 from tfretrace.session import Session
 
 # Expected traces: shown for the timeline, never counted as something to fix.
-EXPECTED_CAUSES = frozenset({"first-trace", "variable-creation"})
 # A run of identical causes shows this many events before collapsing into "… N more like this".
 RUN_KEEP = 3
 # However the causes alternate, one function never lists more than this many events.
@@ -159,7 +158,7 @@ def event_notes(event: TraceEvent) -> list[str]:
         notes.append(f"compared with #{event.closest[0]} (equally close: {others})")
     if event.object_index > 1:
         notes.append(f"tf.function object #{event.object_index} for this code")
-    if event.traced_as is not None and event.cause not in EXPECTED_CAUSES:
+    if event.traced_as is not None and event.is_retrace:
         generalized = ", ".join(f"{leaf.path}: {leaf.describe()}" for leaf in event.traced_as)
         notes.append(f"traced as {generalized}")
     # The context is recorded for every trace; it only explains a context change.
@@ -176,7 +175,7 @@ def causes_of(report: FunctionReport) -> list[Cause]:
     """Catalogue entries for the function's retrace causes, most frequent first."""
     counts: dict[str, int] = {}
     for event in report.events:
-        if event.cause not in EXPECTED_CAUSES:
+        if event.is_retrace:
             counts[event.cause] = counts.get(event.cause, 0) + 1
     found = []
     for slug in sorted(counts, key=lambda s: (-counts[s], s)):

@@ -136,7 +136,7 @@ def _event_view(event: TraceEvent, fix: str | None) -> dict[str, Any]:
     return {
         "index": event.index,
         "cause": event.cause,
-        "expected": event.cause in _model.EXPECTED_CAUSES,
+        "expected": not event.is_retrace,
         "seconds": _model.fmt_seconds(event.seconds),
         "call_site": event.call_site,
         "calls_since_previous": event.calls_since_previous,

@@ -109,7 +109,7 @@ def timeline_svg(report: FunctionReport, wall_seconds: float, start: float = 0.0
     # Dense storms get small markers so the lines underneath stay visible.
     radius = 3.5 if len(events) <= 60 else 2.0
     for event in events[:MAX_MARKERS]:
-        expected = event.cause in _model.EXPECTED_CAUSES
+        expected = not event.is_retrace
         colour = EXPECTED_COLOUR if expected else RETRACE_COLOUR
         tip = f"{_model.event_line(event)} at {event.time:.3f} s"
         if event.changes:
