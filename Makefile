@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint-self chromium
+.PHONY: demo test test-matrix lint-self chromium
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -12,9 +12,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e ".[tensorflow-cpu,dev]"
 	touch $(STAMP)
 
-# Runs an unmodified example training script under the monitor and prints the report.
+# Runs an unmodified example training script under the monitor and prints the report, then the
+# checked fix plan and the command that applies it.
 demo: $(STAMP)
-	$(BIN)/tfretrace run --save demo-session.json examples/demo_train.py
+	$(BIN)/tfretrace run --fix-plan --save demo-session.json examples/demo_train.py
 
 # The browser test needs a real Chromium; Debian's package provides it and its driver.
 chromium:
@@ -23,6 +24,12 @@ chromium:
 	    || echo "warning: could not install chromium; the browser test will fail"; }
 
 test: $(STAMP) chromium
-	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff check src tests bench examples tools
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+# Not a set-up command: one environment per supported TensorFlow/Keras under .matrix/ (several GB,
+# minutes per environment on first use), the tests and examples in each, and a table of results.
+# ROWS=tf2.15-keras2,tf2.21-tfkeras picks rows (tools/matrix.py --help).
+test-matrix: $(STAMP)
+	$(BIN)/python tools/matrix.py $(if $(ROWS),--rows $(ROWS),)

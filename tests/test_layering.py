@@ -1,4 +1,4 @@
-"""Architecture checks: one module touches TensorFlow, imports flow one way, no TF on import."""
+"""Architecture checks: one package touches TensorFlow, imports flow one way, no TF on import."""
 
 from __future__ import annotations
 
@@ -13,11 +13,18 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tfretrace"
 
 # Lower layers never import higher ones: data, then logic, then the monitor, then adapters.
 LAYERS = [
-    {"errors", "events", "_cause", "catalogue", "_lint_catalogue", "session"},
-    {"analyzer", "fixes", "render", "lint", "_tf_adapter", "messages"},
-    {"_records", "monitor", "budget", "_pytest_support"},
-    {"cli", "pytest_plugin", "keras", "__main__", "__init__"},
+    {"_io", "_text", "_traceback", "_checked", "errors", "events", "_cause", "catalogue", "_lint_catalogue",
+     "session", "xla_events"},
+    {"analyzer", "fix", "render", "lint", "_tf", "messages"},
+    {"_records", "xla_budget", "_xla_watch", "monitor", "budget", "_pytest_support"},
+    {"cli", "_program", "_progress", "_ipython", "_tensorboard", "fix_command", "pytest_plugin", "keras",
+     "__main__", "__init__"},
 ]
+
+# Inside the TensorFlow adapter package, bottom up: a module imports only modules listed before it
+# (which also rules out import cycles between them).
+ADAPTER = SRC / "_tf"
+ADAPTER_ORDER = ["__init__", "logfilter", "versions", "frames", "counters", "types", "keras", "reading", "xla", "hooks"]
 
 
 def _module_name(path: Path) -> str:
@@ -25,10 +32,19 @@ def _module_name(path: Path) -> str:
     return rel.parts[0].removesuffix(".py")
 
 
+# IPython display hooks on the data records (Session, FunctionReport) are presentation entry
+# points: they may import a renderer inside their body, lazily, and nothing else may.
+DISPLAY_HOOKS = {"_repr_html_", "_repr_pretty_"}
+
+
 def _imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    hooks = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name in DISPLAY_HOOKS
+             for n in ast.walk(f)}
     found = set()
     for node in ast.walk(tree):
+        if id(node) in hooks:
+            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -60,15 +76,28 @@ def test_imports_flow_downwards(path: Path) -> None:
 def test_only_the_adapter_touches_tensorflow_internals() -> None:
     offenders = []
     for path in SRC.rglob("*.py"):
+        in_adapter = path.parent == ADAPTER
         for target in _imports(path):
             root = target.split(".")[0]
-            if root == "tensorflow" and path.name != "_tf_adapter.py":
-                offenders.append((path.name, target))
-            if root == "keras" and path.name not in ("_tf_adapter.py", "keras.py"):
-                offenders.append((path.name, target))
-            if target.startswith("keras.src") and path.name != "_tf_adapter.py":
-                offenders.append((path.name, target))
+            if root == "tensorflow" and not in_adapter:
+                offenders.append((str(path.relative_to(SRC)), target))
+            # The public callback (tfretrace/keras.py) subclasses keras' public Callback; nothing
+            # else outside the adapter imports Keras, and nothing outside it reads keras.src.
+            if root == "keras" and not in_adapter and path != SRC / "keras.py":
+                offenders.append((str(path.relative_to(SRC)), target))
+            if target.startswith("keras.src") and not in_adapter:
+                offenders.append((str(path.relative_to(SRC)), target))
     assert offenders == []
+
+
+def test_the_adapter_package_imports_bottom_up() -> None:
+    assert sorted(p.stem for p in ADAPTER.glob("*.py")) == sorted(ADAPTER_ORDER), "add new modules to ADAPTER_ORDER"
+    for path in ADAPTER.glob("*.py"):
+        here = ADAPTER_ORDER.index(path.stem)
+        for target in _imports(path):
+            if target.startswith("tfretrace._tf."):
+                other = target.split(".")[2]
+                assert ADAPTER_ORDER.index(other) < here, f"_tf/{path.name} imports {target}"
 
 
 def test_package_lint_and_plugin_import_without_tensorflow() -> None:
@@ -99,8 +128,8 @@ def test_unsupported_tensorflow_version_fails_clearly() -> None:
         "sys.modules['tensorflow'] = fake\n"
         "import tfretrace\n"
         "try:\n"
-        "    from tfretrace import _tf_adapter\n"
-        "    _tf_adapter.load_tensorflow()\n"
+        "    from tfretrace._tf import versions\n"
+        "    versions.load_tensorflow()\n"
         "except tfretrace.UnsupportedVersionError as exc:\n"
         "    print(type(exc).__name__, str(exc))\n"
     )

@@ -1,0 +1,105 @@
+"""The call-count hook on Function.__call__ and process-unique tokens for tf.function objects."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+import time
+import weakref
+from typing import Any
+
+
+def make_call_hook(orig: Any) -> Any:
+    """Wrap Function.__call__ so that each call advances the object's counter."""
+    # Counting calls is the only work on the cached path: one attribute read and one next() on an
+    # itertools.count (atomic under the GIL, so concurrent callers are not lost).
+    def __call__(self, *args, **kwds):  # type: ignore[no-untyped-def]
+        try:
+            next(self._tfretrace_calls)
+        except AttributeError:
+            counter_of(self)
+            next(self._tfretrace_calls)
+        return orig(self, *args, **kwds)
+
+    __call__.__wrapped__ = orig  # type: ignore[attr-defined]
+    return __call__
+
+
+def counter_of(function: Any) -> Any:
+    """The call counter attached to a tf.function object, created on first use.
+
+    setdefault keeps creation atomic under the GIL, so concurrent first calls share one counter;
+    the creation time tells a monitor whether all of its calls happened while it was watching.
+    """
+    counter = function.__dict__.get("_tfretrace_calls")
+    if counter is None:
+        function.__dict__.setdefault("_tfretrace_born", time.perf_counter())
+        counter = function.__dict__.setdefault("_tfretrace_calls", itertools.count())
+        with contextlib.suppress(TypeError):
+            _counted.add(function)
+    return counter
+
+
+# Every tf.function object with a call counter, so that a monitor starting late knows how many
+# calls each had already made (its own count starts from there, not from its first trace).
+_counted: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def snapshot() -> dict[int, int]:
+    """id(counter) -> calls made so far, for every live call counter."""
+    out: dict[int, int] = {}
+    for function in list(_counted):
+        counter = function.__dict__.get("_tfretrace_calls")
+        if counter is not None:
+            out[id(counter)] = counter_value(counter)
+    return out
+
+
+def counter_born(function: Any) -> float:
+    """When the counter of this tf.function object was created (perf_counter seconds)."""
+    return float(function.__dict__.get("_tfretrace_born", 0.0))
+
+
+def counter_value(counter: Any) -> int:
+    """The number of next() calls made on an itertools.count (read without advancing it)."""
+    text = repr(counter)  # "count(5)"
+    return int(text[6:-1])
+
+
+_token_seq = itertools.count(1)
+_token_lock = threading.Lock()
+# id(trace cache) -> (token, weakref to a tf.function object using that cache).
+_cache_tokens: dict[int, tuple[int, Any]] = {}
+
+
+def token_of(function: Any) -> int:
+    """A process-unique number for the trace cache of a tf.function object.
+
+    Ids are reused, these numbers are not. A ``copy.copy`` of a tf.function shares its cache
+    (and its call counter), so it shares its token: tracing through the copy is a retrace of
+    the same cache, not a new function object.
+    """
+    cache = getattr(function, "_function_cache", None)
+    entry = function.__dict__.get("_tfretrace_token")
+    if entry is not None and entry[1] == id(cache):
+        return int(entry[0])
+    with _token_lock:
+        shared = _cache_tokens.get(id(cache))
+        owner = shared[1]() if shared is not None else None
+        if shared is not None and owner is not None and getattr(owner, "_function_cache", None) is cache:
+            token = shared[0]
+        else:
+            token = next(_token_seq)
+            _cache_tokens[id(cache)] = (token, weakref.ref(function, _forget(id(cache), token)))
+        function.__dict__["_tfretrace_token"] = (token, id(cache))
+        return token
+
+
+def _forget(key: int, token: int) -> Any:
+    def drop(_: Any) -> None:
+        with _token_lock:
+            if _cache_tokens.get(key, (None,))[0] == token:
+                del _cache_tokens[key]
+
+    return drop

@@ -1,0 +1,163 @@
+"""Installing and removing the hooks: one on the trace path (free on cache hits), one counting calls."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tfretrace._tf.counters import make_call_hook
+from tfretrace._tf.frames import call_site, is_user_trace
+from tfretrace._tf.keras import KerasPatches
+from tfretrace._tf.reading import RawTrace, read_trace
+from tfretrace._tf.versions import load_tensorflow, untested_notes, warn_once
+from tfretrace._tf.xla import cluster_of
+
+
+class HookUnavailable(Exception):
+    """TensorFlow's tracing internals are not where tfretrace hooks them; nothing was patched."""
+
+
+class Hooks:
+    """Installs the trace hook and the call counter once, dispatching traces to one callback.
+
+    All or nothing: both TensorFlow targets are looked up before either is replaced, so a
+    TensorFlow whose internals moved is never left half patched (HookUnavailable says why).
+    Keras attribution is optional on top: what could not be patched there is in ``notes``.
+    """
+
+    def __init__(self, on_trace: Callable[[Callable[[], RawTrace]], Any],
+                 after_trace: Callable[[Any, float, bool, str | None, float], None]) -> None:
+        self._on_trace = on_trace
+        self._after_trace = after_trace
+        self._installed = False
+        self._orig_create: Any = None
+        self._orig_call: Any = None
+        self._tc: Any = None
+        self._function_cls: Any = None
+        self._depth = threading.local()
+        self._keras = KerasPatches()
+        self._version_notes: list[str] = []
+
+    @property
+    def notes(self) -> list[str]:
+        """What the session should say about versions and about what could not be observed."""
+        return [*self._version_notes, *self._keras.notes]
+
+    def install(self) -> None:
+        """Patch TensorFlow; idempotent. Raises HookUnavailable with nothing patched."""
+        if self._installed:
+            return
+        try:
+            tf, tc = load_tensorflow()
+            from tensorflow.python.eager.polymorphic_function import polymorphic_function as pf
+
+            function_cls = pf.Function
+            orig_create = tc._create_concrete_function
+            orig_call = function_cls.__call__
+        except (ImportError, AttributeError) as exc:
+            version = getattr(sys.modules.get("tensorflow"), "__version__", "?")
+            raise HookUnavailable(
+                f"TensorFlow {version}: traces not observed, its tracing internals moved "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+        self._version_notes = untested_notes(str(getattr(tf, "__version__", "?")))
+        if self._version_notes:
+            warn_once("; ".join(self._version_notes), call_site(sys._getframe(1)))
+        try:
+            tc._create_concrete_function = self._make_create_hook(orig_create)
+            function_cls.__call__ = _filtered_call_hook(orig_call)
+        except Exception:
+            tc._create_concrete_function = orig_create
+            function_cls.__call__ = orig_call
+            raise
+        self._tc, self._function_cls = tc, function_cls
+        self._orig_create, self._orig_call = orig_create, orig_call
+        self._installed = True
+        try:
+            self._keras.install()
+        except Exception as exc:  # Keras attribution is a bonus: never lose the TF hooks over it
+            self._keras.uninstall()
+            self._keras.notes.append(f"Keras attribution off: {type(exc).__name__}: {exc}")
+
+    def uninstall(self) -> None:
+        """Restore TensorFlow exactly as it was."""
+        if not self._installed:
+            return
+        self._tc._create_concrete_function = self._orig_create
+        self._function_cls.__call__ = self._orig_call
+        self._keras.uninstall()
+        self._installed = False
+
+    def _make_create_hook(self, orig: Any) -> Any:
+        on_trace, after_trace, depth = self._on_trace, self._after_trace, self._depth
+
+        def _create_concrete_function(function_type, type_context, func_graph, tracing_options):  # type: ignore[no-untyped-def]
+            caller = sys._getframe(1)
+            try:
+                wanted = is_user_trace(tracing_options)
+            except Exception:  # never let a reading problem stop the user's trace
+                wanted = False
+            if not wanted:
+                return orig(function_type, type_context, func_graph, tracing_options)
+            level = getattr(depth, "n", 0)
+            # on_trace catches its own errors; only a deliberate RetraceError escapes it.
+            pending = on_trace(
+                lambda: read_trace(function_type, tracing_options, caller, level > 0)
+            )
+            depth.n = level + 1
+            # Time spent in the user traces nested in this one, so that each second is counted
+            # once: a trace's own time is its time less that of the traces it contains.
+            outer_children = getattr(depth, "children", 0.0)
+            depth.children = 0.0
+            ok = False
+            cluster = None
+            start = time.perf_counter()
+            try:
+                result = orig(function_type, type_context, func_graph, tracing_options)
+                ok = True
+                try:  # the name XLA's log gives this trace's compiles (jit_compile only)
+                    cluster = cluster_of(result, tracing_options)
+                except Exception:
+                    cluster = None
+                return result
+            finally:
+                elapsed = time.perf_counter() - start
+                own = max(elapsed - depth.children, 0.0)
+                depth.n = level
+                depth.children = outer_children + elapsed
+                if pending is not None:
+                    after_trace(pending, elapsed, ok, cluster, own)
+
+        return _create_concrete_function
+
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _filtered_call_hook(orig_call: Any) -> Any:
+    """The call-counting hook, placed where TensorFlow's traceback filter hides its frame.
+
+    TensorFlow wraps Function.__call__ in a filter that drops its own frames from the
+    tracebacks of errors raised inside; tfretrace's folder is added to what it drops, and the
+    hook goes inside the filter, so an error in a trace or a refused budget shows the user's
+    frames, not tfretrace's (the hook on the trace path runs inside the filter already).
+    """
+    try:
+        from tensorflow.python.util import traceback_utils
+
+        inner = orig_call.__wrapped__
+        excluded = traceback_utils._EXCLUDED_PATHS
+        if not isinstance(excluded, tuple) or not callable(traceback_utils.filter_traceback):
+            raise AttributeError("traceback filter changed")
+    except (ImportError, AttributeError):
+        return make_call_hook(orig_call)  # no filter to hide in: the hook's frame shows
+    if _PKG_DIR not in excluded:
+        traceback_utils._EXCLUDED_PATHS = (*excluded, _PKG_DIR)
+    hooked = traceback_utils.filter_traceback(make_call_hook(inner))
+    # What the hook replaced is TensorFlow's own __call__, filter included.
+    hooked.__wrapped__ = orig_call
+    return hooked

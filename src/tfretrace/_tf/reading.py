@@ -1,0 +1,142 @@
+"""Reading one trace: the hook's arguments and the caller's frame become a plain RawTrace."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+from tfretrace._tf.counters import counter_born, counter_of, token_of
+from tfretrace._tf.frames import call_site, innermost_code, owner_function, short_path
+from tfretrace._tf.keras import KERAS_ROLES, keras_info, mark_trained, model_group, was_loaded, was_trained
+from tfretrace._tf.types import short_repr, signature_leaves, signature_with_refs
+from tfretrace.events import KerasInfo, Leaf
+
+
+@dataclass(frozen=True)
+class RawTrace:
+    """What the adapter read about one trace, as plain data (no references to user objects)."""
+
+    key: tuple[str, int, str]
+    name: str
+    location: str
+    token: int
+    signature: tuple[Leaf, ...]
+    traced_as: tuple[Leaf, ...] | None
+    context: tuple[tuple[str, str], ...]
+    call_site: str | None
+    thread: str
+    keras: KerasInfo | None
+    # The cache key's repr costs more than the rest of the reading: it is built only when a trace
+    # is unexplained. Holds the key objects (TensorFlow types, with weak references to arguments).
+    raw_key: Callable[[], str]
+    counter: Any
+    nested: bool
+    owner_ref: Any = None
+    model_ref: Any = None
+    model_loaded: bool = False
+    counter_born: float = 0.0
+    # (path, weakref) of arguments keyed by identity: an earlier trace whose object has died can
+    # never match again (TensorFlow's Weakref type), even if a new object reuses its address.
+    object_refs: tuple[tuple[str, Any], ...] = ()
+    # Keras: the role (train, test, predict) and whether the model had trained before this trace.
+    role: str | None = None
+    model_trained: bool = False
+
+
+def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool) -> RawTrace:
+    """Turn the trace hook's arguments and the caller's frame into a RawTrace."""
+    owner = owner_function(caller, options.function_cache)
+    python_function = owner._python_function if owner is not None else options.python_function
+    code, qualname = innermost_code(python_function)
+    lookup = caller.f_locals.get("lookup_func_type", function_type)
+    func_context = caller.f_locals.get("current_func_context")
+    signature, object_refs = signature_with_refs(lookup)
+    traced_as = None
+    if options.reduce_retracing and function_type is not lookup:
+        generalized = tuple(signature_leaves(function_type))
+        if generalized != signature:
+            traced_as = generalized
+    if code is not None:
+        key = (code.co_filename, code.co_firstlineno, qualname)
+        location = f"{short_path(code.co_filename)}:{code.co_firstlineno}"
+    else:
+        key = ("<unknown>", 0, qualname)
+        location = "<unknown>"
+    keras, model = keras_info(caller, code) if code is not None else (None, None)
+    role = None
+    trained = False
+    if keras is not None:
+        # One row per model and role: Keras' train and test functions run the same code but are
+        # different functions to a user (fit vs evaluate), and the step function traced inside
+        # the loop function belongs to the same row. Models from one place with one
+        # architecture share a row (see model_group).
+        role = KERAS_ROLES.get(keras.method, keras.method)
+        key = (key[0], 0, f"keras {role} {model_group(model, keras)}")
+        trained = mark_trained(model) if role == "train" else was_trained(model)
+    counter = counter_of(owner) if owner is not None else None
+    return RawTrace(
+        key=key,
+        name=qualname,
+        location=location,
+        token=token_of(owner) if owner is not None else 0,
+        signature=signature,
+        traced_as=traced_as,
+        context=_context_fields(func_context),
+        call_site=call_site(caller),
+        thread=threading.current_thread().name,
+        keras=keras,
+        raw_key=lambda: f"{short_repr(func_context, 1000)} {short_repr(lookup, 1000)}",
+        counter=counter,
+        nested=nested,
+        owner_ref=weakref.ref(owner) if owner is not None else None,
+        model_ref=_weak(model),
+        counter_born=counter_born(owner) if owner is not None else 0.0,
+        object_refs=object_refs,
+        model_loaded=was_loaded(model),
+        role=role,
+        model_trained=trained,
+    )
+
+
+def _weak(value: Any) -> Any:
+    if value is None:
+        return None
+    try:
+        return weakref.ref(value)
+    except TypeError:
+        return None
+
+
+def _context_fields(func_context: Any) -> tuple[tuple[str, str], ...]:
+    if func_context is None:
+        return ()
+    fields = [("scope_type", getattr(func_context.scope_type, "name", str(func_context.scope_type)))]
+    eager = func_context.context
+    if eager is not None:
+        graph = eager.parent_graph
+        fields.append(("graph", "eager" if graph is None else _graph_text(graph)))
+        fields.append(("device", _device_text(eager.device_functions)))
+        fields.append(("cross_replica", str(eager.in_cross_replica_context)))
+        fields.append(("xla", "off" if not eager.xla_context_id else "xla context"))
+        fields.append(("variable_policy", str(eager.variable_policy)))
+        fields.append(("colocation", short_repr(eager.colocation_stack)))
+    return tuple(fields)
+
+
+def _graph_text(graph: Any) -> str:
+    name = getattr(graph, "name", None)
+    return f"{type(graph).__name__} {name}" if isinstance(name, str) else type(graph).__name__
+
+
+def _device_text(device_functions: Any) -> str:
+    if not device_functions:
+        return "default"
+    names = []
+    for item in device_functions:
+        spec = getattr(item, "_spec", None)
+        names.append(spec.to_string() if spec is not None and hasattr(spec, "to_string") else str(item))
+    return ", ".join(names)

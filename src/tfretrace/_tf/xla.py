@@ -1,0 +1,373 @@
+"""XLA compiles: asking TensorFlow to log them, reading its log from fd 2, passing the rest through.
+
+TensorFlow keeps no Python-readable record of its XLA compiles (the ``/tensorflow/core/
+xla_compilations`` counter is C++ only in 2.21). Its C++ log says everything, but only at verbose
+levels chosen by ``TF_CPP_VMODULE`` when the library loads:
+
+* ``device_compilation_profiler=1`` logs once per compile, never on a cached call:
+  ``Compiled __inference_f_27 2 times, compile time: 90128 us, cumulative: ...`` -- the cluster
+  (the concrete function's ``function_def.signature.name``), TensorFlow's own per-cluster count
+  and the compile time;
+* ``xla_compiler=2`` logs, also per compile only, ``XlaCompiler::CompileFunction <cluster>[...]``
+  and then ``XLA arg i shape: f32[16,8] name: <variable or empty> TF arg j``: the concrete shapes.
+
+Per-call logging (``device_compiler=2``, ``xla_ops=1``) is avoided: a cached call then costs what
+it costs without tfretrace. The lines come out of the C++ library on fd 2, so a :class:`Tap`
+swaps fd 2 for a pipe, hands the lines tfretrace asked for to a parser and writes every other byte
+unchanged, in order, to the original stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# Module -> verbose level tfretrace needs. Nothing here logs on a cached call.
+MODULES: dict[str, int] = {"device_compilation_profiler": 1, "xla_compiler": 2}
+ENV = "TF_CPP_VMODULE"
+_LOG_LINE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+(\d+) ([\w.]+):\d+\] (.*)$")
+_COMPILE_FN = re.compile(r"^XlaCompiler::CompileFunction (\S+?)\[")
+_ARG = re.compile(r"^\s*XLA arg (\d+) shape: (\w+)\[([\d,]*)\] name: (\S*) TF arg (\d+)")
+_COMPILED = re.compile(r"^Compiled (\S+) (\d+) times, compile time: (\d+) us")
+_XLA_DTYPES = {
+    "f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64", "s8": "int8",
+    "s16": "int16", "s32": "int32", "s64": "int64", "u8": "uint8", "u16": "uint16",
+    "u32": "uint32", "u64": "uint64", "pred": "bool", "c64": "complex64", "c128": "complex128",
+}
+
+
+@dataclass(frozen=True)
+class XlaArg:
+    """One non-variable argument of a compile: its position among the function's inputs."""
+
+    tf_arg: int
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Compile:
+    """One XLA compile as TensorFlow logged it."""
+
+    cluster: str
+    tf_count: int
+    seconds: float
+    args: tuple[XlaArg, ...]
+
+
+def requested(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
+    """Whether TF_CPP_VMODULE asks for every module at the level tfretrace needs."""
+    levels = _parse_vmodule(env.get(ENV, ""))
+    return all(levels.get(m, 0) >= level for m, level in MODULES.items())
+
+
+MIN_LEVEL_ENV = "TF_CPP_MIN_LOG_LEVEL"
+
+
+def request(env: dict[str, str] | os._Environ[str] = os.environ) -> frozenset[str]:
+    """Add tfretrace's modules to TF_CPP_VMODULE (keeping the user's); return the ones it added.
+
+    Only effective before TensorFlow's library loads: it reads the variable once, while it is
+    imported, so :func:`restore` can put the user's value back right after the import (child
+    processes then see the user's environment, not tfretrace's).
+    """
+    levels = _parse_vmodule(env.get(ENV, ""))
+    added = tuple(m for m, level in MODULES.items() if levels.get(m, 0) < level)
+    if added:
+        parts = [p for p in env.get(ENV, "").split(",") if p.strip() and p.split("=")[0].strip() not in added]
+        parts += [f"{m}={MODULES[m]}" for m in added]
+        env[ENV] = ",".join(parts)
+    return frozenset(added)
+
+
+def restore(original: str | None, env: dict[str, str] | os._Environ[str] = os.environ) -> None:
+    """Put the user's TF_CPP_VMODULE back (None: it was not set)."""
+    if original is None:
+        env.pop(ENV, None)
+    else:
+        env[ENV] = original
+
+
+def silenced(env: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
+    """Why TensorFlow will not log compiles whatever TF_CPP_VMODULE says, or None.
+
+    Compile lines are INFO lines: TF_CPP_MIN_LOG_LEVEL above 0 drops them. tfretrace does not
+    lower it, because TensorFlow prints some INFO lines before it applies the level and those
+    could not be told apart from the ones the user's setting hides.
+    """
+    level = env.get(MIN_LEVEL_ENV, "").strip()
+    if level not in ("", "0"):
+        return (
+            f"XLA compiles not observed: {MIN_LEVEL_ENV}={level} hides TensorFlow's compile log "
+            "(INFO lines); unset it to see them"
+        )
+    return None
+
+
+def tensorflow_loaded() -> bool:
+    """Whether TensorFlow's library is already loaded (then TF_CPP_VMODULE is read already)."""
+    return "tensorflow" in sys.modules
+
+
+def how_to_enable() -> str:
+    """The one sentence a user needs when TensorFlow was imported before tfretrace could ask."""
+    wanted = ",".join(f"{m}={v}" for m, v in MODULES.items())
+    return (
+        "XLA compiles not observed: TensorFlow was imported before tfretrace could ask it to log "
+        f"them; start monitoring before importing TensorFlow, run under `tfretrace run`, or set "
+        f"{ENV}={wanted} in the environment"
+    )
+
+
+def _parse_vmodule(text: str) -> dict[str, int]:
+    levels: dict[str, int] = {}
+    for part in text.split(","):
+        name, _, level = part.partition("=")
+        try:
+            levels[name.strip()] = int(level)
+        except ValueError:
+            continue
+    return levels
+
+
+@dataclass
+class _Building:
+    cluster: str
+    args: list[XlaArg] = field(default_factory=list)
+    inputs_seen: bool = False
+    collecting: bool = False
+
+
+class Parser:
+    """Turns TensorFlow log lines into :class:`Compile` records; says which lines were its own.
+
+    Inside one compile, tf2xla compiles while-loop bodies and branches with CompileFunction too;
+    the cluster's own argument list is the first ``XLA computation inputs`` block after its
+    CompileFunction line, so later blocks (the bodies') are ignored.
+    """
+
+    def __init__(self, swallow: frozenset[str]) -> None:
+        # Source files whose lines exist only because tfretrace asked for them.
+        self._swallow = swallow
+        self._building: dict[bytes, list[_Building]] = {}
+
+    def feed(self, line: bytes) -> tuple[bool, Compile | None]:
+        """(line is tfretrace's own, the compile it completes if any)."""
+        match = _LOG_LINE.match(line.rstrip(b"\r\n"))
+        if match is None:
+            return False, None
+        thread, source, body_bytes = match.groups()
+        module = source.decode("ascii", "replace").rsplit(".", 1)[0]
+        body = body_bytes.decode("utf-8", "replace")
+        ours = module in self._swallow or (
+            module == "dump_graph" and "xla_compile_" in body and "xla_compiler" in self._swallow
+        )
+        if module == "xla_compiler":
+            self._on_compiler(thread, body)
+        elif module == "device_compilation_profiler":
+            return ours, self._on_compiled(thread, body)
+        return ours, None
+
+    def _on_compiler(self, thread: bytes, body: str) -> None:
+        stack = self._building.setdefault(thread, [])
+        started = _COMPILE_FN.match(body)
+        if started is not None:
+            stack.append(_Building(started.group(1)))
+            del stack[:-16]  # a compile that failed never logs "Compiled": do not grow forever
+            return
+        if not stack:
+            return
+        if body.startswith("XLA computation inputs"):
+            first = next((b for b in stack if not b.inputs_seen), None)
+            for building in stack:
+                building.collecting = building is first
+            if first is not None:
+                first.inputs_seen = True
+            return
+        arg = _ARG.match(body)
+        if arg is None:
+            if not body.lstrip().startswith("XLA arg"):
+                for building in stack:
+                    building.collecting = False
+            return
+        for building in stack:
+            if building.collecting and not arg.group(4):  # named args are variables
+                dims = tuple(int(d) for d in arg.group(3).split(",") if d)
+                dtype = _XLA_DTYPES.get(arg.group(2), arg.group(2))
+                building.args.append(XlaArg(int(arg.group(5)), dtype, dims))
+
+    def _on_compiled(self, thread: bytes, body: str) -> Compile | None:
+        done = _COMPILED.match(body)
+        if done is None:
+            return None
+        cluster = done.group(1)
+        stack = self._building.get(thread, [])
+        args: tuple[XlaArg, ...] = ()
+        for at in range(len(stack) - 1, -1, -1):
+            if stack[at].cluster == cluster:
+                args = tuple(stack[at].args)
+                del stack[at:]
+                break
+        return Compile(cluster, int(done.group(2)), int(done.group(3)) / 1e6, args)
+
+
+class Tap:
+    """fd 2 through a pipe: TensorFlow's compile lines are parsed, every other byte passed on.
+
+    A line is held back only while it could still be one of tfretrace's (it starts like a
+    TensorFlow log line); anything else, partial lines and progress bars included, is written
+    through as soon as it is read, so the user's stderr is unchanged apart from those lines.
+    """
+
+    def __init__(self, parser: Parser, on_compile: Callable[[Compile], None],
+                 on_error: Callable[[BaseException], None]) -> None:
+        self._parser = parser
+        self._on_compile = on_compile
+        self._on_error = on_error
+        self._marker = f"\x00tfretrace-sync-{os.getpid()}-{id(self)}\x00".encode()
+        self._synced = threading.Condition()
+        self._sync_sent = 0
+        self._sync_seen = 0
+        self._thread: threading.Thread | None = None
+        self._original = -1
+        self._pipe_write = -1
+        self._pipe_read = -1
+
+    @property
+    def active(self) -> bool:
+        """Whether fd 2 is (still) this tap's pipe."""
+        if self._thread is None:
+            return False
+        try:
+            return os.path.sameopenfile(2, self._pipe_write)
+        except OSError:
+            return False
+
+    def start(self) -> None:
+        """Swap fd 2 for the pipe and start the reader thread."""
+        sys.stderr.flush()
+        self._pipe_read, self._pipe_write = os.pipe()
+        self._original = os.dup(2)
+        os.dup2(self._pipe_write, 2)
+        self._thread = threading.Thread(target=self._run, name="tfretrace-xla-log", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Drain what is in the pipe, put the original fd 2 back, end the thread."""
+        if self._thread is None:
+            return
+        self.sync()
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+        if self.active:
+            os.dup2(self._original, 2)
+        os.close(self._pipe_write)  # the reader sees end of file once fd 2 no longer holds it
+        self._thread.join(timeout=2.0)
+        os.close(self._original)
+        self._thread = None
+
+    def sync(self, timeout: float = 2.0) -> None:
+        """Wait until every line written to fd 2 so far has been read."""
+        if self._thread is None or not self._thread.is_alive():
+            return
+        with self._synced:
+            self._sync_sent += 1
+            wanted = self._sync_sent
+        try:
+            os.write(self._pipe_write, self._marker + b"\n")
+        except OSError:
+            return
+        with self._synced:
+            self._synced.wait_for(lambda: self._sync_seen >= wanted, timeout)
+
+    def _run(self) -> None:
+        pending = b""  # a line that may be tfretrace's, held until its newline
+        passing = False  # inside a line already being passed through
+        while True:
+            try:
+                chunk = os.read(self._pipe_read, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            data = pending + chunk
+            pending = b""
+            out = bytearray()
+            while data:
+                newline = data.find(b"\n")
+                if passing:
+                    end = len(data) if newline < 0 else newline + 1
+                    out += data[:end]
+                    data = data[end:]
+                    passing = newline < 0
+                    continue
+                if newline < 0:
+                    if _may_hold(data, self._marker):
+                        pending = data
+                    else:
+                        out += data
+                        passing = True
+                    break
+                line, data = data[: newline + 1], data[newline + 1:]
+                if self._own(line):
+                    continue
+                out += line
+            if out:
+                self._write(bytes(out))
+        if pending:
+            self._write(pending)
+        os.close(self._pipe_read)
+
+    def _own(self, line: bytes) -> bool:
+        if line.rstrip(b"\n") == self._marker:
+            with self._synced:
+                self._sync_seen += 1
+                self._synced.notify_all()
+            return True
+        try:
+            ours, done = self._parser.feed(line)
+            if done is not None:
+                self._on_compile(done)
+            return ours
+        except Exception as exc:  # a line tfretrace cannot read is the user's: pass it on
+            self._on_error(exc)
+            return False
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self._original, view)
+            except InterruptedError:
+                continue
+            except OSError:
+                return  # the original stderr is closed: nothing to pass on to
+            view = view[written:]
+
+
+_PREFIX_DONE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\]")
+_PREFIX_PART = re.compile(rb"^[IWEF]\d{0,4}(?: [\d:.]*(?:\s+\d*(?: [\w.]*(?::\d*)?)?)?)?$")
+
+
+def _may_hold(partial: bytes, marker: bytes) -> bool:
+    """A partial line that could still become a TensorFlow log line or the sync marker."""
+    if len(partial) <= len(marker) and marker.startswith(partial):
+        return True
+    return bool(_PREFIX_DONE.match(partial) or _PREFIX_PART.match(partial))
+
+
+def cluster_of(concrete: Any, tracing_options: Any) -> str | None:
+    """The XLA cluster name of a trace made with jit_compile=True, else None."""
+    attrs = getattr(tracing_options, "attributes", None) or {}
+    if not attrs.get("_XlaMustCompile"):
+        return None
+    name = getattr(concrete, "name", None)
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", "replace")
+    return name if isinstance(name, str) else None

@@ -1,0 +1,81 @@
+"""tools/matrix.py's bookkeeping on hand-built records: which examples equal the reference run,
+which differ as a Keras generation is known to, and when a row is green (no TensorFlow needed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool() -> Any:
+    spec = importlib.util.spec_from_file_location("matrix_tool", ROOT / "tools" / "matrix.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["matrix_tool"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _record(*functions: tuple[str, str | None, list[str], int]) -> dict[str, Any]:
+    return {
+        "error": None,
+        "internal_errors": 0,
+        "functions": [
+            {"name": name, "keras_method": method, "traces": traces, "events": [{"cause": c} for c in found]}
+            for name, method, found, traces in functions
+        ],
+    }
+
+
+def test_keras_functions_compare_by_role_and_the_rest_by_name() -> None:
+    matrix = _tool()
+    keras3 = _record(
+        ("TensorFlowTrainer.make_predict_function.<locals>.one_step_on_data_distributed", "predict",
+         ["first-trace", "shape-changed"], 2),
+        ("train_step", None, ["first-trace"], 1),
+    )
+    keras2 = _record(
+        ("Model.make_predict_function.<locals>.predict_function", "predict_on_batch",
+         ["first-trace", "shape-changed"], 2),
+        ("train_step", None, ["first-trace"], 1),
+    )
+    assert matrix.summary(keras3) == matrix.summary(keras2)
+    renamed = _record(("other_step", None, ["first-trace"], 1))
+    assert matrix.summary(renamed) != matrix.summary(_record(("train_step", None, ["first-trace"], 1)))
+    fewer = _record(("train_step", None, ["first-trace"], 2))
+    assert matrix.summary(fewer) != matrix.summary(_record(("train_step", None, ["first-trace"], 1)))
+
+
+def test_rows_are_green_only_with_no_failure_and_no_unexplained_difference() -> None:
+    matrix = _tool()
+    row = next(r for r in matrix.ROWS if r.name == "tf2.15-keras2")
+    same = _record(("f", None, ["first-trace"], 1))
+    reference = {
+        "a.py": same,
+        "keras_predict_loop.py": _record(("p", "predict", ["first-trace", "shape-changed"], 2)),
+    }
+    keras2_loop = _record(("q", "predict", ["first-trace"], 1))
+
+    result = matrix.Result(row, versions="TF 2.15.1 / keras 2.15.0", passed=3)
+    result.examples = {"a.py": same, "keras_predict_loop.py": keras2_loop}
+    matrix.compare(result, reference)
+    assert result.equal == ["a.py"]
+    assert list(result.explained) == ["keras_predict_loop.py"]
+    assert result.green
+
+    keras3 = matrix.Result(row, versions="TF 2.18.1 / keras 3.6.0", passed=3)
+    keras3.examples = {"a.py": same, "keras_predict_loop.py": keras2_loop}
+    matrix.compare(keras3, reference)
+    assert keras3.differing == ["keras_predict_loop.py"]  # not a known difference for Keras 3
+    assert not keras3.green
+
+    failing = matrix.Result(row, versions="TF 2.15.1 / keras 2.15.0", passed=2, failed=1)
+    failing.examples = {"a.py": same, "keras_predict_loop.py": keras2_loop}
+    matrix.compare(failing, reference)
+    assert not failing.green
+    text = matrix.table([result, keras3, failing], total=2)
+    assert text.count("green") == 1 and text.count("FAIL") == 2
