@@ -8,6 +8,8 @@ input_signature with a None time dimension (or reduce_retracing=True).
 import numpy as np
 import tensorflow as tf
 
+tf.keras.utils.set_random_seed(0)  # the same initial weights every run
+
 VOCAB, BATCH = 50, 4
 
 model = tf.keras.Sequential(

@@ -1,0 +1,179 @@
+"""Does `tfretrace fix --apply` work? Over every example: traces before, predicted, measured after.
+
+For each script in examples/ and examples/wild/, in a fresh copy of examples/:
+  1. `tfretrace run --save before.json SCRIPT`, twice, to learn whether the program's own output is
+     deterministic at all;
+  2. the plan's prediction for its mechanical edits (`predict_applied`);
+  3. `tfretrace fix before.json --apply`, then `tfretrace run --save after.json SCRIPT` again.
+Prints one row per retracing function and, at the end, the share of functions whose measured count
+reaches the minimum, and the share predicted exactly. The minimum is the fewest traces the plan
+says the calls need: its lowest count, advice a person must apply by hand included, and a
+statement's count where it says the remaining traces are expected (two list lengths of variables:
+two traces). Where the plan cannot predict the function or leaves a cause with no checked fix, the
+minimum is the traces TensorFlow needs with no retrace at all, so such a row only counts as reached
+if the fix really removed every retrace.
+
+"Output" compares the program's stdout before and after the fix, without the lines that report
+trace counts (they contain "traces", and a working fix changes them); a program whose output
+differs between two runs without any fix is "nondeterministic" and not judged. A change made by an
+applied step that says it changes the computation (drop_remainder skips the partial batch, a cast
+changes the dtype the data is computed in) is "changed as <kind> says", counted apart from the rest.
+
+Usage: python bench/fix_effect.py [SCRIPT ...]      (about 10 s per example on 2 cores)
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfretrace.fix.plan import predict_applied
+from tfretrace.fix.source import SourceReader
+from tfretrace.session import Session, load
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def run(folder: Path, script: str, save: str) -> tuple[int, str, str]:
+    """Exit status, stdout, and the last line of stderr (why it failed, when it did)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "tfretrace", "run", "--save", save, script],
+        cwd=folder, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+    )
+    last = proc.stderr.strip().splitlines()[-1:] if proc.returncode else []
+    return proc.returncode, proc.stdout, "".join(last)[:80]
+
+
+# Statements of plan.py that say the plan does not know the fewest traces (not that they are expected).
+UNKNOWN = ("no fix is predicted for ", "have no fix tfretrace can check")
+
+
+def minimum(plan: Sequence[Mapping[str, object]], expected: int) -> int:
+    """The fewest traces the plan says the calls need; ``expected`` (no retrace) where it cannot say."""
+    if not plan or any(any(u in str(s.get("summary", "")) for u in UNKNOWN) for s in plan):
+        return expected
+    return min(int(str(s["traces_after"])) for s in plan)
+
+
+# Applied steps that change what the program computes by design, as their summary says: the partial
+# batch is skipped; the data is cast to the dtype of the other calls.
+BY_DESIGN = {"drop-remainder", "cast-dtype"}
+
+
+def program_output(stdout: str) -> str:
+    """The program's output without its trace-count lines, which a working fix is meant to change."""
+    return "".join(line for line in stdout.splitlines(keepends=True) if "traces" not in line)
+
+
+def judge(before: str, again: str, after: str, applied: set[str]) -> str:
+    """Whether the fixed program prints what it printed before (two unfixed runs must agree first)."""
+    if program_output(before) != program_output(again):
+        return "nondeterministic"
+    if program_output(after) == program_output(before):
+        return "same"
+    said = sorted(applied & BY_DESIGN)
+    return f"changed as {', '.join(said)} says" if said else "CHANGED"
+
+
+def by_hand(plan: Sequence[Mapping[str, object]]) -> bool:
+    """Whether a step that removes traces has no mechanical edit: a person must apply it."""
+    return any(
+        not s.get("edits") and int(str(s["traces_after"])) < int(str(s["traces_before"])) for s in plan
+    )
+
+
+@dataclass(frozen=True)
+class Row:
+    """One retracing function of one example."""
+
+    example: str
+    function: str
+    before: int
+    predicted: int | None
+    after: int | None
+    minimum: int
+    hand: bool
+    output: str
+
+
+def measure(script: Path) -> list[Row]:
+    rel = script.relative_to(EXAMPLES).as_posix()
+    with tempfile.TemporaryDirectory(prefix="fix-effect-") as tmp:
+        folder = Path(tmp) / "examples"
+        shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns("__pycache__"))
+        status, out_before, why = run(folder, rel, "before.json")
+        _, out_again, _ = run(folder, rel, "again.json")
+        if status != 0:
+            return [Row(rel, "(program failed)", 0, None, None, 0, False, f"FAILED (exit {status}): {why}")]
+        before: Session = load(folder / "before.json")
+        reader = SourceReader(folder)
+        predicted = {f.name: predict_applied(f, reader) for f in before.functions}
+        fix = subprocess.run(
+            [sys.executable, "-m", "tfretrace", "fix", "before.json", "--apply"],
+            cwd=folder, capture_output=True, text=True, check=False,
+        )
+        status_after, out_after, why_after = run(folder, rel, "after.json")
+        after = {f.name: f for f in load(folder / "after.json").functions} if status_after == 0 else {}
+        applied = {str(s["kind"]) for f in before.functions for s in f.plan if s.get("edits")}
+        output = judge(out_before, out_again, out_after, applied)
+        if fix.returncode != 0:
+            output = f"fix refused (exit {fix.returncode}): {fix.stderr.strip()[:60]}"
+        elif status_after != 0:
+            output = f"FAILED (exit {status_after}): {why_after}"
+        rows = []
+        for f in before.functions:
+            if f.retraces == 0:
+                continue
+            now = after.get(f.name)
+            plan = list(f.plan)
+            rows.append(Row(
+                rel, f.display_name(), f.traces, predicted.get(f.name), now.traces if now else None,
+                minimum(plan, f.traces - f.retraces), by_hand(plan), output,
+            ))
+        return rows
+
+
+def main(argv: list[str]) -> int:
+    scripts = [Path(a).resolve() for a in argv] or sorted(
+        [*EXAMPLES.glob("*.py"), *EXAMPLES.glob("wild/*.py")]
+    )
+    header = (
+        f"{'example':32} {'function':44} {'before':>6} {'pred':>5} {'after':>5} {'min':>4} {'hand':>4}  output"
+    )
+    print(header)
+    print("-" * len(header))
+    rows: list[Row] = []
+    for script in scripts:
+        for r in measure(script):
+            rows.append(r)
+            print(
+                f"{r.example:32} {r.function[:44]:44} {r.before:>6} {r.predicted!s:>5} {r.after!s:>5} "
+                f"{r.minimum:>4} {'yes' if r.hand else '':>4}  {r.output}",
+                flush=True,
+            )
+    counted = [r for r in rows if r.after is not None]
+    reached = [r for r in counted if r.after is not None and r.after <= r.minimum]
+    exact = sum(1 for r in counted if r.predicted == r.after)
+    broken = {r.example for r in rows if r.output == "CHANGED" or r.output.startswith(("FAILED", "fix refused"))}
+    by_design = {r.example for r in rows if r.output.startswith("changed as")}
+    print(f"\nfunctions that retraced: {len(rows)}; measured after the fix: {len(counted)}")
+    if counted:
+        print(f"reached the minimum: {len(reached)}/{len(counted)} = {len(reached) / len(counted):.0%}")
+        short = [r for r in counted if r not in reached]
+        print(f"  of the {len(short)} that did not: {sum(r.hand for r in short)} need a step applied by hand (advice)")
+        print(f"prediction equal to the measurement: {exact}/{len(counted)} = {exact / len(counted):.0%}")
+    print(f"programs whose output changed as an applied step says it will: {len(by_design)}"
+          + (f" ({', '.join(sorted(by_design))})" if by_design else ""))
+    print(f"programs whose output changed unannounced, that failed, or whose fix was refused: {len(broken)}"
+          + (f" ({', '.join(sorted(broken))})" if broken else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,22 @@
+"""Wild case: A tf.function defined inside a method, called with a partial last batch.
+
+Run: tfretrace run --fix-plan --save s.json examples/wild/def_in_method.py, then tfretrace fix s.json.
+"""
+
+import tensorflow as tf
+
+data = tf.data.Dataset.from_tensor_slices(tf.ones([20, 3])).batch(8)
+
+class Evaluator:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def run(self):
+        @tf.function
+        def score(x):
+            return tf.reduce_sum(x) * self.scale
+
+        return [float(score(x)) for x in data]
+
+for _epoch in range(5):
+    print(Evaluator(2.0).run())

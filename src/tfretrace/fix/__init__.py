@@ -1,0 +1,1 @@
+"""Fixes: per-function plans checked against TensorFlow's tracing rules, and the edits they carry."""

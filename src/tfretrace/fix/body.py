@@ -1,0 +1,101 @@
+"""What a traced function's body does with a parameter: Python-only uses, control flow, assignments."""
+
+from __future__ import annotations
+
+import ast
+
+from tfretrace.fix.source import callee_name, root_name
+
+# Calls that need a Python value and break on a symbolic tensor inside a graph.
+_PYTHON_ONLY_CALLS = frozenset({"int", "float", "bool", "str", "len", "list", "tuple", "print", "format"})
+_PYTHON_ONLY_MODULES = frozenset({"np", "numpy", "math", "random"})
+
+
+def unsafe_uses(node: ast.AST, param: str) -> list[str]:
+    """Uses of ``param`` in a body that need a Python value (they break if it becomes a tensor)."""
+    found = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            name = callee_name(sub.func)
+            root = root_name(sub.func)
+            uses = any(_mentions(arg, param) for arg in (*sub.args, *(k.value for k in sub.keywords)))
+            if not uses:
+                continue
+            if isinstance(sub.func, ast.Name) and name in _PYTHON_ONLY_CALLS:
+                found.append(f"{name}({param})")
+            elif root in _PYTHON_ONLY_MODULES:
+                found.append(f"{root}.{name}(...{param}...)")
+            elif name == "constant":
+                found.append(f"tf.constant(...{param}...)")
+        elif isinstance(sub, ast.comprehension) and _mentions(sub.iter, param):
+            found.append(f"a comprehension over {param}")
+        elif isinstance(sub, ast.Subscript) and _mentions(sub.slice, param):
+            found.append(f"indexing with {param}")
+        elif isinstance(sub, ast.JoinedStr) and _mentions(sub, param):
+            found.append(f"an f-string of {param}")
+        elif (
+            isinstance(sub, ast.Attribute)
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == param
+            and sub.attr in ("append", "extend", "pop", "items", "keys", "values")
+        ):
+            found.append(f"{param}.{sub.attr}")
+    return found
+
+
+def assigns_to(node: ast.AST, param: str) -> bool:
+    """True when the body assigns to the variable ``param`` (``param.assign(...)``, ``scatter_*``)."""
+    for sub in ast.walk(node):
+        if (
+            isinstance(sub, ast.Attribute)
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == param
+            and (sub.attr.startswith("assign") or sub.attr.startswith("scatter"))
+        ):
+            return True
+    return False
+
+
+def steers_control_flow(node: ast.AST, param: str) -> bool:
+    """True when ``param`` appears in an if/while test or a range() bound: a tensor there changes the graph."""
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.If, ast.While, ast.IfExp)) and _mentions(sub.test, param):
+            return True
+        if (
+            isinstance(sub, ast.Call)
+            and callee_name(sub.func) == "range"
+            and any(_mentions(a, param) for a in sub.args)
+        ):
+            return True
+    return False
+
+
+def assigns_zeros_when_none(node: ast.AST, param: str) -> bool:
+    """True when the body itself starts ``param`` at zeros when None (``if s is None: s = tf.zeros(...)``)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.If) and _is_none_test(sub.test, param):
+            for stmt in sub.body:
+                if (
+                    isinstance(stmt, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == param for t in stmt.targets)
+                    and isinstance(stmt.value, ast.Call)
+                    and callee_name(stmt.value.func) in ("zeros", "zeros_like")
+                ):
+                    return True
+    return False
+
+
+def _is_none_test(test: ast.expr, param: str) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == param
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Is)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    )
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    return any(isinstance(sub, ast.Name) and sub.id == name for sub in ast.walk(node))

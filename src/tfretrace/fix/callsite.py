@@ -1,0 +1,373 @@
+"""Fixes at the call site: tensors instead of Python numbers, one dtype, a zero state instead of None."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from tfretrace.events import PYTHON, TENSOR, VARIABLE, Leaf
+from tfretrace.fix.body import assigns_to, assigns_zeros_when_none, unsafe_uses
+from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
+from tfretrace.fix.predict import Call
+from tfretrace.fix.source import Replacement
+from tfretrace.fix.specs import NUMBER_DTYPES, is_top, shape_text
+
+
+def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
+    """Varying Python int/float arguments become tensors at the call site, when the body allows it."""
+    out: list[Candidate] = []
+    calls = state.replay.calls
+    for path in varying_paths(calls, PYTHON):
+        if not is_top(path):
+            continue
+        leaves = [leaf for c in calls for leaf in c.signature if leaf.path == path]
+        types = {leaf.type_name for leaf in leaves if leaf.kind == PYTHON}
+        if any(leaf.kind != PYTHON for leaf in leaves):
+            continue  # None -> tensor and the like: none_to_zeros
+        if types == {"bool"}:
+            out.append(_statement(ctx, "python-value-changed", path, "bool", len(leaves)))
+            continue
+        if not types <= {"int", "float"}:
+            continue
+        problem = _body_problem(ctx, path, arithmetic="int" in types and "float" not in types)
+        if problem:
+            out.append(
+                Candidate(
+                    "python-value-changed",
+                    "statement",
+                    f"{path} takes a new Python value per call, but {ctx.short} uses it as a Python value "
+                    f"({problem}): it cannot simply become a tensor; each new value costs one trace",
+                    None,
+                )
+            )
+            continue
+        dtype = NUMBER_DTYPES["float" if "float" in types else "int"]
+        tensor = Leaf(path, TENSOR, dtype=dtype, shape=())
+        new = {c.index: replace(c, signature=_swap(c.signature, path, tensor)) for c in calls}
+        edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")
+        fallback = f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))"
+        code = ctx.reader.preview(edits) or fallback
+        out.append(
+            Candidate(
+                "python-value-changed",
+                "tensor-argument",
+                f"pass {path} as a {dtype} tensor at the call site" + _missing(missing),
+                code,
+                edits,
+                state.map_calls(dict(new)),
+            )
+        )
+    return out
+
+
+def dtypes(ctx: FunctionContext, state: State) -> list[Candidate]:
+    """Tensors whose dtype varies are cast to one dtype at the call site (dtypes never generalize)."""
+    out: list[Candidate] = []
+    calls = state.replay.calls
+    for path in varying_paths(calls, TENSOR):
+        leaves = [leaf for c in calls for leaf in c.signature if leaf.path == path]
+        if not is_top(path) or any(leaf.kind != TENSOR for leaf in leaves):
+            continue
+        seen = [leaf.dtype for leaf in leaves]
+        if len(set(seen)) < 2:
+            continue
+        target = max(set(seen), key=lambda d: (seen.count(d), -seen.index(d)))
+        new = {
+            c.index: replace(
+                c, signature=tuple(replace(leaf, dtype=target) if leaf.path == path else leaf for leaf in c.signature)
+            )
+            for c in calls
+        }
+        edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.cast({{expr}}, {{tf}}.{target})")
+        code = ctx.reader.preview(edits) or f"{path} = {ctx.tf}.cast({path}, {ctx.tf}.{target})"
+        out.append(
+            Candidate(
+                "dtype-changed",
+                "cast-dtype",
+                f"cast {path} to {target} at the call site ({', '.join(sorted(set(map(str, seen))))} seen)"
+                + _missing(missing),
+                code,
+                edits,
+                state.map_calls(dict(new)),
+            )
+        )
+    return out
+
+
+def none_to_zeros(ctx: FunctionContext, state: State) -> list[Candidate]:
+    """An argument that is None on the first call and a tensor later starts as a zero tensor instead."""
+    out: list[Candidate] = []
+    calls = state.replay.calls
+    for path in varying_paths(calls, PYTHON):
+        leaves = [leaf for c in calls for leaf in c.signature if leaf.path == path]
+        nones = [leaf for leaf in leaves if leaf.kind == PYTHON and leaf.type_name == "NoneType"]
+        tensors = [leaf for leaf in leaves if leaf.kind == TENSOR]
+        if not is_top(path) or not nones or not tensors or len(nones) + len(tensors) != len(leaves):
+            continue
+        first = tensors[0]
+        if first.shape is None or None in first.shape:
+            out.append(
+                Candidate(
+                    "structure-changed",
+                    "statement",
+                    f"{path} is None on some calls and a tensor of shape {shape_text(first.shape)} on others: "
+                    "a zero initial state needs a fully known shape",
+                    None,
+                )
+            )
+            continue
+        zeros = f"{ctx.tf}.zeros({shape_text(first.shape)}, dtype={ctx.tf}.{first.dtype})"
+        new = {
+            c.index: replace(c, signature=_swap(c.signature, path, first))
+            for c in calls
+            if any(leaf.path == path and leaf.kind == PYTHON for leaf in c.signature)
+        }
+        edits, missing = _zero_edits(ctx, calls, path, zeros)
+        same = (
+            ctx.definition is not None
+            and ctx.definition.node is not None
+            and assigns_zeros_when_none(ctx.definition.node, path)
+        )
+        caveat = "" if same else f" (the same result only if {ctx.short} treats None as a zero state)"
+        code = ctx.reader.preview(edits) or f"{path} = {zeros}"
+        out.append(
+            Candidate(
+                "structure-changed",
+                "zero-state",
+                f"start {path} as a zero tensor of shape {shape_text(first.shape)} instead of None{caveat}"
+                + _missing(missing),
+                code,
+                edits,
+                state.map_calls(dict(new)),
+            )
+        )
+    return out
+
+
+def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
+    """Lists of different lengths: Python numbers become one tensor; variables are an honest statement."""
+    out: list[Candidate] = []
+    calls = state.replay.calls
+    for path in varying_paths(calls, "list") + varying_paths(calls, "tuple"):
+        heads = [leaf for c in calls for leaf in c.signature if leaf.path == path]
+        if not is_top(path) or any(h.kind not in ("list", "tuple") for h in heads):
+            continue
+        kids = [leaf for c in calls for leaf in c.signature if leaf.path.startswith(path + "[")]
+        lengths = sorted({h.value or "" for h in heads})
+        if any(k.kind == VARIABLE for k in kids):
+            out.append(
+                Candidate(
+                    "structure-changed",
+                    "statement",
+                    f"{path} is a list of tf.Variables of {len(lengths)} lengths: one trace per length is expected "
+                    f"(variables cannot be stacked into one tensor and still be assigned); it costs "
+                    f"{len(lengths) - 1} extra trace(s) per tf.function object",
+                    None,
+                )
+            )
+            continue
+        numbers = all(k.kind == PYTHON and k.type_name in ("int", "float") for k in kids)
+        if not numbers:
+            stacked = _stack_advice(ctx, state, path, kids, len(lengths))
+            if stacked is not None:
+                out.append(stacked)
+            continue
+        problem = _body_problem(ctx, path, arithmetic=False)
+        if problem:
+            out.append(
+                Candidate(
+                    "structure-changed",
+                    "statement",
+                    f"{path} is a Python list of numbers of {len(lengths)} lengths, but {ctx.short} uses it as a "
+                    f"Python list ({problem}): a tensor would break the body; each length costs one trace",
+                    None,
+                )
+            )
+            continue
+        dtype = "float32" if any(k.type_name == "float" for k in kids) else "int32"
+        new = {}
+        for c in calls:
+            size = sum(
+                1
+                for leaf in c.signature
+                if leaf.path.startswith(path + "[") and leaf.path.count("[") == path.count("[") + 1
+            )
+            kept = tuple(leaf for leaf in c.signature if not leaf.path.startswith(path + "["))
+            new[c.index] = replace(c, signature=_swap(kept, path, Leaf(path, TENSOR, dtype=dtype, shape=(size,))))
+        edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")
+        out.append(
+            Candidate(
+                "structure-changed",
+                "tensor-argument",
+                f"pass {path} as one {dtype} tensor (its length can then vary)" + _missing(missing),
+                f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))",
+                edits,
+                state.map_calls(dict(new)),
+            )
+        )
+    return out
+
+
+def _stack_advice(
+    ctx: FunctionContext, state: State, path: str, kids: list[Leaf], lengths: int
+) -> Candidate | None:
+    # Tensors of one dtype and shape in lists of several lengths: one stacked tensor covers them
+    # all, but the body must then treat it as one tensor (tf.add_n(list) is not tf.add_n(stacked)).
+    depth = path.count("[") + 1
+    direct = [k for k in kids if k.path.count("[") == depth]
+    if not direct or any(k.kind != TENSOR for k in direct):
+        return None
+    if len({(k.dtype, k.shape) for k in direct}) != 1 or len(direct) != len(kids):
+        return None
+    first = direct[0]
+    shape = first.shape or ()
+    new = {}
+    for c in state.replay.calls:
+        size = sum(1 for leaf in c.signature if leaf.path.startswith(path + "[") and leaf.path.count("[") == depth)
+        kept = tuple(leaf for leaf in c.signature if not leaf.path.startswith(path + "["))
+        stacked = Leaf(path, TENSOR, dtype=first.dtype, shape=(size, *shape))
+        new[c.index] = replace(c, signature=_swap(kept, path, stacked))
+    moved = state.map_calls(dict(new))
+    return Candidate(
+        "structure-changed",
+        "advice",
+        f"{path} is a list of {lengths} lengths of {first.dtype} tensors: pass {ctx.tf}.stack({path}) and make "
+        f"{ctx.short} treat it as one tensor (e.g. {ctx.tf}.reduce_sum({path}, axis=0) for {ctx.tf}.add_n({path}))",
+        None,
+        (),
+        replace(moved, signature_advice=True),
+    )
+
+
+def dict_keys(ctx: FunctionContext, state: State) -> list[Candidate]:
+    """A dict that sometimes lacks a key: always pass every key (advice: what to pass is the user's call)."""
+    out: list[Candidate] = []
+    calls = state.replay.calls
+    for path in varying_paths(calls, "dict"):
+        heads = [leaf for c in calls for leaf in c.signature if leaf.path == path]
+        if any(h.kind != "dict" for h in heads):
+            continue
+        widest = max(calls, key=lambda c: sum(1 for leaf in c.signature if leaf.path.startswith(path + "[")))
+        full = tuple(leaf for leaf in widest.signature if leaf.path == path or leaf.path.startswith(path + "["))
+        keys = [leaf.path[len(path) :] for leaf in full if leaf.path.count("[") == path.count("[") + 1]
+        new = {}
+        for c in calls:
+            have = {leaf.path for leaf in c.signature}
+            if all(leaf.path in have for leaf in full):
+                continue
+            rest = [leaf for leaf in c.signature if not (leaf.path == path or leaf.path.startswith(path + "["))]
+            at = next(i for i, leaf in enumerate(c.signature) if leaf.path == path)
+            new[c.index] = replace(c, signature=(*rest[:at], *full, *rest[at:]))
+        if not new:
+            continue
+        moved = state.map_calls(dict(new))
+        out.append(
+            Candidate(
+                "structure-changed",
+                "advice",
+                f"always pass {path} with the same keys ({', '.join(keys)}): a key present on some calls and "
+                "absent on others is a new structure; pass a neutral value (e.g. an all-ones mask) instead",
+                None,
+                (),
+                replace(moved, signature_advice=True),
+            )
+        )
+    return out
+
+
+def read_only_variables(ctx: FunctionContext, state: State) -> list[Candidate]:
+    """A tf.Variable argument the body only reads is passed as a tensor: trainable/aliasing stop mattering."""
+    out: list[Candidate] = []
+    calls = state.replay.calls
+    node = None if ctx.definition is None else ctx.definition.node
+    if node is None:
+        return out
+    for path in varying_paths(calls, VARIABLE):
+        leaves = [leaf for c in calls for leaf in c.signature if leaf.path == path]
+        if not is_top(path) or any(leaf.kind != VARIABLE for leaf in leaves) or assigns_to(node, path):
+            continue
+        new = {
+            c.index: replace(
+                c,
+                signature=tuple(
+                    Leaf(leaf.path, TENSOR, dtype=leaf.dtype, shape=leaf.shape) if leaf.path == path else leaf
+                    for leaf in c.signature
+                ),
+            )
+            for c in calls
+        }
+        edits, missing = ctx.arg_edits(calls, path, "{tf}.convert_to_tensor({expr})")
+        out.append(
+            Candidate(
+                "variable-spec-changed",
+                "tensor-argument",
+                f"pass {path} as a tensor ({ctx.short} only reads it): variables differ in trainable flag or "
+                "aliasing, tensors of one shape do not" + _missing(missing),
+                ctx.reader.preview(edits) or f"{ctx.short}(..., {path}={ctx.tf}.convert_to_tensor({path}))",
+                edits,
+                state.map_calls(dict(new)),
+            )
+        )
+    return out
+
+
+def _zero_edits(
+    ctx: FunctionContext, calls: tuple[Call, ...], path: str, zeros: str
+) -> tuple[tuple[Replacement, ...], list[str]]:
+    edits: list[Replacement] = []
+    missing: list[str] = []
+    for site in ctx.sites(calls):
+        info = ctx.call_info(site)
+        found = None if info is None else next((a for a in info.args if a[0] == path), None)
+        if found is None:
+            missing.append(site)
+            continue
+        expr = found[1].strip()
+        if expr == "None":
+            edits.append(Replacement(found[2], zeros))
+            continue
+        span = ctx.reader.none_assignment(found[2].path, expr, found[2].line + 1)
+        if span is None:
+            missing.append(site)
+        elif all(e.span != span for e in edits):
+            edits.append(Replacement(span, zeros))
+    return tuple(edits), missing
+
+
+def _swap(signature: tuple[Leaf, ...], path: str, leaf: Leaf) -> tuple[Leaf, ...]:
+    return tuple(replace(leaf, path=path) if x.path == path else x for x in signature)
+
+
+def _statement(ctx: FunctionContext, cause: str, path: str, kind: str, count: int) -> Candidate:
+    return Candidate(
+        cause,
+        "statement",
+        f"{path} is a Python {kind}: one trace per value (True/False) is expected and cheap; "
+        f"pass {ctx.tf}.constant({path}) only if it changes often",
+        None,
+    )
+
+
+def _body_problem(ctx: FunctionContext, param: str, arithmetic: bool) -> str | None:
+    node = None if ctx.definition is None else ctx.definition.node
+    if node is None:
+        return None
+    uses = unsafe_uses(node, param)
+    if arithmetic:
+        # An int32 tensor mixes with int literals (step % 10) but not with float tensors (x * n);
+        # the other operand's type is unknown unless it is a literal int.
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.BinOp):
+                continue
+            sides = (sub.left, sub.right)
+            mine = [s for s in sides if isinstance(s, ast.Name) and s.id == param]
+            other = [s for s in sides if s not in mine]
+            literal = all(isinstance(s, ast.Constant) and type(s.value) is int for s in other)
+            if mine and not literal:
+                uses.append(f"arithmetic with {param}: an int32 tensor does not mix with float tensors")
+                break
+    return ", ".join(dict.fromkeys(uses)) or None
+
+
+def _missing(missing: list[str]) -> str:
+    return "" if not missing else f" (no mechanical edit at {', '.join(missing)}: edit by hand)"

@@ -1,0 +1,155 @@
+"""The record every fix kind produces, and what the kinds share: the function's context and its calls."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from tfretrace.events import PYTHON, FunctionReport, Leaf
+from tfretrace.fix.predict import Call, Config, Replay
+from tfretrace.fix.source import CallInfo, DefInfo, Replacement, SourceReader, is_user_path
+
+
+@dataclass(frozen=True)
+class State:
+    """The function's calls and declaration after the fixes chosen so far."""
+
+    replay: Replay
+    config: Config
+    # An advice step (done by hand) changed what the calls pass: a declaration written for those
+    # calls would reject the program as it is, so it is advice too.
+    signature_advice: bool = False
+
+    def map_calls(self, change: dict[int, Call | None]) -> State:
+        """Calls replaced (or dropped, for None) by call index."""
+        calls = []
+        for call in self.replay.calls:
+            new = change.get(call.index, call)
+            if new is not None:
+                calls.append(new)
+        return replace(self, replay=self.replay.with_calls(calls))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One fix for one root cause: what to write, where, and the calls and declaration it leaves."""
+
+    cause: str
+    kind: str
+    summary: str
+    code: str | None
+    edits: tuple[Replacement, ...] = ()
+    state: State | None = None  # None: a statement, nothing changes
+    final: bool = False
+
+
+@dataclass
+class FunctionContext:
+    """What the fix kinds know about one function: its report, its def, its call sites."""
+
+    report: FunctionReport
+    reader: SourceReader
+    definition: DefInfo | None
+    short: str
+    calls_seen: dict[str, CallInfo | None] = field(default_factory=dict)
+
+    @property
+    def tf(self) -> str:
+        """The user's name for the tensorflow module."""
+        alias = self.definition.tf_alias if self.definition is not None else None
+        return alias or "tf"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names the function is called by."""
+        return tuple(sorted({self.short, self.report.name.rsplit(".", 1)[-1]}))
+
+    def call_info(self, site: str | None) -> CallInfo | None:
+        """The user's call expression at a call site (user files only)."""
+        if site is None or not is_user_path(site.rpartition(":")[0]):
+            return None
+        if site not in self.calls_seen:
+            params = self.definition.params if self.definition is not None else ()
+            self.calls_seen[site] = self.reader.call_at(site, self.names, params)
+        return self.calls_seen[site]
+
+    def all_sites(self, calls: Sequence[Call]) -> list[str]:
+        """The recorded call sites, then every other call of the function in the same files.
+
+        A call that hit the cache was never recorded; a call-site fix must reach it too, or it
+        would keep passing the old form and trace again next to the edited calls.
+        """
+        sites = self.sites(calls)
+        files = list(dict.fromkeys(site.rpartition(":")[0] for site in sites))
+        for path in files:
+            for line in self.reader.call_lines(path, self.names):
+                site = f"{path}:{line}"
+                if site not in sites and self.call_info(site) is not None:
+                    sites.append(site)
+        return sites
+
+    def sites(self, calls: Sequence[Call]) -> list[str]:
+        """Distinct user call sites of these calls, in order of appearance."""
+        seen: list[str] = []
+        for call in calls:
+            if call.site is not None and call.site not in seen:
+                seen.append(call.site)
+        return seen
+
+    def arg_edits(self, calls: Sequence[Call], param: str, wrap: str) -> tuple[tuple[Replacement, ...], list[str]]:
+        """Wrap the expression passed for ``param`` at every call site: edits, and the sites not found.
+
+        ``wrap`` is a format string with ``{expr}`` and ``{tf}`` (that file's name for tensorflow).
+        """
+        edits: list[Replacement] = []
+        missing: list[str] = []
+        recorded = set(self.sites(calls))
+        for site in self.all_sites(calls):
+            info = self.call_info(site)
+            found = None if info is None else next((a for a in info.args if a[0] == param), None)
+            if found is None:
+                if site in recorded:
+                    missing.append(site)
+                continue
+            alias = self.reader.tf_alias(found[2].path)
+            if alias is None:
+                # That file has no `import tensorflow as ...`: the wrapped call would not resolve.
+                if site in recorded:
+                    missing.append(site)
+                continue
+            edits.append(Replacement(found[2], wrap.format(expr=found[1], tf=alias)))
+        return tuple(edits), missing
+
+
+def varying_paths(calls: Sequence[Call], kind: str | None = None) -> list[str]:
+    """Paths whose leaf differs between calls (optionally only where some call has ``kind`` there)."""
+    seen: dict[str, set[object]] = {}
+    kinds: dict[str, set[str]] = {}
+    order: list[str] = []
+    for call in calls:
+        for leaf in call.signature:
+            if leaf.path not in seen:
+                seen[leaf.path] = set()
+                kinds[leaf.path] = set()
+                order.append(leaf.path)
+            seen[leaf.path].add(_key(leaf))
+            kinds[leaf.path].add(leaf.kind)
+    return [p for p in order if len(seen[p]) > 1 and (kind is None or kind in kinds[p])]
+
+
+def _key(leaf: Leaf) -> object:
+    if leaf.kind == PYTHON:
+        from tfretrace.fix.rules import literal_key
+
+        return ("py", literal_key(leaf))
+    return (leaf.kind, leaf.dtype, leaf.shape, leaf.value, leaf.type_name, leaf.ident, leaf.extra)
+
+
+def first_config(report: FunctionReport, definition: DefInfo | None) -> Config:
+    """How the function is declared today, as far as the recording and the source tell."""
+    reduce = report.keras is not None or any(e.traced_as is not None for e in report.events)
+    if definition is not None and definition.decorator_text and "reduce_retracing=True" in definition.decorator_text:
+        reduce = True
+    if definition is not None and definition.wrap_text and "reduce_retracing=True" in definition.wrap_text:
+        reduce = True
+    return Config(reduce_retracing=reduce)

@@ -1,0 +1,397 @@
+"""Fixes at the declaration and the data: input_signature, reduce_retracing, drop_remainder, one function object."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import replace
+
+from tfretrace.events import OBJECT, PYTHON, SPEC, TENSOR, Leaf
+from tfretrace.fix.body import steers_control_flow, unsafe_uses
+from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
+from tfretrace.fix.predict import Call, Config, count
+from tfretrace.fix.rules import fold_all
+from tfretrace.fix.source import BatchCall, Replacement, Span
+from tfretrace.fix.specs import NUMBER_DTYPES, is_top, signature_specs
+
+
+def decorator_edit(ctx: FunctionContext, keyword: str) -> tuple[str, tuple[Replacement, ...]]:
+    """The tf.function declaration with one more keyword argument: its new text and the edit."""
+    definition = ctx.definition
+    tf = ctx.tf
+    if definition is not None and definition.tf_alias is None and "TensorSpec" in keyword:
+        # The def's file has no `import tensorflow as ...`: tf.TensorSpec would not resolve there.
+        return f"@{tf}.function({keyword})", ()
+    if definition is not None and definition.decorator is not None and definition.decorator_text is not None:
+        new = _add_keyword(definition.decorator_text, keyword)
+        return "@" + new, (Replacement(definition.decorator, _indented(ctx, definition.decorator, new)),)
+    if definition is not None and definition.wrap_call is not None and definition.wrap_text is not None:
+        new = _add_keyword(definition.wrap_text, keyword)
+        return new, (Replacement(definition.wrap_call, _indented(ctx, definition.wrap_call, new)),)
+    return f"@{tf}.function({keyword})\ndef {ctx.short}(...):\n    ...", ()
+
+
+def _indented(ctx: FunctionContext, span: Span, text: str) -> str:
+    # Continuation lines of a multi-line replacement follow the indentation of the line they start on.
+    parsed = ctx.reader.module(span.path)
+    if parsed is None or "\n" not in text:
+        return text
+    line = parsed[0].splitlines()[span.line - 1]
+    indent = line[: len(line) - len(line.lstrip())]
+    return text.replace("\n", "\n" + indent)
+
+
+def _add_keyword(text: str, keyword: str) -> str:
+    name = keyword.split("=", 1)[0]
+    stripped = text.rstrip()
+    if not stripped.endswith(")"):
+        return f"{stripped}({keyword})"
+    # Replace the keyword when present (reduce_retracing=False -> True), else add it last.
+    pattern = re.compile(rf"\b{re.escape(name)}\s*=\s*(\[[^\]]*\]|[^,)]*)")
+    if pattern.search(stripped):
+        return pattern.sub(lambda _: keyword, stripped, count=1)
+    inner = stripped[stripped.index("(") + 1 : -1].strip()
+    if not inner:
+        return f"{stripped[:-1]}{keyword})"
+    return f"{stripped[:-1].rstrip().rstrip(',')}, {keyword})"
+
+
+def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
+    """The one input_signature covering every call seen, with exactly the dims that varied open."""
+    if ctx.report.keras is not None or ctx.definition is None:
+        return None
+    calls = state.replay.calls
+    numbers: dict[str, Leaf] = {}
+    for call in calls:
+        for leaf in call.signature:
+            if leaf.kind == PYTHON and leaf.type_name in NUMBER_DTYPES and is_top(leaf.path):
+                numbers[leaf.path] = Leaf(leaf.path, TENSOR, dtype=NUMBER_DTYPES[str(leaf.type_name)], shape=())
+    node = ctx.definition.node
+    varied = set(varying_paths(calls, PYTHON))
+    if node is not None and any(unsafe_uses(node, p) for p in numbers):
+        return None
+    # A number that never changed and steers Python control flow stays a Python value: as a
+    # tensor it would turn the if/loop into graph control flow for nothing.
+    if node is not None and any(p not in varied and steers_control_flow(node, p) for p in numbers):
+        return None
+    converted = [
+        tuple(numbers.get(leaf.path, leaf) if leaf.kind == PYTHON else leaf for leaf in c.signature) for c in calls
+    ]
+    general = fold_all(converted)
+    if general is None:
+        return None
+    specs = signature_specs(general, ctx.definition.params, ctx.tf)
+    if specs is None:
+        return None
+    config = Config(reduce_retracing=state.config.reduce_retracing, input_signature=general)
+    new_state = replace(
+        state.map_calls({c.index: replace(c, signature=s) for c, s in zip(calls, converted)}), config=config
+    )
+    if count(new_state.replay, config) is None:
+        return None  # some call would not bind: never offer it
+    text = "[" + ", ".join(specs) + "]"
+    if len(text) > 70:
+        text = "[\n    " + ",\n    ".join(specs) + ",\n]"
+    code, edits = decorator_edit(ctx, f"input_signature={text}")
+    opened = _opened(general, calls)
+    return Candidate(
+        _remaining_cause(calls, ctx.report.main_cause),
+        "input-signature",
+        "one input_signature for every call seen"
+        + (f", open where they varied: {opened}" if opened else "")
+        + _xla_caveat(ctx, bool(opened)),
+        code,
+        edits,
+        new_state,
+        final=True,
+    )
+
+
+def _xla_caveat(ctx: FunctionContext, opened: bool) -> str:
+    # With jit_compile, XLA compiles once per concrete shape even under a None dimension.
+    text = (ctx.definition.decorator_text or ctx.definition.wrap_text or "") if ctx.definition else ""
+    if opened and "jit_compile=True" in text:
+        return "; with jit_compile=True XLA still compiles once per concrete shape: pad to a few sizes to bound that"
+    return ""
+
+
+def _remaining_cause(calls: tuple[Call, ...], fallback: str | None) -> str:
+    # The root cause this last step removes: what still varies between the calls.
+    kinds = {leaf.kind for path in varying_paths(calls) for c in calls[:1] for leaf in c.signature if leaf.path == path}
+    if TENSOR in kinds:
+        return "shape-changed"
+    if PYTHON in kinds:
+        return "python-value-changed"
+    return fallback or "shape-changed"
+
+
+def _opened(general: tuple[Leaf, ...], calls: tuple[object, ...]) -> str:
+    parts = []
+    for leaf in general:
+        if leaf.kind == TENSOR and leaf.shape is None:
+            parts.append(f"{leaf.path} (any rank)")
+        elif leaf.kind == TENSOR and leaf.shape is not None and None in leaf.shape:
+            dims = [str(i) for i, d in enumerate(leaf.shape) if d is None]
+            parts.append(f"{leaf.path} dim{'s' if len(dims) > 1 else ''} {', '.join(dims)}")
+    return "; ".join(parts)
+
+
+def reduce_retracing(ctx: FunctionContext, state: State) -> Candidate | None:
+    """reduce_retracing=True, offered only where TF's generalization removes traces."""
+    if state.config.reduce_retracing or ctx.report.keras is not None:
+        return None
+    code, edits = decorator_edit(ctx, "reduce_retracing=True")
+    return Candidate(
+        "shape-changed",
+        "reduce-retracing",
+        "let TensorFlow generalize the shapes that vary (reduce_retracing=True)",
+        code,
+        edits,
+        replace(state, config=replace(state.config, reduce_retracing=True)),
+    )
+
+
+def drop_remainder(ctx: FunctionContext, state: State) -> Candidate | None:
+    """drop_remainder=True when the only new shape is a smaller last batch."""
+    calls = state.replay.calls
+    if len(calls) < 2 or ctx.report.keras is not None:
+        return None
+    full = calls[0].signature
+    if any(leaf.kind == SPEC and "PerReplica" in (leaf.type_name or "") for leaf in full):
+        return None  # per-replica batches: the distributed dataset's element_spec keeps every example
+    batch = _batch_size(full)
+    if batch is None:
+        return None
+    partial: dict[int, Call | None] = {}
+    for call in calls[1:]:
+        if _same_but_batch(full, call.signature, batch):
+            partial[call.index] = None
+        elif tuple(call.signature) != tuple(full) and not _same_but_batch(full, call.signature, None):
+            return None
+    if not partial:
+        return None
+    sizes = sorted({_batch_size(c.signature) or 0 for c in calls if c.index in partial})
+    if len(sizes) != 1:
+        return None  # several smaller sizes are not one dataset's remainder (buckets, other datasets)
+    edits: tuple[Replacement, ...] = ()
+    where = "the .batch() call"
+    batch_calls: list[BatchCall] = []
+    for path in {s.rpartition(":")[0] for s in ctx.sites(calls)} | ({ctx.definition.path} if ctx.definition else set()):
+        # A batch() call written with another literal size is not the one that made these batches.
+        batch_calls.extend(
+            b for b in ctx.reader.batch_calls(path) if not b.has_drop_remainder and b.size in (None, batch)
+        )
+    if len(batch_calls) == 1:
+        found = batch_calls[0]
+        end = Span(
+            found.span.path, found.span.end_line, found.span.end_col - 1, found.span.end_line, found.span.end_col - 1
+        )
+        edits = (Replacement(end, ", drop_remainder=True"),)
+        where = f"{found.span.path}:{found.span.line}"
+        code = f"# {where}\n{found.text[:-1]}, drop_remainder=True)"
+    else:
+        code = f"dataset = dataset.batch({batch}, drop_remainder=True)"
+    return Candidate(
+        "shape-changed",
+        "drop-remainder",
+        f"drop the last partial batch ({', '.join(map(str, sizes))} examples, batch size {batch}) at {where}: "
+        "every step then has one shape (it skips those examples each epoch)",
+        code,
+        edits,
+        state.map_calls(partial),
+    )
+
+
+def _batch_size(signature: tuple[Leaf, ...]) -> int | None:
+    sizes = {leaf.shape[0] for leaf in signature if leaf.kind == TENSOR and leaf.shape}
+    if len(sizes) != 1:
+        return None
+    size = sizes.pop()
+    return size if isinstance(size, int) else None
+
+
+def _same_but_batch(full: tuple[Leaf, ...], other: tuple[Leaf, ...], batch: int | None) -> bool:
+    if len(full) != len(other):
+        return False
+    for a, b in zip(full, other):
+        if a.path != b.path or a.kind != b.kind:
+            return False
+        if a.kind == TENSOR and a.shape and b.shape and len(a.shape) == len(b.shape):
+            if a.dtype != b.dtype or a.shape[1:] != b.shape[1:]:
+                return False
+            if batch is not None and not (isinstance(b.shape[0], int) and b.shape[0] < batch):
+                return False
+        elif a != b:
+            return False
+    return True
+
+
+def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
+    """One tf.function object instead of one per loop iteration, call of the outer def, or instance."""
+    calls = state.replay.calls
+    if len({c.obj for c in calls}) < 2:
+        return None
+    merged = state.map_calls({c.index: replace(c, obj=1) for c in calls})
+    definition = ctx.definition
+    if ctx.report.keras is not None:
+        cause = _object_cause(ctx)
+        method = ctx.report.keras.method
+        summary = {
+            "keras-recompile": f"compile the model once: each compile() resets its {method} functions "
+            "(change the learning rate through model.optimizer.learning_rate.assign instead)",
+            "keras-load-model": f"load the model once and reuse it: each load_model() makes new {method} functions",
+        }.get(cause, f"build the Keras model once and reuse it: each new model makes new {method} functions")
+        return Candidate(cause, "advice", summary, None, (), merged)
+    if definition is not None and definition.outer_kind == "def":
+        closes = ", ".join(definition.closes_over)
+        summary = (
+            f"define {definition.name} once, outside {definition.outer}() (module level or __init__), "
+            f"and call that one object: each call of {definition.outer}() makes a new tf.function "
+            f"at {definition.path}:{definition.line}"
+        )
+        if closes:
+            summary += f"; it closes over {closes}: pass those as arguments or keep them where the new def can see them"
+        return Candidate("new-function-object", "advice", summary, None, (), merged)
+    if definition is not None and definition.is_method:
+        summary = (
+            f"each {definition.outer} instance has its own tf.function for {definition.name} "
+            f"({definition.path}:{definition.line}): create the instance once and reuse it"
+        )
+        return Candidate("new-function-object", "advice", summary, None, (), merged)
+    where = ""
+    if definition is not None and definition.wrap_call is not None:
+        where = f" (the tf.function(...) call at {definition.path}:{definition.wrap_call.line})"
+    return Candidate(
+        "new-function-object",
+        "advice",
+        f"create the tf.function for {ctx.short} once{where}, outside the loop or function that re-creates it, "
+        "and reuse it",
+        None,
+        (),
+        merged,
+    )
+
+
+def _object_cause(ctx: FunctionContext) -> str:
+    counts: dict[str, int] = {}
+    for event in ctx.report.events:
+        if event.cause in ("new-function-object", "keras-new-model", "keras-recompile", "keras-load-model"):
+            counts[event.cause] = counts.get(event.cause, 0) + 1
+    return max(counts, key=lambda c: (counts[c], c)) if counts else "new-function-object"
+
+
+def same_object(ctx: FunctionContext, state: State) -> list[Candidate]:
+    """A new object per call keyed by identity: create it once and pass the same one."""
+    out = []
+    calls = state.replay.calls
+    paths = []
+    for call in calls:
+        for leaf in call.signature:
+            if leaf.kind == OBJECT and leaf.path not in paths:
+                paths.append(leaf.path)
+    for path in paths:
+        leaves = [leaf for c in calls for leaf in c.signature if leaf.path == path and leaf.kind == OBJECT]
+        if len({leaf.ident for leaf in leaves}) < 2:
+            continue
+        first = leaves[0]
+        module = dict(first.extra).get("module", "")
+        new = {
+            c.index: replace(
+                c,
+                signature=tuple(
+                    replace(leaf, ident=first.ident, alive=True) if leaf.path == path and leaf.kind == OBJECT else leaf
+                    for leaf in c.signature
+                ),
+            )
+            for c in calls
+        }
+        if module.split(".")[0] in ("keras", "tensorflow", "tf_keras"):
+            summary = (
+                f"{path} is a new {first.type_name} per call, keyed by identity: build it once and pass "
+                "the same object (or capture it instead of passing it)"
+            )
+        else:
+            summary = (
+                f"{path} is a new {first.type_name} object per call, keyed by identity: create it once "
+                "and pass the same object, or make it a NamedTuple (compared by value)"
+            )
+        out.append(Candidate("object-identity", "advice", summary, None, (), state.map_calls(dict(new))))
+    return out
+
+
+def element_spec(ctx: FunctionContext, state: State) -> Candidate | None:
+    """input_signature=[dist_dataset.element_spec] for per-replica inputs from a distributed dataset."""
+    calls = state.replay.calls
+    specs = (
+        [leaf for leaf in calls[0].signature if leaf.kind == SPEC and "PerReplica" in (leaf.type_name or "")]
+        if calls
+        else []
+    )
+    if not specs or ctx.definition is None or ctx.report.keras is not None:
+        return None
+    general = fold_all([c.signature for c in calls])
+    if general is None:
+        return None
+    config = Config(reduce_retracing=state.config.reduce_retracing, input_signature=general)
+    found = _loop_source(ctx, calls[0].site, specs[0].path)
+    dataset = found or "dist_dataset"
+    code, edits = decorator_edit(ctx, f"input_signature=[{dataset}.element_spec]")
+    if found is None:
+        edits = ()  # the dataset's name is not known where the decorator runs: advice only
+    return Candidate(
+        "shape-changed",
+        "element-spec",
+        f"declare the distributed dataset's element_spec as the input_signature ({dataset}.element_spec covers "
+        "every per-replica batch, the partial last one included)",
+        code,
+        edits,
+        replace(state, config=config),
+        final=True,
+    )
+
+
+def _loop_source(ctx: FunctionContext, site: str | None, param: str) -> str | None:
+    info = ctx.call_info(site)
+    if info is None or ctx.definition is None:
+        return None
+    expr = next((a[1] for a in info.args if a[0] == param), None)
+    parsed = ctx.reader.module(info.path)
+    if expr is None or parsed is None:
+        return None
+    for node in ast.walk(parsed[1]):
+        if not _spans(node, info.line):
+            continue
+        # A for statement, or a comprehension / generator expression, over the dataset at the call.
+        loops: list[ast.For | ast.comprehension] = [node] if isinstance(node, ast.For) else []
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            loops = list(node.generators)
+        for loop in loops:
+            if not (isinstance(loop.target, ast.Name) and loop.target.id == expr):
+                continue
+            source = loop.iter
+            if (
+                isinstance(source, ast.Call)
+                and isinstance(source.func, ast.Name)
+                and source.func.id == "iter"
+                and source.args
+            ):
+                source = source.args[0]
+            if isinstance(source, ast.Name) and _assigned_before(parsed[1], source.id, ctx.definition.line):
+                return source.id
+    return None
+
+
+def _spans(node: ast.AST, line: int) -> bool:
+    """Whether a statement or expression node covers a source line."""
+    first = getattr(node, "lineno", None)
+    return first is not None and first <= line <= (getattr(node, "end_lineno", None) or first)
+
+
+def _assigned_before(tree: ast.Module, name: str, line: int) -> bool:
+    # The decorator runs at def time: the dataset must exist by then, at module level.
+    return any(
+        isinstance(node, ast.Assign)
+        and node.lineno < line
+        and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+        for node in tree.body
+    )

@@ -1,0 +1,132 @@
+"""Apply a plan's source edits through libcst's concrete syntax tree, so comments and layout survive."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from collections.abc import Sequence
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from tfretrace.fix.source import Replacement
+
+
+class RewriteError(ValueError):
+    """An edit whose anchor is not exactly one node of the file as it is now: refused, never guessed."""
+
+
+def apply_replacements(text: str, edits: Sequence[Replacement], *, where: str = "<source>") -> str:
+    """The source with every edit applied, or RewriteError when any edit cannot be made exactly.
+
+    A replacement must cover exactly one expression of the concrete syntax tree (a decorator, a
+    call argument, a ``tf.function(...)`` call); an insertion (an empty span) must sit just before the
+    closing parenthesis of a call and add keyword arguments to it. Everything else in the file,
+    comments and formatting included, comes back byte for byte.
+    """
+    if not edits:
+        return text
+    lines = text.splitlines(keepends=True)
+    wanted = {_code_range(lines, e, where): e for e in edits}
+    if len(wanted) != len(edits):
+        raise RewriteError(f"{where}: two edits at the same place")
+    _refuse_overlaps(list(wanted), where)
+    try:
+        wrapper = MetadataWrapper(cst.parse_module(text))
+    except cst.ParserSyntaxError as exc:
+        raise RewriteError(f"{where}: cannot parse the file: {exc.message}") from None
+    positions = wrapper.resolve(PositionProvider)
+    targets: dict[cst.CSTNode, tuple[str, Replacement]] = {}
+    for where_range, edit in wanted.items():
+        targets[_find(positions, where_range, edit, where)] = ("insert" if _empty(where_range) else "replace", edit)
+    new_module = wrapper.module.visit(_Rewriter(targets, where))
+    new_text = new_module.code
+    try:
+        ast.parse(new_text)
+    except SyntaxError as exc:  # a replacement text that is not valid Python where it lands
+        raise RewriteError(f"{where}:{exc.lineno}: the edited file would not parse: {exc.msg}") from None
+    return new_text
+
+
+def _code_range(lines: list[str], edit: Replacement, where: str) -> CodeRange:
+    # Spans come from `ast`, whose columns count UTF-8 bytes; libcst counts characters.
+    span = edit.span
+    if not (1 <= span.line <= span.end_line <= len(lines) + 1):
+        raise RewriteError(f"{where}:{span.line}: the edit points outside the file")
+
+    def column(line: int, col: int) -> int:
+        raw = lines[line - 1].encode("utf-8") if line <= len(lines) else b""
+        if col > len(raw):
+            raise RewriteError(f"{where}:{line}: the edit points past the end of the line")
+        return len(raw[:col].decode("utf-8", errors="replace"))
+
+    start = cst.metadata.CodePosition(span.line, column(span.line, span.col))
+    end = cst.metadata.CodePosition(span.end_line, column(span.end_line, span.end_col))
+    return CodeRange(start, end)
+
+
+def _empty(code_range: CodeRange) -> bool:
+    return code_range.start == code_range.end
+
+
+def _refuse_overlaps(ranges: list[CodeRange], where: str) -> None:
+    ordered = sorted(ranges, key=lambda r: (r.start.line, r.start.column, r.end.line, r.end.column))
+    for before, after in itertools.pairwise(ordered):
+        if (after.start.line, after.start.column) < (before.end.line, before.end.column):
+            raise RewriteError(f"{where}:{after.start.line}: two edits overlap")
+
+
+def _find(positions: object, code_range: CodeRange, edit: Replacement, where: str) -> cst.CSTNode:
+    found: list[cst.CSTNode] = []
+    for node, node_range in positions.items():  # type: ignore[attr-defined]
+        if _empty(code_range):
+            # An insertion lands in the call whose closing parenthesis follows it.
+            if isinstance(node, cst.Call) and _before_close(node_range, code_range):
+                found.append(node)
+        elif node_range == code_range and isinstance(node, cst.BaseExpression):
+            found.append(node)
+    if not found:
+        raise RewriteError(f"{where}:{edit.span.line}: the code at the edit is not what the session recorded")
+    # Nested nodes can share one range (a name and its parenthesised form): the outermost comes first.
+    return found[0]
+
+
+def _before_close(call_range: CodeRange, point: CodeRange) -> bool:
+    return call_range.end.line == point.start.line and call_range.end.column == point.start.column + 1
+
+
+class _Rewriter(cst.CSTTransformer):
+    def __init__(self, targets: dict[cst.CSTNode, tuple[str, Replacement]], where: str) -> None:
+        super().__init__()
+        self._targets = targets
+        self._where = where
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
+        target = self._targets.get(original_node)
+        if target is None:
+            return updated_node
+        how, edit = target
+        try:
+            if how == "replace":
+                return cst.parse_expression(edit.text)
+            return _append_arguments(updated_node, edit.text)
+        except cst.ParserSyntaxError:
+            raise RewriteError(f"{self._where}:{edit.span.line}: the new text is not a Python expression") from None
+
+
+def _append_arguments(node: cst.CSTNode, text: str) -> cst.CSTNode:
+    if not isinstance(node, cst.Call):
+        raise RewriteError("an insertion must add arguments to a call")
+    added = text.strip()
+    if added.startswith(","):
+        added = added[1:].strip()
+    parsed = cst.parse_expression(f"_({added})")
+    assert isinstance(parsed, cst.Call)
+    args = list(node.args)
+    if args:
+        # The last argument keeps its own trailing comma if it had one; otherwise libcst adds ", ".
+        last = args[-1]
+        if isinstance(last.comma, cst.Comma):
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    new_args = [*args, *(a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in parsed.args)]
+    return node.with_changes(args=new_args)

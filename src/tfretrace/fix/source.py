@@ -1,0 +1,382 @@
+"""Read the user's own source at a def and a call site: parameters, decorator, call expressions, batch() calls."""
+
+from __future__ import annotations
+
+import ast
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Span:
+    """A range of one source file: 1-based lines, 0-based columns, as ``ast`` gives them."""
+
+    path: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+
+@dataclass(frozen=True)
+class DefInfo:
+    """The def a tf.function traces, as written by the user."""
+
+    path: str
+    name: str
+    line: int
+    params: tuple[str, ...]
+    is_method: bool
+    decorator: Span | None  # the tf.function decorator expression (without the @)
+    decorator_text: str | None
+    wrap_call: Span | None  # a ``tf.function(name)`` call elsewhere in the module
+    wrap_text: str | None
+    outer: str | None  # the enclosing def or class
+    outer_kind: str | None  # "def" or "class"
+    closes_over: tuple[str, ...]
+    tf_alias: str | None  # the module's name for tensorflow; None when it imports none
+    node: ast.FunctionDef | ast.AsyncFunctionDef | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class CallInfo:
+    """One call of the function at a call site: the expressions passed for each parameter."""
+
+    path: str
+    line: int
+    span: Span
+    args: tuple[tuple[str, str, Span], ...]  # (parameter, expression source, span of the expression)
+    func_text: str
+
+
+@dataclass(frozen=True)
+class BatchCall:
+    """A ``.batch(...)`` call in the user's source."""
+
+    span: Span
+    text: str
+    has_drop_remainder: bool
+    size: int | None = None  # the batch size when it is written as a literal
+
+
+class SourceReader:
+    """Parses user files once; paths are as recorded (relative to the run's working directory)."""
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = Path(root) if root is not None else None
+        self._cache: dict[str, tuple[str, ast.Module] | None] = {}
+
+    def resolve(self, path: str) -> Path:
+        """The file on disk for a recorded path."""
+        candidate = Path(path)
+        if not candidate.is_absolute() and self.root is not None:
+            candidate = self.root / candidate
+        return candidate
+
+    def module(self, path: str) -> tuple[str, ast.Module] | None:
+        """Source text and tree of a user file, or None when it is missing, foreign or unparsable."""
+        if path in self._cache:
+            return self._cache[path]
+        found: tuple[str, ast.Module] | None = None
+        if is_user_path(path):
+            try:
+                text = self.resolve(path).read_text(encoding="utf-8")
+                found = (text, ast.parse(text))
+            except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+                found = None
+        self._cache[path] = found
+        return found
+
+    def tf_alias(self, path: str) -> str | None:
+        """The file's name for the tensorflow module (``tf``), or None when it has none."""
+        parsed = self.module(path)
+        return None if parsed is None else _tf_alias(parsed[1])
+
+    def text(self, span: Span) -> str:
+        """The source text of a span."""
+        parsed = self.module(span.path)
+        if parsed is None:
+            return ""
+        return _segment(parsed[0], span)
+
+    def function_at(self, location: str, short: str) -> DefInfo | None:
+        """The def whose first line (decorators included) is at ``location``."""
+        path, line = split_location(location)
+        parsed = self.module(path)
+        if parsed is None:
+            return None
+        text, tree = parsed
+        found = _find_def(tree, line, short)
+        if found is None:
+            return None
+        node, parents = found
+        alias = _tf_alias(tree)
+        decorator = None
+        for item in node.decorator_list:
+            target = item.func if isinstance(item, ast.Call) else item
+            if _is_tf_function(target, alias):
+                decorator = _span(path, item)
+        wrap = None if decorator is not None else _find_wrap(tree, node.name, alias, path)
+        params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+        outer_node = parents[-1] if parents else None
+        is_method = isinstance(outer_node, ast.ClassDef)
+        if is_method and params and params[0] in ("self", "cls"):
+            params = params[1:]
+        outer_kind = None
+        outer = None
+        if isinstance(outer_node, ast.ClassDef):
+            outer, outer_kind = outer_node.name, "class"
+        elif isinstance(outer_node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            outer, outer_kind = outer_node.name, "def"
+        closes = _closes_over(node, outer_node) if outer_kind == "def" else ()
+        return DefInfo(
+            path=path,
+            name=node.name,
+            line=line,
+            params=tuple(params),
+            is_method=is_method,
+            decorator=decorator,
+            decorator_text=None if decorator is None else _segment(text, decorator),
+            wrap_call=wrap,
+            wrap_text=None if wrap is None else _segment(text, wrap),
+            outer=outer,
+            outer_kind=outer_kind,
+            closes_over=closes,
+            tf_alias=alias,
+            node=node,
+        )
+
+    def call_at(self, site: str, names: tuple[str, ...], params: tuple[str, ...]) -> CallInfo | None:
+        """The call of one of ``names`` at ``site``, its arguments mapped to ``params``."""
+        path, line = split_location(site)
+        parsed = self.module(path)
+        if parsed is None:
+            return None
+        text, tree = parsed
+        candidates = [
+            node
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and node.lineno <= line <= (node.end_lineno or node.lineno)
+            and callee_name(node.func) in names
+        ]
+        if not candidates:
+            return None
+        node = min(candidates, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)
+        args: list[tuple[str, str, Span]] = []
+        for number, arg in enumerate(node.args):
+            if isinstance(arg, ast.Starred) or number >= len(params):
+                return None
+            args.append((params[number], _segment(text, _span(path, arg)), _span(path, arg)))
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                return None
+            args.append((keyword.arg, _segment(text, _span(path, keyword.value)), _span(path, keyword.value)))
+        return CallInfo(path, line, _span(path, node), tuple(args), _segment(text, _span(path, node.func)))
+
+    def call_lines(self, path: str, names: tuple[str, ...]) -> list[int]:
+        """Lines of every call of one of ``names`` in a user file (calls that never traced included)."""
+        parsed = self.module(path)
+        if parsed is None:
+            return []
+        found = {
+            node.lineno
+            for node in ast.walk(parsed[1])
+            if isinstance(node, ast.Call) and callee_name(node.func) in names
+        }
+        return sorted(found)
+
+    def batch_calls(self, path: str) -> list[BatchCall]:
+        """Every ``<dataset>.batch(...)`` call in a user file."""
+        parsed = self.module(path)
+        if parsed is None:
+            return []
+        text, tree = parsed
+        found = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "batch":
+                has = any(k.arg == "drop_remainder" for k in node.keywords) or len(node.args) >= 2
+                size = node.args[0] if node.args else None
+                literal = size.value if isinstance(size, ast.Constant) and isinstance(size.value, int) else None
+                found.append(BatchCall(_span(path, node), _segment(text, _span(path, node)), has, literal))
+        return sorted(found, key=lambda b: (b.span.line, b.span.col))
+
+    def preview(self, edits: tuple[Replacement, ...] | list[Replacement]) -> str | None:
+        """The user's lines as they read after the edits, each group headed by ``# file:line``."""
+        by_path: dict[str, list[Replacement]] = {}
+        for edit in edits:
+            by_path.setdefault(edit.span.path, []).append(edit)
+        blocks = []
+        for path, group in by_path.items():
+            parsed = self.module(path)
+            if parsed is None:
+                return None
+            lines = parsed[0].splitlines(keepends=True)
+            first = min(e.span.line for e in group)
+            last = max(e.span.end_line for e in group)
+            chunk = "".join(lines[first - 1 : last]).encode("utf-8")
+            base = sum(len(line.encode("utf-8")) for line in lines[: first - 1])
+            offsets = [0]
+            for line in lines:
+                offsets.append(offsets[-1] + len(line.encode("utf-8")))
+            for edit in sorted(group, key=lambda e: (e.span.line, e.span.col), reverse=True):
+                start = offsets[edit.span.line - 1] + edit.span.col - base
+                end = offsets[edit.span.end_line - 1] + edit.span.end_col - base
+                chunk = chunk[:start] + edit.text.encode("utf-8") + chunk[end:]
+            text = chunk.decode("utf-8").rstrip("\n")
+            indent = min((len(x) - len(x.lstrip()) for x in text.splitlines() if x.strip()), default=0)
+            body = "\n".join(x[indent:] for x in text.splitlines())
+            blocks.append(f"# {path}:{first}\n{body}")
+        return "\n".join(blocks) if blocks else None
+
+    def none_assignment(self, path: str, name: str, before: int) -> Span | None:
+        """The ``None`` in the last ``name = None`` before line ``before`` (an initial state)."""
+        parsed = self.module(path)
+        if parsed is None:
+            return None
+        best: ast.Constant | None = None
+        # Only the scope that makes the call: the innermost def around the call line, else the module.
+        scope: ast.AST = parsed[1]
+        for node in ast.walk(parsed[1]):
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.lineno <= before - 1 <= (node.end_lineno or node.lineno)
+                and (scope is parsed[1] or node.lineno > getattr(scope, "lineno", 0))
+            ):
+                scope = node
+        for node in ast.walk(scope):
+            if (
+                isinstance(node, ast.Assign)
+                and node.lineno < before
+                and isinstance(node.value, ast.Constant)
+                and node.value.value is None
+                and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+                and (best is None or node.lineno > best.lineno)
+            ):
+                best = node.value
+        return None if best is None else _span(path, best)
+
+
+def is_user_path(path: str) -> bool:
+    """False for files of TensorFlow, Keras and other installed packages: fixes never edit those."""
+    norm = path.replace("\\", "/")
+    if norm.startswith("<") or "site-packages/" in norm or "dist-packages/" in norm:
+        return False
+    first = norm.split("/", 1)[0]
+    return first not in ("tensorflow", "keras", "tf_keras", "absl", "numpy")
+
+
+def split_location(location: str) -> tuple[str, int]:
+    """``("train.py", 41)`` from ``"train.py:41"``."""
+    path, _, line = location.rpartition(":")
+    return path, int(line) if line.isdigit() else 0
+
+
+def callee_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def root_name(func: ast.expr) -> str | None:
+    while isinstance(func, ast.Attribute):
+        func = func.value
+    return func.id if isinstance(func, ast.Name) else None
+
+
+def _span(path: str, node: ast.expr | ast.stmt) -> Span:
+    return Span(path, node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+def _segment(text: str, span: Span) -> str:
+    lines = text.splitlines(keepends=True)
+    if span.line > len(lines):
+        return ""
+    if span.line == span.end_line:
+        return _cut(lines[span.line - 1], span.col, span.end_col)
+    parts = [_cut(lines[span.line - 1], span.col, None)]
+    parts.extend(lines[span.line : span.end_line - 1])
+    parts.append(_cut(lines[span.end_line - 1], 0, span.end_col))
+    return "".join(parts)
+
+
+def _cut(line: str, start: int, end: int | None) -> str:
+    # ast columns are UTF-8 byte offsets.
+    data = line.encode("utf-8")
+    return data[start:end].decode("utf-8", errors="replace")
+
+
+def _tf_alias(tree: ast.Module) -> str | None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "tensorflow":
+                    return alias.asname or "tensorflow"
+    return None
+
+
+def _is_tf_function(node: ast.expr, alias: str | None) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "function"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == alias
+    ) or (isinstance(node, ast.Name) and node.id == "function")
+
+
+def _find_wrap(tree: ast.Module, name: str, alias: str | None, path: str) -> Span | None:
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and _is_tf_function(node.func, alias)
+            and node.args
+            and isinstance(node.args[0], (ast.Name, ast.Attribute))
+            and callee_name(node.args[0]) == name
+        ):
+            return _span(path, node)
+    return None
+
+
+Defn = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _find_def(tree: ast.Module, line: int, short: str) -> tuple[Defn, list[ast.AST]] | None:
+    def visit(node: ast.AST, parents: list[ast.AST]) -> tuple[Defn, list[ast.AST]] | None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                if line in (first, child.lineno) and child.name == short:
+                    return child, parents
+            scoped = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            found = visit(child, [*parents, child] if scoped else parents)
+            if found is not None:
+                return found
+        return None
+
+    return visit(tree, [])
+
+
+def _closes_over(inner: Defn, outer: ast.AST | None) -> tuple[str, ...]:
+    if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return ()
+    local = {a.arg for a in (*outer.args.posonlyargs, *outer.args.args, *outer.args.kwonlyargs)}
+    for node in ast.walk(outer):
+        if node is inner:
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            local.add(node.id)
+    own = {a.arg for a in (*inner.args.posonlyargs, *inner.args.args, *inner.args.kwonlyargs)}
+    own |= {n.id for n in ast.walk(inner) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    used = {n.id for n in ast.walk(inner) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return tuple(sorted((used & local) - own - {inner.name}))
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Replace a span of user source with new text (an empty span inserts)."""
+
+    span: Span
+    text: str

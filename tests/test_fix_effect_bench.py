@@ -1,0 +1,75 @@
+"""bench/fix_effect.py's judgements: the minimum a plan says is reachable, and what counts as output."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "fix_effect.py"
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("fix_effect", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fix_effect"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+fix_effect = _bench()
+
+
+def step(
+    before: int, after: int, summary: str = "a fix", edits: bool = True, kind: str = "input-signature"
+) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "summary": summary,
+        "edits": [{"path": "p.py"}] if edits else [],
+        "traces_before": before,
+        "traces_after": after,
+    }
+
+
+def test_the_minimum_is_the_plans_lowest_count_advice_included() -> None:
+    plan = [step(10, 2, kind="advice", edits=False), step(2, 1, kind="drop-remainder")]
+    assert fix_effect.minimum(plan, 1) == 1
+    assert fix_effect.by_hand(plan)
+    assert not fix_effect.by_hand(plan[1:])
+
+
+def test_a_statement_that_traces_are_expected_sets_the_minimum() -> None:
+    # Two list lengths of tf.Variables: two traces are expected, so 2 is the minimum, not 1.
+    said = step(2, 2, "variables is a list of tf.Variables of 2 lengths: one trace per length is expected",
+                edits=False, kind="statement")
+    assert fix_effect.minimum([said], 1) == 2
+    assert not fix_effect.by_hand([said])
+
+
+def test_a_plan_that_cannot_say_leaves_the_minimum_at_no_retrace() -> None:
+    unpredictable = step(5, 5, "no fix is predicted for f: replaying gives 4 traces, not 5", False, "statement")
+    unaddressed = step(3, 3, "2 unexplained retrace(s) have no fix tfretrace can check; see ...", False, "statement")
+    assert fix_effect.minimum([unpredictable], 1) == 1
+    assert fix_effect.minimum([step(5, 3), unaddressed], 1) == 1
+    assert fix_effect.minimum([], 2) == 2
+
+
+def test_trace_count_lines_are_not_program_output() -> None:
+    before = "epoch 0: loss 0.5000\ntraces: 4\n"
+    assert fix_effect.program_output(before) == fix_effect.program_output("epoch 0: loss 0.5000\ntraces: 1\n")
+    assert fix_effect.program_output(before) != fix_effect.program_output("epoch 0: loss 0.5001\ntraces: 1\n")
+
+
+def test_output_is_judged_only_when_the_program_repeats_itself() -> None:
+    judge = fix_effect.judge
+    assert judge("loss 0.5\ntraces: 4\n", "loss 0.5\ntraces: 4\n", "loss 0.5\ntraces: 1\n", set()) == "same"
+    assert judge("loss 0.5\n", "loss 0.7\n", "loss 0.5\n", set()) == "nondeterministic"
+    assert judge("4 steps\n", "4 steps\n", "3 steps\n", {"input-signature"}) == "CHANGED"
+    # drop_remainder says it skips the partial batch: that change is announced, not a broken fix.
+    assert judge("4 steps\n", "4 steps\n", "3 steps\n", {"drop-remainder", "zero-state"}) == (
+        "changed as drop-remainder says"
+    )

@@ -1,0 +1,382 @@
+"""The fix plan's pure logic: TF's cache rules on recorded signatures, replay counts, plans on hand-built runs."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from edit_helpers import apply_edits
+from tfretrace.events import FunctionReport, KerasInfo, Leaf, TraceEvent
+from tfretrace.fix.plan import PlanStep, plan_for, render_counts, with_plan
+from tfretrace.fix.predict import Config, calls_of, count
+from tfretrace.fix.rules import covers, fold_all, generalize, literal_key
+from tfretrace.fix.source import SourceReader
+from tfretrace.session import Session
+
+
+def t(path: str, *shape: int | None, dtype: str = "float32") -> Leaf:
+    return Leaf(path, "tensor", dtype=dtype, shape=tuple(shape))
+
+
+def py(path: str, value: object) -> Leaf:
+    return Leaf(path, "python", value=repr(value), type_name=type(value).__name__)
+
+
+def report(
+    signatures: list[tuple[Leaf, ...]],
+    *,
+    location: str = "train.py:3",
+    name: str = "step",
+    sites: list[str] | None = None,
+    objects: list[int] | None = None,
+    keras: KerasInfo | None = None,
+) -> FunctionReport:
+    events = []
+    for number, signature in enumerate(signatures, 1):
+        events.append(
+            TraceEvent(
+                index=number,
+                cause="first-trace" if number == 1 else "shape-changed",
+                seconds=0.1,
+                time=float(number),
+                call_site=(sites or ["train.py:10"])[min(number - 1, len(sites or [1]) - 1)],
+                signature=signature,
+                object_index=(objects or [1] * len(signatures))[number - 1],
+                keras=keras,
+            )
+        )
+    return FunctionReport(
+        name=name,
+        location=location,
+        calls=len(events),
+        traces=len(events),
+        trace_seconds=0.1 * len(events),
+        objects=len(set(objects or [1])),
+        events=tuple(events),
+        keras=keras,
+    )
+
+
+# -- TensorFlow's rules ------------------------------------------------------------------------
+
+
+def test_subtyping_follows_tensorspec_and_literal_rules() -> None:
+    assert covers((t("x", None, 10),), (t("x", 7, 10),))
+    assert not covers((t("x", 7, 10),), (t("x", None, 10),))
+    assert covers((Leaf("x", "tensor", dtype="float32", shape=None),), (t("x", 1, 2, 3),))
+    assert not covers((t("x", None),), (t("x", 3, dtype="float64"),))
+    assert not covers((t("x", None),), (t("x", 3, 1),))
+    # Literal equality is Python's: 1 == 1.0 == True share one trace.
+    assert literal_key(py("n", 1)) == literal_key(py("n", True)) == literal_key(py("n", 1.0))
+    assert covers((py("n", 1),), (py("n", True),))
+    assert not covers((py("n", 1),), (py("n", 2),))
+
+
+def test_reduce_retracing_folds_with_every_cached_trace_that_allows_it() -> None:
+    # TF 2.21 measured: shapes 3, 4 with ints 1, 2, then 5 with 2, 6 with 1 -> 4 traces.
+    calls = [(t("x", 3), py("n", 1)), (t("x", 4), py("n", 2)), (t("x", 5), py("n", 2)), (t("x", 6), py("n", 1))]
+    assert count(calls_of(report(calls)), Config(reduce_retracing=True)) == 4
+    assert count(calls_of(report(calls)), Config()) == 4
+    assert generalize((t("x", 5), py("n", 2)), [(t("x", 3), py("n", 1)), (t("x", 4), py("n", 2))]) == (
+        t("x", None),
+        py("n", 2),
+    )
+    # A rank change generalizes to unknown rank; later shapes of any rank hit.
+    shapes = [(t("x", 3),), (t("x", 4),), (t("x", 5),), (t("x", 3, 2),), (t("x", 2, 2, 2),)]
+    assert count(calls_of(report(shapes)), Config(reduce_retracing=True)) == 3
+
+
+def test_partial_last_batch_is_two_traces_with_or_without_reduce_retracing() -> None:
+    calls = [(t("x", 32, 10),), (t("x", 8, 10),)]
+    assert count(calls_of(report(calls)), Config()) == 2
+    assert count(calls_of(report(calls)), Config(reduce_retracing=True)) == 2
+
+
+def test_an_input_signature_that_misses_a_call_is_refused() -> None:
+    calls = calls_of(report([(t("x", 32, 10),), (t("x", 8, 11),)]))
+    assert count(calls, Config(input_signature=(t("x", None, 10),))) is None
+    general = fold_all([c.signature for c in calls.calls])
+    assert general == (t("x", None, None),)
+    assert count(calls, Config(input_signature=general)) == 1
+
+
+# -- plans on hand-built runs with real source files ---------------------------------------------
+
+SHAPES = """import tensorflow as tf
+
+
+@tf.function(jit_compile=False)
+def step(x, lr):
+    return x * lr
+
+
+for n in range(5, 9):
+    step(tf.ones([4, n]), 0.1 * n)
+"""
+
+
+def test_plan_ranks_steps_and_ends_with_one_signature(tmp_path: Path) -> None:
+    path = tmp_path / "train.py"
+    path.write_text(SHAPES)
+    sigs = [(t("x", 4, n), py("lr", 0.1 * n)) for n in (5, 5, 6, 7)]
+    sigs[1] = (t("x", 4, 5), py("lr", 0.9))
+    rep = report(sigs, location=f"{path}:4", sites=[f"{path}:10"])
+    steps = plan_for(rep, SourceReader())
+    assert render_counts(steps) == "4 traces -> 3 -> 1"
+    assert [s.kind for s in steps] == ["tensor-argument", "input-signature"]
+    assert steps[0].cause == "python-value-changed" and steps[-1].final
+    assert steps[-1].cause == "shape-changed"
+    # The final declaration keeps the user's keyword and opens exactly dim 1.
+    assert steps[-1].code is not None and "jit_compile=False" in steps[-1].code
+    assert "tf.TensorSpec(shape=[4, None], dtype=tf.float32)" in steps[-1].code
+    # The code shown is the user's own line as it reads after the edit.
+    assert steps[0].code == f"# {path}:10\nstep(tf.ones([4, n]), tf.constant(0.1 * n, dtype=tf.float32))"
+    edited = apply_edits(path.read_text(), [e for s in steps for e in s.edits])
+    ast.parse(edited)
+    assert "step(tf.ones([4, n]), tf.constant(0.1 * n, dtype=tf.float32))" in edited
+    assert "@tf.function(jit_compile=False, input_signature=[" in edited
+    assert steps[0].seconds_saved == pytest.approx(0.1)
+
+
+def test_a_replay_that_does_not_reproduce_the_run_predicts_nothing() -> None:
+    # Two traces of an identical signature on one object cannot happen under TF's rules.
+    rep = report([(t("x", 3),), (t("x", 3),)])
+    steps = plan_for(rep, SourceReader())
+    assert [s.kind for s in steps] == ["statement"]
+    assert steps[0].traces_after == steps[0].traces_before
+
+
+PARTIAL = """import tensorflow as tf
+
+ds = tf.data.Dataset.range(100).map(lambda i: tf.ones([10])).batch(32)
+
+
+@tf.function
+def step(x):
+    return tf.reduce_sum(x)
+
+
+def run():
+    @tf.function
+    def inner(x):
+        return x + scale
+
+    scale = 2.0
+    for x in ds:
+        step(x)
+        inner(x)
+"""
+
+
+def test_partial_last_batch_gets_drop_remainder_on_the_users_batch_call(tmp_path: Path) -> None:
+    path = tmp_path / "loop.py"
+    path.write_text(PARTIAL)
+    rep = report([(t("x", 32, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18"])
+    steps = plan_for(rep, SourceReader())
+    assert [s.kind for s in steps] == ["drop-remainder"]
+    assert steps[0].traces_after == 1
+    assert "batch(32, drop_remainder=True)" in apply_edits(path.read_text(), list(steps[0].edits))
+
+
+def test_def_in_a_function_with_a_partial_batch_ranks_moving_the_def_first(tmp_path: Path) -> None:
+    path = tmp_path / "loop.py"
+    path.write_text(PARTIAL)
+    sigs, objects = [], []
+    for obj in range(1, 6):
+        sigs += [(t("x", 32, 10),), (t("x", 4, 10),)]
+        objects += [obj, obj]
+    rep = report(sigs, location=f"{path}:12", name="run.<locals>.inner", sites=[f"{path}:19"], objects=objects)
+    planned = with_plan(rep, SourceReader())
+    steps = [PlanStep.from_dict(s) for s in planned.plan]
+    assert steps[0].cause == "new-function-object" and steps[0].traces_before == 10 and steps[0].traces_after == 2
+    assert "scale" in steps[0].summary  # what it closes over
+    assert planned.main_cause == "new-function-object"
+    assert steps[-1].traces_after == 1
+
+
+def test_variables_of_two_list_lengths_are_an_honest_statement() -> None:
+    def var(path: str) -> Leaf:
+        return Leaf(path, "variable", dtype="float32", shape=(3,), extra=(("alias_id", "0"), ("trainable", "True")))
+
+    two = (Leaf("vs", "list", value="of len 2", type_name="list"), var("vs[0]"), var("vs[1]"))
+    three = (Leaf("vs", "list", value="of len 3", type_name="list"), var("vs[0]"), var("vs[1]"), var("vs[2]"))
+    steps = plan_for(report([two, three]), SourceReader())
+    assert {s.kind for s in steps} == {"statement"}
+    assert "expected" in steps[0].summary and "about 100.0 ms" in steps[0].summary  # what it costs
+
+
+def test_keras_predict_pads_every_varying_dimension() -> None:
+    keras = KerasInfo("m", "Sequential", "predict")
+    sigs = [
+        (Leaf("data", "list", value="of len 1", type_name="list"), t("data[0]", n, k, 4)) for n, k in ((32, 5), (16, 9))
+    ]
+    rep = report(sigs, location="keras/src/backend/tensorflow/trainer.py:264", keras=keras, sites=["app.py:9"])
+    steps = plan_for(rep, SourceReader())
+    assert steps[0].kind == "keras-pad" and steps[0].traces_after == 1
+    assert "dim 0 to 32, dim 1 to 9" in steps[0].summary
+    # predict uses reduce_retracing: a third shape would already hit the relaxed (None, None, 4) trace
+    # and the recorded run could not have traced it.
+    assert all(not e.span.path.startswith("keras") for s in steps for e in s.edits)
+
+
+def test_the_plan_survives_the_json_round_trip() -> None:
+    rep = with_plan(report([(t("x", 4, 5),), (t("x", 4, 6),), (t("x", 4, 7),)]), SourceReader())
+    # No source to read: no input_signature can be written, reduce_retracing (3 -> 2) is the step.
+    assert [s["kind"] for s in rep.plan] == ["reduce-retracing"]
+    session = Session(functions=(rep,), wall_seconds=1.0)
+    again = Session.from_dict(session.to_dict())
+    assert again.functions[0].plan == rep.plan
+    step = PlanStep.from_dict(rep.plan[0])
+    assert step.to_dict() == rep.plan[0]
+
+
+def test_reports_lead_each_function_with_its_plan(tmp_path: Path) -> None:
+    from tfretrace.render.html import HtmlRenderer
+    from tfretrace.render.text import TextRenderer, render_plans
+
+    path = tmp_path / "train.py"
+    path.write_text(SHAPES)
+    rep = with_plan(
+        report([(t("x", 4, n), py("lr", 0.5)) for n in (5, 6, 7)], location=f"{path}:4", sites=[f"{path}:10"]),
+        SourceReader(),
+    )
+    session = Session(functions=(rep,), wall_seconds=2.0)
+    text = TextRenderer(width=200).render(session)
+    assert text.index("Fix plan: 3 traces -> 1") < text.index("#1 first-trace")
+    assert text.count("tf.TensorSpec(shape=[4, None], dtype=tf.float32)") == 1  # shown once, in the plan
+    assert "Fix plan: 3 traces -> 1" in render_plans(session, width=200)
+    html = HtmlRenderer().render(session)
+    assert html.index('class="plan"') < html.index('class="events"')
+
+
+BODIES = """import tensorflow as tf
+
+
+@tf.function
+def score(ids, depth):
+    return tf.reduce_sum(tf.constant([ids])) if depth > 1 else 0.0
+
+
+@tf.function
+def step(x, depth):
+    for _ in range(depth):
+        x = x * 2.0
+    return x
+"""
+
+
+def test_python_values_the_body_needs_stay_python_values(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text(BODIES)
+
+    def ints(n: int) -> tuple[Leaf, ...]:
+        return (Leaf("ids", "list", value=f"of len {n}", type_name="list"), *(py(f"ids[{i}]", i) for i in range(n)))
+
+    # A list the body feeds to tf.constant cannot become a tensor: said, not offered.
+    lists = report([(*ints(n), py("depth", 2)) for n in (2, 3, 4)], location=f"{path}:4", name="score")
+    steps = plan_for(lists, SourceReader())
+    assert {s.kind for s in steps} == {"statement"} and "tf.constant" in steps[0].summary
+    # A constant int that sets a Python loop's length keeps the input_signature from being written.
+    shapes = report([(t("x", n), py("depth", 3)) for n in (2, 3, 4)], location=f"{path}:9", name="step")
+    assert [s.kind for s in plan_for(shapes, SourceReader())] == ["reduce-retracing"]
+
+
+def test_a_plan_from_a_bounded_history_says_so() -> None:
+    rep = report([(t("x", 4, n),) for n in (5, 6, 7)])
+    rep = FunctionReport(**{**rep.__dict__, "dropped_events": 40})
+    steps = plan_for(rep, SourceReader())
+    assert steps[-1].kind == "statement" and "43" in steps[-1].summary
+
+
+def test_a_failing_plan_never_breaks_the_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfretrace.fix import plan as plan_module
+
+    def broken(*args: object) -> FunctionReport:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(plan_module, "with_plan", broken)
+    errors: list[BaseException] = []
+    rep = report([(t("x", 3),), (t("x", 4),)])
+    out = plan_module.PlanCache().planned((rep,), errors.append)
+    assert out == (rep,) and [str(e) for e in errors] == ["boom"]
+
+
+def test_a_malformed_plan_in_a_loaded_session_is_ignored() -> None:
+    rep = report([(t("x", 3),), (t("x", 4),)])
+    bad = FunctionReport(**{**rep.__dict__, "plan": ({"cause": "x", "traces_before": "many"}, {"kind": 3})})
+    assert bad.main_cause == "shape-changed"
+    from tfretrace.render.text import TextRenderer
+
+    assert "Fix plan" not in TextRenderer().render(Session(functions=(bad,), wall_seconds=1.0))
+
+
+FROM_IMPORT = """from tensorflow import function, ones
+
+
+@function
+def step(x):
+    return x
+
+
+for n in range(3, 6):
+    step(ones([n]))
+"""
+
+
+def test_no_edit_names_a_tensorflow_module_the_file_does_not_import(tmp_path: Path) -> None:
+    path = tmp_path / "bare.py"
+    path.write_text(FROM_IMPORT)
+    rep = report([(t("x", n),) for n in (3, 4, 5)], location=f"{path}:4", sites=[f"{path}:10"])
+    steps = plan_for(rep, SourceReader())
+    assert steps[-1].kind == "input-signature" and steps[-1].edits == ()
+
+
+def test_long_python_values_that_differ_past_the_cut_are_different_literals() -> None:
+    a = Leaf("mode", "python", value="'xxxx...'", type_name="str", extra=(("sha1", "aa"),))
+    b = Leaf("mode", "python", value="'xxxx...'", type_name="str", extra=(("sha1", "bb"),))
+    assert not covers((a,), (b,)) and covers((a,), (a,))
+
+
+def test_an_open_signature_under_jit_compile_says_xla_still_compiles_per_shape(tmp_path: Path) -> None:
+    path = tmp_path / "xla.py"
+    path.write_text(SHAPES.replace("jit_compile=False", "jit_compile=True"))
+    rep = report([(t("x", 4, n), py("lr", 0.5)) for n in (5, 6, 7)], location=f"{path}:4", sites=[f"{path}:10"])
+    steps = plan_for(rep, SourceReader())
+    assert steps[-1].kind == "input-signature" and "XLA still compiles" in steps[-1].summary
+
+
+def test_several_smaller_batch_sizes_are_not_a_remainder(tmp_path: Path) -> None:
+    path = tmp_path / "loop.py"
+    path.write_text(PARTIAL)
+    rep = report([(t("x", 32, 10),), (t("x", 20, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18"])
+    assert "drop-remainder" not in [s.kind for s in plan_for(rep, SourceReader())]
+
+
+def test_the_fast_cache_index_answers_like_the_subtyping_rules() -> None:
+    import random
+
+    from tfretrace.fix.predict import _Table
+
+    rng = random.Random(7)
+    dims = [None, 2, 3]
+
+    def sig() -> tuple[Leaf, ...]:
+        rank = rng.choice([None, 1, 2])
+        shape = None if rank is None else tuple(rng.choice(dims) for _ in range(rank))
+        return (
+            Leaf("x", "tensor", dtype=rng.choice(["float32", "int32"]), shape=shape),
+            py("n", rng.choice([1, 1.0, True, 2])),
+            Leaf("o", "object", type_name="C", ident=rng.choice([1, 2, None]), alive=rng.choice([True, False])),
+        )
+
+    for _ in range(300):
+        traces = [sig() for _ in range(rng.randint(0, 5))]
+        table = _Table()
+        for trace in traces:
+            table.add(trace)
+        call = sig()
+        assert table.serves(call) == any(covers(trace, call) for trace in traces)
+        # reduce_retracing's fold over only the alike traces is the fold over all of them.
+        assert generalize(call, table.alike(call)) == generalize(call, traces)
