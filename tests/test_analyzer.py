@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import ast
-
 import pytest
 
 from tfretrace import catalogue
 from tfretrace.analyzer import Prior, closest, diff_signatures, explain
-from tfretrace.events import KerasInfo, Leaf
-from tfretrace.fixes import input_signature_code, merge_signature, suggest
+from tfretrace.events import Leaf
 
 
 def t(path: str, *shape: int | None, dtype: str = "float32") -> Leaf:
@@ -86,42 +83,6 @@ def test_ties_are_all_returned_newest_first() -> None:
     assert [p.index for p in best] == [2, 1]
 
 
-def test_generalized_input_signature_is_valid_python() -> None:
-    general = None
-    for n in (20, 21, 25):
-        general = merge_signature(general, [Leaf("batch", "dict", value="with keys ['a']", type_name="dict"),
-                                            t("batch['a']", 10, n), t("y", 4)])
-    assert general is not None
-    code = input_signature_code(general)
-    assert code is not None
-    tree = ast.parse(code.replace("input_signature=", "sig = ", 1))
-    assert "tf.TensorSpec(shape=[10, None], dtype=tf.float32)" in code
-    assert isinstance(tree.body[0], ast.Assign)
-    # A Python number becomes a scalar spec; a string cannot be described: reduce_retracing instead.
-    assert "tf.TensorSpec(shape=[], dtype=tf.float32)" in (input_signature_code([t("x", 1), py("lr", 0.1)]) or "")
-    assert input_signature_code([t("x", 1), py("mode", "train")]) is None
-
-
-@pytest.mark.parametrize("keras", [None, KerasInfo("encoder", "Functional", "predict", "app.py:40")])
-@pytest.mark.parametrize("name", ["step", "Trainer.step", "outer.<locals>.inner", "<lambda>"])
-@pytest.mark.parametrize("cause", sorted(catalogue.RUNTIME_SLUGS))
-def test_every_fix_is_parseable_python(cause: str, name: str, keras: KerasInfo | None) -> None:
-    explanation = explain(1, [t("x", 3), py("lr", 0.1)], (), [prior(1, t("x", 2), py("lr", 0.2))])
-    fix = suggest(
-        cause,
-        explanation.changes,
-        [t("x", 3), py("lr", 0.1)],
-        None,
-        name=name,
-        location="train.py:10",
-        call_site="train.py:40",
-        keras=keras,
-    )
-    if fix is not None:
-        # Placeholders such as `...` in argument lists are Ellipsis; everything else must parse.
-        ast.parse(fix.replace("(...)", "()"))
-
-
 def test_an_earlier_object_that_died_never_matches_even_at_the_same_address() -> None:
     import weakref
 
@@ -155,3 +116,28 @@ def test_expected_per_replica_trace_is_not_a_retrace_anywhere() -> None:
     assert _model.causes_of(report) == []
     assert not any(e.is_retrace for e in report.events)
     assert event(3, "context-changed", False).is_retrace
+
+
+def test_ties_prefer_the_trace_whose_difference_is_new() -> None:
+    def var(shape: tuple[int, ...], alias: str) -> Leaf:
+        return Leaf("v", "variable", dtype="float32", shape=shape,
+                    extra=(("alias_id", alias), ("trainable", "True")))
+
+    # Variables (1,), (2,), then a new variable of shape (1,): shape (1,) was traced before,
+    # the variable's identity never was; the third is a variable change from #1, not a shape one.
+    priors = [Prior(1, 1, (var((1,), "1"),), ()), Prior(2, 1, (var((2,), "2"),), ())]
+    result = explain(1, (var((1,), "3"),), (), priors)
+    assert (result.cause, result.closest[0]) == ("variable-spec-changed", 1)
+    tensor = [Prior(1, 1, (Leaf("x", "tensor", dtype="float32", shape=(2,)),), ()),
+              Prior(2, 1, (Leaf("x", "tensor", dtype="int32", shape=(2,)),), ())]
+    result = explain(1, (Leaf("x", "tensor", dtype="float32", shape=(3,)),), (), tensor)
+    assert (result.cause, result.closest) == ("shape-changed", (1, 2))
+
+
+def test_values_that_differ_only_past_the_shown_text_are_a_change() -> None:
+    def path(digest: str) -> Leaf:
+        return Leaf("path", "python", value="'/data/...ckpt'", type_name="str",
+                    extra=(("repr_hash", digest),))
+
+    result = explain(1, (path("bb"),), (), [Prior(1, 1, (path("aa"),), ())])
+    assert result.cause == "python-value-changed" and [c.path for c in result.changes] == ["path"]

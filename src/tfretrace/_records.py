@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import bisect
 import weakref
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tfretrace.analyzer import Explanation, Prior
-from tfretrace.events import KerasInfo, Leaf, TraceEvent
+from tfretrace.analyzer import Explanation, Prior, diff_signatures
+from tfretrace.events import TENSOR, VARIABLE, Change, KerasInfo, Leaf, TraceEvent
+from tfretrace.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
 
 # Bounded history per function (documented in the README): the first HEAD_EVENTS events and the
 # most recent max_events - HEAD_EVENTS are kept, the rest are counted in dropped_events; the
@@ -30,7 +32,15 @@ class FunctionState:
     max_events: int
     keras: KerasInfo | None = None
     traces: int = 0
+    # Trace numbers handed out (traces begun, less those refused or failed last), and the
+    # traces begun but not finished, by number.
+    begun: int = 0
+    inflight: dict[int, Prior] = field(default_factory=dict)
+    # Exact, whatever the bounded event history keeps (the events give only the kept ones).
+    retraces: int = 0
     failed_traces: int = 0
+    # Traces a budget or strict mode refused before TensorFlow traced (never recorded as events).
+    refused: int = 0
     seconds: float = 0.0
     objects: int = 0
     dropped: int = 0
@@ -42,9 +52,28 @@ class FunctionState:
     dead_calls: int = 0
     last_calls_total: int = 0
     keras_models: weakref.WeakSet[Any] = field(default_factory=weakref.WeakSet)
-    # Running generalization of every traced signature of the latest structure: what an
-    # input_signature must cover. Updated per trace in O(leaves), never recomputed from history.
-    general: list[Leaf] | None = None
+    # XLA compiles of this function's jit_compile traces: exact totals, per-cluster counts, and
+    # the events (the first HEAD_EVENTS and the last max_events - HEAD_EVENTS, like traces).
+    xla_compiles: int = 0
+    xla_seconds: float = 0.0
+    xla_by_cluster: dict[str, int] = field(default_factory=dict)
+    xla_head: list[Any] = field(default_factory=list)
+    xla_tail: deque[Any] = field(default_factory=deque)
+    # Earlier compiles per trace number, for explaining the next one (the last COMPARE_WINDOW).
+    xla_by_trace: dict[int, deque[Any]] = field(default_factory=dict)
+    # Keras rows hold several tf.functions (the loop function and the step traced inside it):
+    # the code (qualified name) of each tf.function object, so each is compared with its own.
+    codes: dict[int, str] = field(default_factory=dict)
+
+    def add_xla_event(self, event: Any) -> None:
+        """Keep an XLA event within the same bound as trace events."""
+        self.xla_by_trace.setdefault(event.trace, deque(maxlen=COMPARE_WINDOW)).append(event)
+        if len(self.xla_head) < HEAD_EVENTS:
+            self.xla_head.append(event)
+            return
+        self.xla_tail.append(event)
+        if len(self.xla_tail) > self.max_events - HEAD_EVENTS:
+            self.xla_tail.popleft()
 
     def calls(self, read: Callable[[Any], int]) -> int:
         """Calls of all tf.function objects of this code since monitoring began."""
@@ -55,11 +84,20 @@ class FunctionState:
         return [*self.head, *self.tail]
 
     def add_event(self, event: TraceEvent) -> None:
-        """Keep the event within the bound."""
+        """Keep the event within the bound, in trace-number order.
+
+        A nested trace (a recursive tf.function) finishes before the trace it started in.
+        """
         if len(self.head) < HEAD_EVENTS:
-            self.head.append(event)
+            bisect.insort(self.head, event, key=lambda e: e.index)
             return
-        self.tail.append(event)
+        if self.tail and self.tail[-1].index > event.index:
+            at = len(self.tail)
+            while at > 0 and self.tail[at - 1].index > event.index:
+                at -= 1
+            self.tail.insert(at, event)
+        else:
+            self.tail.append(event)
         if len(self.tail) > self.max_events - HEAD_EVENTS:
             self.tail.popleft()
             self.dropped += 1
@@ -75,21 +113,95 @@ def _per_replica(explanation: Explanation) -> bool:
     )
 
 
-def _keras_cause(state: FunctionState, raw: Any, explanation: Explanation) -> tuple[Explanation, str | None]:
-    # A new tf.function object for Keras trainer code means a new model, a model loaded again, or
-    # compile() (which resets train/test/predict functions) on a model already seen.
+def _variable_creation_clone(explanation: Explanation) -> Explanation:
+    """A new tf.function object whose only difference is VARIABLE_CREATION -> NO_VARIABLE_CREATION.
+
+    Under a distribution strategy, strategy.run inside a tf.function traces a copy of the step;
+    when that step creates variables (optimizer slots), TensorFlow traces it again without
+    variable creation, from another object: that is the variable-creation trace, not a new
+    function object made by the user.
+    """
+    if explanation.cause != "new-function-object" or len(explanation.changes) != 1:
+        return explanation
+    change = explanation.changes[0]
+    if (change.path, change.before, change.after) == (
+        "<context>.scope_type", "VARIABLE_CREATION", "NO_VARIABLE_CREATION"
+    ):
+        return replace(explanation, cause="variable-creation")
+    return explanation
+
+
+def _keras_cause(
+    state: FunctionState, raw: Any, explanation: Explanation, folded: bool
+) -> tuple[Explanation, str | None, bool | None]:
+    """The Keras reading of a trace in a Keras row: (explanation, note, expected or None for the default).
+
+    The rule (docs/keras.md): a model's own first trace of a role is expected. A retrace is the
+    same model tracing the role again (new inputs; compile() again gives it new functions), or
+    a model from the same place with the same architecture doing the same inference job as an
+    earlier one (built or load_model-ed per request): its predict/evaluate functions are new.
+    A model trained here has its own job (k-fold, a grid search): its traces are its own.
+    """
     model = raw.model_ref() if raw.model_ref is not None else None
     seen = model is not None and model in state.keras_models
     if model is not None:
         state.keras_models.add(model)
+    if folded:
+        # Keras' step function traced inside its loop function: one trace for the user. A new
+        # step function object (compile() again, a new model) is that object's first trace.
+        note = "traced inside the enclosing Keras function's trace of this row, and counted with it"
+        if explanation.cause == "new-function-object":
+            explanation = Explanation("first-trace", (), ())
+        return explanation, note, True
     if explanation.cause != "new-function-object":
-        return explanation, None
+        return explanation, None, None
     if seen:
-        return replace(explanation, cause="keras-recompile"), None
+        return replace(explanation, cause="keras-recompile"), None, None
+    if raw.role == "train" or raw.model_trained:
+        note = (
+            f"{raw.keras.model}'s own first {raw.keras.method} trace: an earlier model from the same "
+            "place traced this code too, but each trained model needs its own functions"
+        )
+        return Explanation("first-trace", (), ()), note, True
     cause = "keras-load-model" if raw.model_loaded else "keras-new-model"
     note = (
-        f"{raw.keras.model} traced its {raw.keras.method} function for the first time; "
-        "TensorFlow's 'N out of the last M calls triggered tf.function retracing' warning counts "
-        "the traces of all models together because they share this code"
+        f"{raw.keras.model} is another model from the same place with the same layers, doing the "
+        f"same {raw.keras.method} job: its functions are traced again; TensorFlow's 'N out of the "
+        "last M calls triggered tf.function retracing' warning counts all such models together"
     )
-    return replace(explanation, cause=cause), note
+    return replace(explanation, cause=cause), note, None
+
+
+def compile_signature(
+    trace_signature: Sequence[Leaf], args: Sequence[tuple[int, str, tuple[int, ...]]]
+) -> tuple[Leaf, ...]:
+    """The compile's concrete inputs as leaves named like the trace's.
+
+    ``args`` are (input position, dtype, shape) of the non-variable inputs; the trace's tensor and
+    variable leaves are its inputs in the same flat order.
+    """
+    inputs = [leaf for leaf in trace_signature if leaf.kind in (TENSOR, VARIABLE)]
+    leaves = []
+    for position, dtype, shape in args:
+        path = inputs[position].path if position < len(inputs) else f"<input {position}>"
+        leaves.append(Leaf(path=path, kind=TENSOR, dtype=dtype, shape=tuple(shape)))
+    return tuple(leaves)
+
+
+def explain_compile(
+    signature: tuple[Leaf, ...], earlier: Sequence[XlaEvent]
+) -> tuple[str, tuple[Change, ...], int | None]:
+    """(cause, per-leaf changes, index of the closest earlier compile) for a compile of a trace.
+
+    ``earlier`` are the compiles of the same trace; the closest is the one with the fewest
+    differing leaves, the latest on a tie.
+    """
+    best: tuple[int, int, list[Change]] | None = None
+    for event in earlier:
+        changes = diff_signatures(event.signature, signature)
+        key = (len(changes), -event.index)
+        if best is None or key < (best[0], -best[1]):
+            best = (len(changes), event.index, changes)
+    if best is None:
+        return FIRST_COMPILE, (), None
+    return RECOMPILE, tuple(best[2]), best[1]

@@ -127,7 +127,7 @@ def diff_signatures(before: Sequence[Leaf], after: Sequence[Leaf]) -> list[Chang
     broken: list[str] = []  # containers whose shape changed: their children are not compared
 
     def under_broken(path: str) -> bool:
-        return any(path != b and path.startswith(b) and path[len(b)] in "[." for b in broken)
+        return any(_under(path, b) for b in broken)
 
     for leaf in after:
         if under_broken(leaf.path):
@@ -170,8 +170,11 @@ def diff_leaf(before: Leaf, after: Leaf) -> Change | None:
                 f"{before.type_name} {before.value}",
                 f"{after.type_name} {after.value}",
             )
-        if before.value != after.value:
-            return Change(path, "python-value", f"{after.type_name} {before.value}", str(after.value))
+        if before.value != after.value or before.extra != after.extra:
+            # Long values are shown cut; the hash of the full text tells them apart.
+            same_text = before.value == after.value
+            detail = "the values differ in the part not shown" if same_text else ""
+            return Change(path, "python-value", f"{after.type_name} {before.value}", str(after.value), detail)
         return None
     if kind == OBJECT:
         if before.ident != after.ident or before.alive is False:
@@ -192,10 +195,13 @@ def diff_leaf(before: Leaf, after: Leaf) -> Change | None:
             return Change(path, "structure", before.describe(), after.describe())
         return None
     if kind == SPEC:
+        same_type = before.type_name == after.type_name
+        if same_type and before.dtype is not None and after.dtype is not None and before.dtype != after.dtype:
+            return Change(path, "dtype", str(before.dtype), str(after.dtype))  # ragged, sparse...
         shape_change = _shape_change(path, before.shape, after.shape)
-        if shape_change is not None and before.type_name == after.type_name:
+        if shape_change is not None and same_type:
             return shape_change
-        if before.value != after.value or before.type_name != after.type_name:
+        if before.value != after.value or not same_type or before.extra != after.extra:
             return Change(path, "spec", str(before.value), str(after.value))
         return None
     if before != after:
@@ -269,8 +275,71 @@ def closest(
             best.append(prior)
     if not best:
         return [], [], []
+    if len(best) > 1 and best_key is not None and best_key[0] <= NOVELTY_MAX_CHANGES:
+        best = _prefer_novel(best, signature, priors)
     winner = best[0]
     return best, diff_signatures(winner.signature, signature), diff_context(winner.context, context)
+
+
+# Ties are ranked by which difference is new only when the traces are this close: the question
+# "which one change caused it" needs few changes, and ranking costs a diff per tied trace.
+NOVELTY_MAX_CHANGES = 3
+
+
+def _prefer_novel(tied: list[Prior], signature: Sequence[Leaf], priors: Sequence[Prior]) -> list[Prior]:
+    """Order equally close traces so that the one whose differences are new comes first.
+
+    f(float32 (2,)), f(int32 (2,)), f(float32 (3,)): the third is one change from either
+    earlier trace, but float32 was traced before; (3,) never was. Its cause is the shape, so
+    the first trace is the one to compare with. Among equals the newest stays first.
+    """
+    current = {leaf.path: leaf for leaf in signature}
+    agreeing: dict[tuple[str, str], list[Prior]] = {}  # (path, change kind) -> priors that agree
+
+    def seen_elsewhere(change: Change, candidate: Prior) -> bool:
+        leaf = current.get(change.path)
+        if leaf is None:
+            return False
+        key = (change.path, change.kind)
+        found = agreeing.get(key)
+        if found is None:
+            found = [p for p in priors if _agrees(p.by_path.get(change.path), leaf, change.kind)]
+            agreeing[key] = found
+        return any(p is not candidate for p in found)
+
+    def novel(candidate: Prior) -> tuple[int, int]:
+        changes = diff_signatures(candidate.signature, signature)
+        return sum(not seen_elsewhere(change, candidate) for change in changes), len(changes)
+
+    newest, total = novel(tied[0])
+    if newest == total:  # every difference from the newest is new: it stays first (the usual case)
+        return tied
+    scores = {id(tied[0]): newest}
+    scores.update((id(p), novel(p)[0]) for p in tied[1:])
+    ranked = sorted(enumerate(tied), key=lambda item: (-scores[id(item[1])], item[0]))
+    return [prior for _, prior in ranked]
+
+
+def _agrees(before: Leaf | None, after: Leaf, kind: str) -> bool:
+    """Whether an earlier leaf already had what ``after`` has in the aspect a change of ``kind`` is about."""
+    if before is None or before.kind != after.kind:
+        return False
+    if kind == "dtype":
+        return before.dtype == after.dtype and before.type_name == after.type_name
+    if kind == "spec":  # mostly a change of composite type (ragged -> sparse)
+        return before.type_name == after.type_name
+    if kind in ("shape", "rank"):
+        b, a = before.shape, after.shape
+        if b == a or b is None:
+            return True
+        if a is None or len(a) != len(b) or None not in b:
+            return False
+        return all(x is None or x == y for x, y in zip(b, a))
+    if kind == "variable":
+        return before.extra == after.extra
+    if kind == "python-type":
+        return before.type_name == after.type_name
+    return diff_leaf(before, after) is None
 
 
 def distance(
@@ -283,7 +352,7 @@ def distance(
     skip: str | None = None  # a changed container: its children are counted with it
     for leaf in after:
         path = leaf.path
-        if skip is not None and path.startswith(skip) and path[len(skip)] in "[.":
+        if skip is not None and _under(path, skip):
             matched += path in before
             continue
         skip = None
@@ -307,7 +376,7 @@ def distance(
         cost += sum(
             1
             for path in before
-            if path not in present and not any(path.startswith(b) and path[len(b)] in "[." for b in broken)
+            if path not in present and not any(_under(path, b) for b in broken)
         )
     if limit is not None and cost > limit:
         return None
@@ -328,9 +397,12 @@ def _differs(before: Leaf, after: Leaf) -> bool:
 
 
 def _descendants(prefix: str, leaves: Iterable[Leaf]) -> int:
-    return sum(
-        1 for leaf in leaves if leaf.path != prefix and leaf.path.startswith(prefix) and leaf.path[len(prefix)] in "[."
-    )
+    return sum(1 for leaf in leaves if _under(leaf.path, prefix))
+
+
+def _under(path: str, prefix: str) -> bool:
+    """Whether ``path`` names a leaf inside the container at ``prefix`` (``x[0]``, ``x.a``)."""
+    return len(path) > len(prefix) and path.startswith(prefix) and path[len(prefix)] in "[."
 
 
 def cause_of(leaf_changes: Sequence[Change], context_changes: Sequence[Change]) -> str:

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from tfretrace import _checked as C
+
+if TYPE_CHECKING:
+    from tfretrace.xla_events import XlaEvent
 
 # Leaf kinds. Containers are leaves too, so that a diff can say "list of len 2 -> len 3".
 TENSOR = "tensor"
@@ -66,20 +71,58 @@ class Leaf:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Leaf:
-        """Inverse of :meth:`to_dict`."""
+    def from_dict(cls, data: Any, where: str = "leaf") -> Leaf:
+        """Inverse of :meth:`to_dict`; raises FieldError on a wrong type or value."""
+        data = C.mapping(data, where)
         shape = data.get("shape")
+        alive = data.get("alive")
         return cls(
-            path=str(data["path"]),
-            kind=str(data["kind"]),
-            dtype=data.get("dtype"),
-            shape=None if shape is None else tuple(shape),
-            value=data.get("value"),
-            type_name=data.get("type_name"),
-            ident=data.get("ident"),
-            alive=data.get("alive"),
-            extra=tuple(sorted((data.get("extra") or {}).items())),
+            path=C.text(data.get("path"), f"{where}.path"),
+            kind=C.text(data.get("kind"), f"{where}.kind"),
+            dtype=C.optional_text(data.get("dtype"), f"{where}.dtype"),
+            shape=None if shape is None else tuple(
+                C.optional_count(d, f"{where}.shape[{i}]") for i, d in enumerate(C.items(shape, f"{where}.shape"))
+            ),
+            value=C.optional_text(data.get("value"), f"{where}.value"),
+            type_name=C.optional_text(data.get("type_name"), f"{where}.type_name"),
+            ident=C.optional_count(data.get("ident"), f"{where}.ident"),
+            alive=None if alive is None else C.flag(alive, f"{where}.alive"),
+            extra=C.text_map(data.get("extra"), f"{where}.extra"),
         )
+
+
+# The types of a fix plan step's known fields (tfretrace.fix.plan.PlanStep.to_dict); a step may
+# lack some (the renderers skip it) or carry fields a newer tfretrace added.
+_STEP_FIELDS: dict[str, Any] = {
+    "cause": C.text, "kind": C.text, "summary": C.text, "code": C.optional_text,
+    "traces_before": C.count, "traces_after": C.count, "seconds_saved": C.seconds,
+    "verified": C.optional_count, "final": C.flag,
+}
+_EDIT_FIELDS: dict[str, Any] = {
+    "path": C.text, "text": C.text, "line": C.count, "col": C.count, "end_line": C.count,
+    "end_col": C.count,
+}
+
+
+def _plan_step(value: Any, where: str) -> dict[str, Any]:
+    step = _typed(value, where, _STEP_FIELDS)
+    if "edits" in step:
+        edits = C.items(step["edits"], f"{where}.edits")
+        step["edits"] = [_typed(e, f"{where}.edits[{i}]", _EDIT_FIELDS) for i, e in enumerate(edits)]
+    return step
+
+
+def _typed(value: Any, where: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a JSON object with each known field read by its checked reader."""
+    data = dict(C.mapping(value, where))
+    for name, read in fields.items():
+        if name in data:
+            data[name] = read(data[name], f"{where}.{name}")
+    return data
+
+
+def _leaves(value: Any, where: str) -> tuple[Leaf, ...]:
+    return tuple(Leaf.from_dict(d, f"{where}[{i}]") for i, d in enumerate(C.items(value, where)))
 
 
 def format_shape(shape: tuple[int | None, ...] | None) -> str:
@@ -134,20 +177,26 @@ class Change:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Change:
-        """Inverse of :meth:`to_dict`."""
+    def from_dict(cls, data: Any, where: str = "change") -> Change:
+        """Inverse of :meth:`to_dict`; raises FieldError on a wrong type or value."""
+        data = C.mapping(data, where)
         return cls(
-            str(data["path"]),
-            str(data["kind"]),
-            str(data["before"]),
-            str(data["after"]),
-            str(data.get("detail", "")),
+            C.text(data.get("path"), f"{where}.path"),
+            C.text(data.get("kind"), f"{where}.kind"),
+            C.text(data.get("before"), f"{where}.before"),
+            C.text(data.get("after"), f"{where}.after"),
+            C.text(data.get("detail", ""), f"{where}.detail"),
         )
 
 
 @dataclass(frozen=True)
 class TraceEvent:
-    """One trace of one tf.function: why it happened, what it cost, and how to avoid it."""
+    """One trace of one tf.function: why it happened, what it cost, and how to avoid it.
+
+    ``seconds`` is the trace's own time: the traces nested in it (a tf.function called by the
+    traced one, Keras' step function inside its loop function) are left out, so sums count each
+    second once. ``inclusive_seconds`` is the whole time, nested traces included (None: the same).
+    """
 
     index: int
     cause: str
@@ -171,6 +220,12 @@ class TraceEvent:
     # True for traces that are part of normal operation: a function's first trace, the extra
     # variable-creation trace, and one trace per replica device under a distribution strategy.
     expected: bool = False
+    inclusive_seconds: float | None = None
+
+    @property
+    def total_seconds(self) -> float:
+        """The whole time of the trace, nested traces included."""
+        return self.seconds if self.inclusive_seconds is None else max(self.inclusive_seconds, self.seconds)
 
     @property
     def is_retrace(self) -> bool:
@@ -183,6 +238,7 @@ class TraceEvent:
             "index": self.index,
             "cause": self.cause,
             "seconds": round(self.seconds, 6),
+            "inclusive_seconds": round(self.total_seconds, 6),
             "time": round(self.time, 6),
             "call_site": self.call_site,
             "signature": [leaf.to_dict() for leaf in self.signature],
@@ -205,30 +261,40 @@ class TraceEvent:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TraceEvent:
-        """Inverse of :meth:`to_dict`."""
+    def from_dict(cls, data: Any, where: str = "event") -> TraceEvent:
+        """Inverse of :meth:`to_dict`; raises FieldError on a wrong type or value."""
+        data = C.mapping(data, where)
         traced = data.get("traced_as")
+        cause = C.text(data.get("cause"), f"{where}.cause")
         return cls(
-            index=int(data["index"]),
-            cause=str(data["cause"]),
-            seconds=float(data["seconds"]),
-            time=float(data.get("time", 0.0)),
-            call_site=data.get("call_site"),
-            signature=tuple(Leaf.from_dict(d) for d in data.get("signature", [])),
-            changes=tuple(Change.from_dict(d) for d in data.get("changes", [])),
-            fix=data.get("fix"),
-            calls_since_previous=data.get("calls_since_previous"),
-            calls_total=data.get("calls_total"),
-            object_index=int(data.get("object", 1)),
-            closest=tuple(data.get("closest", [])),
-            traced_as=None if traced is None else tuple(Leaf.from_dict(d) for d in traced),
-            context=tuple(sorted((data.get("context") or {}).items())),
-            thread=data.get("thread"),
-            raw_key=data.get("raw_key"),
-            note=data.get("note"),
-            nested=bool(data.get("nested", False)),
-            keras=None if data.get("keras") is None else KerasInfo.from_dict(data["keras"]),
-            expected=bool(data.get("expected", data["cause"] in EXPECTED_CAUSES)),
+            index=C.count(data.get("index"), f"{where}.index", low=1),
+            cause=cause,
+            seconds=C.seconds(data.get("seconds"), f"{where}.seconds"),
+            time=C.seconds(data.get("time", 0.0), f"{where}.time", low=-C.MAX_SECONDS),
+            call_site=C.optional_text(data.get("call_site"), f"{where}.call_site"),
+            signature=_leaves(data.get("signature", []), f"{where}.signature"),
+            changes=tuple(
+                Change.from_dict(d, f"{where}.changes[{i}]")
+                for i, d in enumerate(C.items(data.get("changes", []), f"{where}.changes"))
+            ),
+            fix=C.optional_text(data.get("fix"), f"{where}.fix"),
+            calls_since_previous=C.optional_count(data.get("calls_since_previous"), f"{where}.calls_since_previous"),
+            calls_total=C.optional_count(data.get("calls_total"), f"{where}.calls_total"),
+            object_index=C.count(data.get("object", 1), f"{where}.object", low=1),
+            closest=tuple(
+                C.count(n, f"{where}.closest[{i}]", low=1)
+                for i, n in enumerate(C.items(data.get("closest", []), f"{where}.closest"))
+            ),
+            traced_as=None if traced is None else _leaves(traced, f"{where}.traced_as"),
+            context=C.text_map(data.get("context"), f"{where}.context"),
+            thread=C.optional_text(data.get("thread"), f"{where}.thread"),
+            raw_key=C.optional_text(data.get("raw_key"), f"{where}.raw_key"),
+            note=C.optional_text(data.get("note"), f"{where}.note"),
+            nested=C.flag(data.get("nested", False), f"{where}.nested"),
+            keras=None if data.get("keras") is None else KerasInfo.from_dict(data["keras"], f"{where}.keras"),
+            expected=C.flag(data.get("expected", cause in EXPECTED_CAUSES), f"{where}.expected"),
+            inclusive_seconds=None if data.get("inclusive_seconds") is None
+            else C.seconds(data.get("inclusive_seconds"), f"{where}.inclusive_seconds"),
         )
 
 
@@ -263,15 +329,16 @@ class KerasInfo:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> KerasInfo:
-        """Inverse of :meth:`to_dict`."""
+    def from_dict(cls, data: Any, where: str = "keras") -> KerasInfo:
+        """Inverse of :meth:`to_dict`; raises FieldError on a wrong type or value."""
+        data = C.mapping(data, where)
         return cls(
-            str(data["model"]),
-            str(data["model_class"]),
-            str(data["method"]),
-            data.get("built_at"),
-            data.get("epoch"),
-            data.get("step"),
+            C.text(data.get("model"), f"{where}.model"),
+            C.text(data.get("model_class"), f"{where}.model_class"),
+            C.text(data.get("method"), f"{where}.method"),
+            C.optional_text(data.get("built_at"), f"{where}.built_at"),
+            C.optional_count(data.get("epoch"), f"{where}.epoch"),
+            C.optional_count(data.get("step"), f"{where}.step"),
         )
 
 
@@ -283,6 +350,7 @@ class FunctionReport:
     location: str
     calls: int
     traces: int
+    # Own time of the traces (TraceEvent.seconds): nested traces count in their own function only.
     trace_seconds: float
     objects: int
     events: tuple[TraceEvent, ...]
@@ -290,15 +358,43 @@ class FunctionReport:
     failed_traces: int = 0
     dropped_events: int = 0
     worker: str | None = None
+    # The fix plan in its JSON form (tfretrace.fix.plan.PlanStep.to_dict), ranked by savings.
+    plan: tuple[dict[str, Any], ...] = ()
+    # The exact number of retraces, recorded live; None (older sessions, hand-built reports)
+    # counts the kept events, which miss the ones beyond the bounded history.
+    retrace_count: int | None = None
+    # XLA compiles (jit_compile): exact totals, and the kept events (bounded like trace events).
+    xla_compiles: int = 0
+    xla_compile_seconds: float = 0.0
+    xla_events: tuple[XlaEvent, ...] = ()
+    megamorphic: tuple[str, ...] = ()
+    # Traces a budget or strict mode refused: TensorFlow never traced them.
+    refused_traces: int = 0
 
     @property
     def retraces(self) -> int:
         """Traces that were not expected (first trace, variable creation, one per replica device)."""
+        if self.retrace_count is not None:
+            return self.retrace_count
         return sum(1 for e in self.events if e.is_retrace)
 
     @property
     def main_cause(self) -> str | None:
-        """The most frequent cause among the retraces, or None when nothing retraced."""
+        """The cause whose fix removes the most traces (the plan's ranking), else the most frequent one.
+
+        None when nothing retraced.
+        """
+        best: tuple[int, float, str] | None = None
+        for step in self.plan:
+            try:
+                removed = int(step["traces_before"]) - int(step["traces_after"])
+                key = (removed, float(step.get("seconds_saved", 0)), str(step["cause"]))
+            except (KeyError, TypeError, ValueError, AttributeError):
+                continue  # a malformed step (a foreign session) ranks nothing
+            if removed > 0 and (best is None or key[:2] > best[:2]):
+                best = key
+        if best is not None:
+            return best[2]
         counts: dict[str, int] = {}
         for event in self.events:
             if event.is_retrace:
@@ -325,6 +421,19 @@ class FunctionReport:
             return f"Keras {self.keras.method} ({len(models)} models: {', '.join(models[:3])}{more})"
         return f"{self.keras.model}.{self.keras.method}"
 
+    def _repr_html_(self) -> str:
+        """Jupyter: this function's part of the HTML report, in a frame, offline."""
+        from tfretrace.render.notebook import function_session, report_frame  # display hook
+
+        return report_frame(function_session(self))
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's plain-text form: one line, not the dataclass's field dump."""
+        printer.text(
+            f"<tfretrace.FunctionReport {self.display_name()} ({self.location}): "
+            f"{self.calls} calls, {self.traces} traces, {self.retraces} retraces>"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """JSON form of one function (schema 1)."""
         return {
@@ -334,29 +443,55 @@ class FunctionReport:
             "calls": self.calls,
             "traces": self.traces,
             "failed_traces": self.failed_traces,
+            "refused_traces": self.refused_traces,
             "trace_seconds": round(self.trace_seconds, 6),
             "objects": self.objects,
             "keras": None if self.keras is None else self.keras.to_dict(),
             "main_cause": self.main_cause,
             "dropped_events": self.dropped_events,
+            "retraces": self.retraces,
             "worker": self.worker,
+            "plan": [dict(step) for step in self.plan],
             "events": [e.to_dict() for e in self.events],
+            "xla_compiles": self.xla_compiles,
+            "xla_compile_seconds": round(self.xla_compile_seconds, 6),
+            "xla_events": [e.to_dict() for e in self.xla_events],
+            "megamorphic": list(self.megamorphic),
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FunctionReport:
-        """Inverse of :meth:`to_dict`."""
+    def from_dict(cls, data: Any, where: str = "function") -> FunctionReport:
+        """Inverse of :meth:`to_dict`; raises FieldError on a wrong type or value."""
+        from tfretrace.xla_events import XlaEvent
+
+        data = C.mapping(data, where)
         keras = data.get("keras")
         return cls(
-            name=str(data["name"]),
-            location=str(data["location"]),
-            calls=int(data["calls"]),
-            traces=int(data["traces"]),
-            trace_seconds=float(data["trace_seconds"]),
-            objects=int(data.get("objects", 1)),
-            events=tuple(TraceEvent.from_dict(e) for e in data.get("events", [])),
-            keras=None if keras is None else KerasInfo.from_dict(keras),
-            failed_traces=int(data.get("failed_traces", 0)),
-            dropped_events=int(data.get("dropped_events", 0)),
-            worker=data.get("worker"),
+            name=C.text(data.get("name"), f"{where}.name"),
+            location=C.text(data.get("location"), f"{where}.location"),
+            calls=C.count(data.get("calls"), f"{where}.calls"),
+            traces=C.count(data.get("traces"), f"{where}.traces"),
+            trace_seconds=C.seconds(data.get("trace_seconds"), f"{where}.trace_seconds"),
+            objects=C.count(data.get("objects", 1), f"{where}.objects"),
+            events=tuple(
+                TraceEvent.from_dict(e, f"{where}.events[{i}]")
+                for i, e in enumerate(C.items(data.get("events", []), f"{where}.events"))
+            ),
+            keras=None if keras is None else KerasInfo.from_dict(keras, f"{where}.keras"),
+            failed_traces=C.count(data.get("failed_traces", 0), f"{where}.failed_traces"),
+            refused_traces=C.count(data.get("refused_traces", 0), f"{where}.refused_traces"),
+            dropped_events=C.count(data.get("dropped_events", 0), f"{where}.dropped_events"),
+            retrace_count=C.optional_count(data.get("retraces"), f"{where}.retraces"),
+            worker=C.optional_text(data.get("worker"), f"{where}.worker"),
+            plan=tuple(
+                _plan_step(step, f"{where}.plan[{i}]")
+                for i, step in enumerate(C.items(data.get("plan") or [], f"{where}.plan"))
+            ),
+            xla_compiles=C.count(data.get("xla_compiles", 0), f"{where}.xla_compiles"),
+            xla_compile_seconds=C.seconds(data.get("xla_compile_seconds", 0.0), f"{where}.xla_compile_seconds"),
+            xla_events=tuple(
+                XlaEvent.from_dict(e, f"{where}.xla_events[{i}]")
+                for i, e in enumerate(C.items(data.get("xla_events", []), f"{where}.xla_events"))
+            ),
+            megamorphic=C.texts(data.get("megamorphic", []), f"{where}.megamorphic"),
         )
