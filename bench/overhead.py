@@ -2,7 +2,8 @@
 
 Prints, from one run:
   1. the per-call time of a cached tf.function call with and without the monitor, and their ratio
-     (target <= 1.01), measured in interleaved blocks so drift affects both sides alike;
+     (target <= 1.01), measured in interleaved blocks so drift affects both sides alike; the same
+     for a jit_compile=True function while tfretrace reads TensorFlow's XLA compile log;
   2. the explanation's share of TensorFlow's own trace time per retrace (target <= 5%), for
      functions with 2 and with 50 argument leaves, with 64 earlier traces to compare against.
 """
@@ -10,31 +11,36 @@ Prints, from one run:
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 import warnings
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-import tensorflow as tf
-
+# tfretrace before TensorFlow: the first monitor asks TensorFlow to log XLA compiles.
 import tfretrace
 from tfretrace import monitor as monitor_module
+
+# The first monitor imports TensorFlow after setting TF_CPP_VMODULE, as `tfretrace run` does; a
+# TF_CPP_MIN_LOG_LEVEL above 0 would silence the compile log, so it is left alone here.
+tfretrace.watch(warn=False, log=False).__enter__().stop()
+
+import tensorflow as tf  # noqa: E402
 
 tf.config.threading.set_inter_op_parallelism_threads(1)
 tf.config.threading.set_intra_op_parallelism_threads(1)
 
 
-def cached_call_ratio(blocks: int, calls: int) -> tuple[float, float, float]:
+def cached_call_ratio(blocks: int, calls: int, jit: bool = False) -> tuple[float, float, float]:
     """Median µs/call bare and monitored over interleaved blocks, and the median paired ratio."""
 
-    @tf.function
+    @tf.function(jit_compile=jit)
     def f(x: tf.Tensor) -> tf.Tensor:
         return x + 1.0
 
     x = tf.constant(1.0)
-    f(x)
+    with tfretrace.watch(warn=False, log=False) as first:
+        f(x)  # the trace and its XLA compile, seen by a monitor
+    if jit:
+        assert first.session().functions[0].xla_compiles == 1, "XLA compile log not read"
     bare: list[float] = []
     monitored: list[float] = []
     ratios: list[float] = []
@@ -60,7 +66,7 @@ def hook_nanoseconds(repeat: int = 15, number: int = 200_000) -> float:
     """The call hook's own cost in ns per call, on a callee that does nothing (min of repeats)."""
     import timeit
 
-    from tfretrace import _tf_adapter
+    from tfretrace._tf import counters
 
     class Plain:
         def __call__(self, x: object) -> object:
@@ -69,7 +75,7 @@ def hook_nanoseconds(repeat: int = 15, number: int = 200_000) -> float:
     class Hooked:
         pass
 
-    Hooked.__call__ = _tf_adapter._make_call_hook(Plain.__call__)  # type: ignore[method-assign]
+    Hooked.__call__ = counters.make_call_hook(Plain.__call__)  # type: ignore[method-assign]
     plain, hooked = Plain(), Hooked()
     hooked(1)
     bare = min(timeit.repeat(lambda: plain(1), number=number, repeat=repeat))
@@ -96,9 +102,9 @@ def explanation_share(leaves: int, retraces: int) -> tuple[float, float, float, 
         pending_time[id(token)] = time.perf_counter() - start
         return token
 
-    def timed_after_trace(token, seconds, ok):  # type: ignore[no-untyped-def]
+    def timed_after_trace(token, seconds, ok, *rest):  # type: ignore[no-untyped-def]
         start = time.perf_counter()
-        after_trace(token, seconds, ok)
+        after_trace(token, seconds, ok, *rest)
         ours.append(pending_time.pop(id(token)) + time.perf_counter() - start)
 
     registry._on_trace, registry._after_trace = timed_on_trace, timed_after_trace
@@ -142,6 +148,11 @@ def main() -> None:
     args = parser.parse_args()
     bare, monitored, ratio = cached_call_ratio(args.blocks, args.calls)
     print(f"cached call: bare {bare:.2f} us, monitored {monitored:.2f} us, ratio {ratio:.4f} (target <= 1.01)")
+    xla_bare, xla_monitored, xla_ratio = cached_call_ratio(args.blocks, args.calls, jit=True)
+    print(
+        f"cached call, jit_compile=True (XLA compile log read): bare {xla_bare:.2f} us, "
+        f"monitored {xla_monitored:.2f} us, ratio {xla_ratio:.4f} (target <= 1.01)"
+    )
     hook_ns = hook_nanoseconds()
     print(f"call hook alone: +{hook_ns:.0f} ns per call = ratio {1 + hook_ns / 1000 / bare:.5f} of the bare call above")
     for leaves in (2, 50):
