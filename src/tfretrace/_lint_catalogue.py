@@ -8,6 +8,20 @@ from tfretrace._cause import Cause
 # first sentence stands on its own; the rest is for `tfretrace explain`.
 LINT_RULES: tuple[Cause, ...] = (
     Cause(
+        "TFR100",
+        "unknown-noqa-code",
+        "unknown tfretrace code or slug in a noqa comment",
+        "A noqa comment names a TFR code or a rule slug that tfretrace does not have, so it "
+        "suppresses nothing; a misspelt slug would otherwise hide the mistake. Codes of other "
+        "tools (E501, F401) are left to them.",
+        "Use a code or slug from `tfretrace explain --list`, e.g. `# noqa: TFR108` or "
+        "`# noqa: print-in-tf-function`.",
+        "print(x)  # noqa: print-in-tf-fucntion",
+        "print(x)  # noqa: print-in-tf-function",
+        kind="lint",
+        cause="suppression-that-suppresses-nothing",
+    ),
+    Cause(
         "TFR101",
         "tf-function-in-loop",
         "tf.function created inside a loop",

@@ -115,7 +115,7 @@ def test_noqa(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
 
 def test_pyproject_config(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (project / "pyproject.toml").write_text(
-        '[tool.tfretrace]\nignore = ["TFR106"]\nexclude = ["pkg/skipme"]\nother-tool-key = 1\n'
+        '[tool.tfretrace]\nignore = ["TFR106"]\nexclude = ["pkg/skipme"]\n'
     )
     (project / "pkg" / "skipme").mkdir()
     (project / "pkg" / "skipme" / "bad.py").write_text(BAD)
@@ -128,6 +128,16 @@ def test_pyproject_config(project: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["pkg"]) == 2
     (project / "pyproject.toml").write_text("[tool.tfretrace\n")
     assert main(["pkg"]) == 2
+
+
+@pytest.mark.parametrize("table", ["[tool.tfretrace]\nignor = ['TFR106']", "[tool.tfretrace.lint]\nselct = ['ALL']"])
+def test_an_unknown_config_key_is_an_error_naming_it(
+    project: Path, capsys: pytest.CaptureFixture[str], table: str
+) -> None:
+    (project / "pyproject.toml").write_text(table + "\n")
+    assert main(["pkg"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ("'ignor'" in err or "'selct'" in err)
 
 
 def test_default_excludes(project: Path, capsys: pytest.CaptureFixture[str]) -> None:

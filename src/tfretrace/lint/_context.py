@@ -64,6 +64,7 @@ class Ctx:
 
     __slots__ = (
         "counters",
+        "eager",
         "func",
         "guarded",
         "in_loop",
@@ -91,6 +92,8 @@ class Ctx:
         self.tf_locals = ScopeChain()
         # Inside an if/try/loop of the tf.function body: code that may not run on every trace.
         self.guarded = False
+        # Inside `with tf.init_scope():` in a tf.function: that block runs eagerly, not in the graph.
+        self.eager = False
 
     def derive(self, **changes: object) -> Ctx:
         """A copy with some fields changed."""
@@ -154,6 +157,10 @@ def _counters(loop: ast.AST) -> set[str]:
         if not isinstance(it, ast.Call):
             return set()
         parts = dotted(it.func)
+        # `for x in tf.range(n)` yields tensors, not Python ints: only plain range(), trange(),
+        # itertools.count() and friends count here, never a method of a tensor library.
+        if parts and len(parts) > 1 and parts[0] not in ("itertools", "tqdm"):
+            return set()
         name = parts[-1] if parts else ""
         if name == "enumerate" and isinstance(target, ast.Tuple) and target.elts:
             first = target.elts[0]
@@ -161,11 +168,19 @@ def _counters(loop: ast.AST) -> set[str]:
         inner = it.args[0] if it.args and isinstance(it.args[0], ast.Call) else None
         if inner is not None:  # tqdm(range(n))
             inner_parts = dotted(inner.func)
+            if inner_parts and len(inner_parts) > 1 and inner_parts[0] != "itertools":
+                return set()  # tqdm(tf.range(n)): tensors again
             name = inner_parts[-1] if inner_parts else name
         if name in _COUNTER_SOURCES and isinstance(target, ast.Name):
             return {target.id}
         return set()
     found: set[str] = set()
+    test = getattr(loop, "test", None)
+    if test is not None and any(
+        isinstance(n, ast.Call) and (dotted(n.func) or [""])[0] in ("tf", "tensorflow") for n in ast.walk(test)
+    ):
+        # `while tf.norm(x) > t:` is a tf.while_loop under AutoGraph: its counters are tensors.
+        return found
     for stmt in getattr(loop, "body", ()):
         for node in ast.walk(stmt):
             if (
@@ -198,6 +213,16 @@ def _children(node: ast.AST) -> Iterator[ast.AST]:
             yield value
 
 
+def _init_scope(node: ast.With | ast.AsyncWith, ctx: Ctx) -> bool:
+    """True for ``with tf.init_scope():`` (also under an import alias)."""
+    return any(
+        isinstance(item.context_expr, ast.Call)
+        and (ctx.resolve(item.context_expr.func) or "").endswith("init_scope")
+        and (ctx.resolve(item.context_expr.func) or "").startswith("tensorflow")
+        for item in node.items
+    )
+
+
 class Walker:
     """Walks one module once, running each registered check on the nodes of its types."""
 
@@ -228,6 +253,9 @@ class Walker:
             inner = ctx.derive(tf_def=None, in_loop=False)
             for child in _children(node):
                 self.visit(child, inner)
+        elif ctx.tf_def is not None and isinstance(node, (ast.With, ast.AsyncWith)) and _init_scope(node, ctx):
+            for child in _children(node):
+                self.visit(child, ctx.derive(eager=True))
         elif ctx.tf_def is not None and not ctx.guarded and isinstance(
             node, (ast.If, ast.Try, ast.IfExp, ast.BoolOp, ast.Match)
         ):

@@ -35,6 +35,7 @@ class LintConfig:
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     max_file_size: int = MAX_FILE_SIZE
+    respect_gitignore: bool = True
     source: Path | None = field(default=None, compare=False)
 
     def codes(self, known: Sequence[str]) -> tuple[str, ...]:
@@ -49,8 +50,8 @@ def expand(selectors: Iterable[str], known: Sequence[str]) -> list[str]:
     out: list[str] = []
     for raw in selectors:
         sel = raw.strip()
-        if not sel:
-            continue
+        if not sel:  # an empty string would otherwise select nothing, silently
+            raise ConfigError("empty rule selector '' (name a code, prefix, slug or ALL)")
         if sel.upper() == "ALL":
             out.extend(known)
             continue
@@ -99,25 +100,53 @@ def _strings(table: dict[str, Any], key: str, path: Path) -> tuple[str, ...] | N
     return tuple(value)
 
 
+# Every key the linter reads; the table has no other users yet, so anything else is a typo.
+KEYS = ("select", "ignore", "exclude", "extend-exclude", "max-file-size", "respect-gitignore")
+
+
+def _refuse_unknown(table: dict[str, Any], path: Path, where: str) -> None:
+    for key in table:
+        if key not in KEYS:
+            raise ConfigError(f"{path}: {where} has an unknown key {key!r} (known: {', '.join(KEYS)})")
+
+
 def load(path: Path | None) -> LintConfig:
     """Read ``[tool.tfretrace]`` (and ``[tool.tfretrace.lint]``, which wins) from ``path``.
 
-    Other keys in the table belong to other tfretrace commands and are left alone.
+    An unknown key is a ConfigError naming it: a misspelt ``ignore`` would otherwise do nothing.
     """
     if path is None:
         return LintConfig()
     table = dict(_table(path))
     lint = table.pop("lint", None)
-    if isinstance(lint, dict):
+    _refuse_unknown(table, path, "[tool.tfretrace]")
+    if lint is not None:
+        if not isinstance(lint, dict):
+            raise ConfigError(f"{path}: [tool.tfretrace] lint must be a table")
+        _refuse_unknown(lint, path, "[tool.tfretrace.lint]")
         table.update(lint)
+    select = _strings(table, "select", path)
+    if select is not None and not select:
+        raise ConfigError(
+            f"{path}: [tool.tfretrace] select = [] selects no rule "
+            "(leave it out to run every rule; turn rules off with ignore)"
+        )
     size = table.get("max-file-size", MAX_FILE_SIZE)
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
         raise ConfigError(f"{path}: [tool.tfretrace] max-file-size must be a positive integer")
     return LintConfig(
-        select=_strings(table, "select", path) or ("ALL",),
+        select=select or ("ALL",),
         ignore=_strings(table, "ignore", path) or (),
         exclude=(_strings(table, "exclude", path) or ())
         + (_strings(table, "extend-exclude", path) or ()),
         max_file_size=size,
+        respect_gitignore=_flag(table, "respect-gitignore", path),
         source=path,
     )
+
+
+def _flag(table: dict[str, Any], key: str, path: Path) -> bool:
+    value = table.get(key, True)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: [tool.tfretrace] {key} must be true or false")
+    return value

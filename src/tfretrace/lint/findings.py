@@ -7,21 +7,40 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Finding:
-    """One rule violation; ``line`` is 1-based and ``column`` 0-based, as in ``ast``."""
+    """One rule violation; ``line`` is 1-based, ``column`` a 0-based offset in characters.
+
+    ``ast`` counts columns in UTF-8 bytes; editors, SARIF viewers and people count characters.
+    ``path`` is as the file system gave it (undecodable bytes as surrogates); formats escape it.
+    """
 
     path: str
     line: int
     column: int
     code: str
     message: str
+    # For a notebook: the code cell (1-based, code cells only) and ``line`` counts within it.
+    cell: int | None = None
+    # Stable across edits elsewhere in the file: a hash of the code and the finding's source line,
+    # with ``:N`` counting equal lines (SARIF partialFingerprints, code scanning's alert tracking).
+    fingerprint: str = ""
+
+    @property
+    def where(self) -> str:
+        """``line`` or ``cell N:line`` for people."""
+        return f"cell {self.cell}:{self.line}" if self.cell is not None else str(self.line)
 
 
 @dataclass(frozen=True)
 class Skipped:
-    """A file that could not be linted (syntax error, binary, undecodable, too large)."""
+    """A file that could not be linted (syntax error, binary, undecodable, too large).
+
+    ``error`` marks a file Python itself could not run (syntax error, undecodable, unreadable):
+    it fails the run like a finding. Binary, huge and non-regular files are only skipped.
+    """
 
     path: str
     reason: str
+    error: bool = False
 
 
 @dataclass
@@ -32,8 +51,10 @@ class Report:
     skipped: list[Skipped] = field(default_factory=list)
     files: int = 0
     lines: int = 0
+    # The folder SARIF URIs are relative to (%SRCROOT%): the config's or the repository's root.
+    root: str | None = None
 
     def sort(self) -> None:
         """Order findings by path, line, column and code so output is stable."""
-        self.findings.sort(key=lambda f: (f.path, f.line, f.column, f.code))
+        self.findings.sort(key=lambda f: (f.path, f.cell or 0, f.line, f.column, f.code))
         self.skipped.sort(key=lambda s: s.path)

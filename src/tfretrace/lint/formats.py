@@ -3,16 +3,48 @@
 from __future__ import annotations
 
 import json
+import os
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from tfretrace import __version__, catalogue
 from tfretrace._cause import Cause
+from tfretrace._text import encodable, printable
 from tfretrace.lint.findings import Report
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/tfretrace/tfretrace/blob/main/docs/lint.md"
+
+
+def shown_path(path: str) -> str:
+    """A path for people and JSON: undecodable bytes as ``\\xe9``, control characters escaped."""
+    try:
+        text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that does not stand for a byte
+        text = encodable(path)
+    return printable(text)
+
+
+def uri(path: str) -> str:
+    """A SARIF/RFC 3986 URI reference for a relative or absolute path: its bytes percent-encoded."""
+    return urllib.parse.quote(os.fsencode(path), safe="/")
+
+
+def artifact(path: str, root: str | None) -> dict[str, str]:
+    """A SARIF artifactLocation: relative to %SRCROOT% when the file is under the root, however it
+    was named on the command line (absolute, ``./x``, ``../x`` from a subfolder); else a file URI."""
+    absolute = os.path.abspath(path)
+    if root is not None:
+        rel = os.path.relpath(absolute, root)
+        if rel != ".." and not rel.startswith(".." + os.sep):
+            return {"uri": uri(rel.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
+    return {"uri": "file://" + uri(absolute.replace(os.sep, "/"))}
+
+
+def _root_uri(root: str) -> str:
+    return "file://" + uri(root.rstrip("/").replace(os.sep, "/") + "/")
 
 
 def statistics(report: Report) -> list[tuple[str, int]]:
@@ -23,12 +55,21 @@ def statistics(report: Report) -> list[tuple[str, int]]:
 
 def render_text(report: Report, codes: Sequence[str]) -> str:
     """``path:line:col: CODE message`` lines (1-based column), skipped files, then a summary."""
-    lines = [f"{f.path}:{f.line}:{f.column + 1}: {f.code} {f.message}" for f in report.findings]
-    lines += [f"{s.path}: skipped: {s.reason}" for s in report.skipped]
+    lines = [
+        f"{shown_path(f.path)}:{f.where}:{f.column + 1}: {f.code} {printable(f.message)}"
+        for f in report.findings
+    ]
+    lines += [
+        f"{shown_path(s.path)}: {'error' if s.error else 'skipped'}: {printable(s.reason)}"
+        for s in report.skipped
+    ]
     n = len(report.findings)
     summary = f"Found {n} finding{'s' if n != 1 else ''} in {report.files} files"
-    if report.skipped:
-        summary += f" ({len(report.skipped)} skipped)"
+    errors = sum(s.error for s in report.skipped)
+    if errors:
+        summary += f", {errors} file{'s' if errors != 1 else ''} with errors"
+    if len(report.skipped) > errors:
+        summary += f" ({len(report.skipped) - errors} skipped)"
     lines.append(summary + ".")
     return "\n".join(lines) + "\n"
 
@@ -40,9 +81,10 @@ def render_json(report: Report, codes: Sequence[str]) -> str:
         "version": __version__,
         "findings": [
             {
-                "path": f.path,
+                "path": shown_path(f.path),
                 "line": f.line,
                 "column": f.column + 1,
+                "cell": f.cell,
                 "code": f.code,
                 "slug": catalogue.get(f.code).slug,
                 "cause": catalogue.get(f.code).cause,
@@ -50,7 +92,9 @@ def render_json(report: Report, codes: Sequence[str]) -> str:
             }
             for f in report.findings
         ],
-        "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+        "skipped": [
+            {"path": shown_path(s.path), "reason": s.reason, "error": s.error} for s in report.skipped
+        ],
         "files": report.files,
         "lines": report.lines,
         "statistics": dict(statistics(report)),
@@ -89,19 +133,22 @@ def render_sarif(report: Report, codes: Sequence[str]) -> str:
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
+                        "artifactLocation": artifact(f.path, report.root),
                         "region": {"startLine": f.line, "startColumn": f.column + 1},
                     }
                 }
             ],
+            "partialFingerprints": {"primaryLocationLineHash": f.fingerprint},
+            # A notebook's line counts within the code cell named here (cells are not files).
+            **({"properties": {"cell": f.cell}} if f.cell is not None else {}),
         }
         for f in report.findings
     ]
     notes = [
         {
-            "level": "warning",
-            "message": {"text": f"skipped: {s.reason}"},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": s.path}}}],
+            "level": "error" if s.error else "warning",
+            "message": {"text": f"{'error' if s.error else 'skipped'}: {s.reason}"},
+            "locations": [{"physicalLocation": {"artifactLocation": artifact(s.path, report.root)}}],
         }
         for s in report.skipped
     ]
@@ -121,6 +168,7 @@ def render_sarif(report: Report, codes: Sequence[str]) -> str:
                 "invocations": [
                     {"executionSuccessful": True, "toolExecutionNotifications": notes}
                 ],
+                **({"originalUriBaseIds": {"%SRCROOT%": {"uri": _root_uri(report.root)}}} if report.root else {}),
                 "results": results,
             }
         ],
@@ -142,12 +190,14 @@ def render_github(report: Report, codes: Sequence[str]) -> str:
     for f in report.findings:
         slug = catalogue.get(f.code).slug
         props = (
-            f"file={_escape_property(f.path)},line={f.line},col={f.column + 1},"
-            f"title={_escape_property(f'{f.code} {slug}')}"
+            f"file={_escape_property(shown_path(f.path))},line={f.line},col={f.column + 1},"
+            f"title={_escape_property(f'{f.code} {slug}' + (f' (cell {f.cell})' if f.cell else ''))}"
         )
-        lines.append(f"::warning {props}::{_escape_data(f.message)}")
+        lines.append(f"::warning {props}::{_escape_data(printable(f.message))}")
     for s in report.skipped:
-        lines.append(f"::notice file={_escape_property(s.path)}::{_escape_data('skipped: ' + s.reason)}")
+        kind, word = ("error", "error") if s.error else ("notice", "skipped")
+        text = _escape_data(printable(f"{word}: {s.reason}"))
+        lines.append(f"::{kind} file={_escape_property(shown_path(s.path))}::{text}")
     return "".join(line + "\n" for line in lines)
 
 

@@ -147,10 +147,24 @@ def tf_function_in_loop(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
             yield node, "tf.function(...) is called inside a loop"
 
 
+_TRACING_DECORATORS = frozenset({"function", "computation", "tf_computation", "jit", "defun"})
+
+
+def _traced_itself(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A function decorated to be traced or compiled (tf.function, tff computations, jit): its
+    body runs once per trace, so a tf.function made in it is made once per trace, not per call."""
+    for deco in func.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        parts = dotted(target)
+        if parts and parts[-1] in _TRACING_DECORATORS:
+            return True
+    return False
+
+
 @rule("TFR102", ast.FunctionDef, ast.AsyncFunctionDef)
 def tf_function_per_call(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
     assert isinstance(node, FUNCS)
-    if not per_call(node, ctx.info):
+    if not per_call(node, ctx.info) or _traced_itself(node):
         return
     inner = ctx.derive(shadows=ctx.shadows + Scope(node.body, node.args))
     created: dict[str, ast.AST] = {}
@@ -202,9 +216,129 @@ def keras_model_in_loop(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
         and func.id not in ctx.shadows
     )
     # A model whose layers or inputs depend on the loop (a grid search) cannot be reused.
-    if builds and not (ctx.in_loop and ctx.depends_on_loop(node)):
+    if builds and not (ctx.in_loop and (ctx.depends_on_loop(node) or _configured_by_loop(node, ctx)
+                                        or _kept_by_loop(node, ctx))):
         where = "a request handler" if handler and not ctx.in_loop else "a loop"
         yield node, f"a Keras model is built inside {where}"
+
+
+def _configured_by_loop(node: ast.Call, ctx: Ctx) -> bool:
+    """True when the model built here is then given loop-dependent layers (``m.add(Dense(i))``)."""
+    loop = ctx.loop_node
+    if loop is None:
+        return False
+    body = getattr(loop, "body", ())
+    names = _assigned_names(node, body)
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id in names
+        and any(ctx.depends_on_loop(a) for a in _arguments(n))
+        for stmt in body
+        for n in ast.walk(stmt)
+    )
+
+
+def _loop_targets(loop: ast.AST | None) -> set[str]:
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
+    if isinstance(loop, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        return {n.id for g in loop.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _per_item(data: ast.expr, ctx: Ctx) -> bool:
+    """True when ``data`` is one item or batch of what the loop walks: the loop target, an element
+    picked with it (``x[i]``, ``x[i:i + 8]``), that wrapped (``np.expand_dims(s, 0)``, ``[s]``), or a
+    name the loop body fills from ``next(iterator)``."""
+    loop = ctx.loop_node
+    targets = _loop_targets(loop)
+    fed = {
+        t.id
+        for stmt in getattr(loop, "body", ())
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Name) and n.value.func.id == "next"
+        for target in n.targets
+        for t in ast.walk(target)
+        if isinstance(t, ast.Name)
+    }
+    names = targets | fed
+
+    def item(expr: ast.expr) -> bool:
+        if isinstance(expr, ast.Name):
+            return expr.id in names
+        if isinstance(expr, ast.Subscript):
+            return item(expr.value) or any(isinstance(n, ast.Name) and n.id in targets for n in ast.walk(expr.slice))
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            return any(item(e) for e in expr.elts)
+        if isinstance(expr, ast.Call):
+            return any(item(a) for a in expr.args)
+        return False
+
+    return item(data)
+
+
+def _assigned_names(node: ast.Call, body: Iterable[ast.stmt]) -> set[str]:
+    return {
+        t.id
+        for stmt in body
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Assign) and n.value is node
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+
+
+def _kept_by_loop(node: ast.Call, ctx: Ctx) -> bool:
+    """True when each model built here is kept: ``models.append(m)``, ``models[k] = m``, ``yield m``
+    (an ensemble, or one model per task), not built for one use and dropped."""
+    body = list(getattr(ctx.loop_node, "body", ()))
+    names = _assigned_names(node, body)
+    for stmt in body:
+        for n in ast.walk(stmt):
+            if (
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr in ("append", "add", "insert", "extend")
+                and any(isinstance(a, ast.Name) and a.id in names for a in n.args)
+            ):
+                return True
+            if (
+                isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in names
+                and any(isinstance(t, (ast.Subscript, ast.Attribute)) for t in n.targets)
+            ):
+                return True
+            if isinstance(n, (ast.Yield, ast.Return)) and isinstance(n.value, ast.Name) and n.value.id in names:
+                return True
+    return False
+
+
+def _short_loop(loop: ast.AST | None) -> bool:
+    """A loop over a literal of at most three items, range(k) or dataset.take(k) for k <= 3."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    it = loop.iter
+    if isinstance(it, (ast.List, ast.Tuple, ast.Set)):
+        return len(it.elts) <= 3
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Attribute)
+        and it.func.attr == "take"
+        and len(it.args) == 1
+        and isinstance(it.args[0], ast.Constant)
+        and isinstance(it.args[0].value, int)
+    ):
+        return it.args[0].value <= 3
+    return (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "range"
+        and len(it.args) == 1
+        and isinstance(it.args[0], ast.Constant)
+        and isinstance(it.args[0].value, int)
+        and it.args[0].value <= 3
+    )
 
 
 @rule("TFR104", ast.Call)
@@ -257,6 +391,11 @@ def keras_predict_in_loop(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
         return
     parts = dotted(func.value)
     if parts and parts[0] in ctx.loop_names:  # a new model per iteration: TFR103's business
+        return
+    # Only predict on data that changes per iteration (a sample, a small batch) retraces; the same
+    # whole dataset predicted once per epoch, or a loop of two or three cases, is not the bug.
+    data = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "x"), None)
+    if data is None or not _per_item(data, ctx) or _short_loop(ctx.loop_node):
         return
     yield node, f"{name}.predict() is called inside a loop"
 

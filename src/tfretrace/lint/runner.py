@@ -1,89 +1,98 @@
-"""Lint files and directories: discovery with excludes, safe reading, and the run's report."""
+"""Lint a run's files: safe reading, notebooks, a findings cache by content, and worker processes."""
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import io
+import json
 import os
+import stat
 import tokenize
-from collections.abc import Iterable, Iterator, Sequence
-from fnmatch import fnmatch
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfretrace.lint.checker import ALL_CODES, lint_tree
-from tfretrace.lint.config import DEFAULT_EXCLUDES, MAX_FILE_SIZE
-from tfretrace.lint.findings import Report, Skipped
+from tfretrace import __version__
+from tfretrace._io import atomic_write_text
+from tfretrace.lint.checker import ALL_CODES, lint_tree, python_lines
+from tfretrace.lint.config import MAX_FILE_SIZE
+from tfretrace.lint.discover import is_excluded, iter_files
+from tfretrace.lint.findings import Finding, Report, Skipped
+from tfretrace.lint.notebook import NotebookError, read_notebook
 
-_SUFFIXES = (".py", ".pyw")
+__all__ = ["is_excluded", "iter_files", "lint_paths", "parse", "read_source"]
 
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
-def is_excluded(path: Path, patterns: Sequence[str], root: Path) -> bool:
-    """True when a pattern matches the file or folder name, or its path relative to ``root``."""
-    if not patterns:
-        return False
-    rel = _relative(path, root)
-    for pattern in patterns:
-        pat = pattern.rstrip("/")
-        if fnmatch(path.name, pat) or fnmatch(rel, pat) or fnmatch(rel, pat + "/*"):
-            return True
-    return False
+# Below this many files a pool costs more to start than it saves.
+_PARALLEL_FROM = 16
+_CACHE_FORMAT = 2
 
 
-def iter_files(paths: Iterable[Path], exclude: Sequence[str], root: Path) -> Iterator[Path]:
-    """Python files under ``paths``. Raises FileNotFoundError for a path that does not exist.
+@dataclass(frozen=True)
+class FileResult:
+    """What linting one file gave: findings, or why it was skipped, and its line count."""
 
-    Files named explicitly are linted whatever their suffix (pre-commit passes them), unless
-    a configured exclude matches; the built-in directory excludes only prune the walk.
-    """
-    for path in paths:
-        if path.is_file():
-            if not is_excluded(path, exclude, root):
-                yield path
-            continue
-        if not path.is_dir():
-            raise FileNotFoundError(f"{path}: no such file or directory")
-        for folder, dirs, files in os.walk(path):
-            base = Path(folder)
-            dirs[:] = sorted(
-                d
-                for d in dirs
-                if d not in DEFAULT_EXCLUDES
-                and not d.endswith(".egg-info")
-                and not is_excluded(base / d, exclude, root)
-            )
-            for name in sorted(files):
-                candidate = base / name
-                if name.endswith(_SUFFIXES) and not is_excluded(candidate, exclude, root):
-                    yield candidate
+    findings: tuple[Finding, ...]
+    skipped: Skipped | None
+    lines: int
 
 
 def read_source(path: Path, max_size: int = MAX_FILE_SIZE) -> str | Skipped:
-    """The decoded text of a Python file, or why it is skipped; never raises for bad content."""
-    shown = path.as_posix()
+    """The decoded text of a Python file, or why it is skipped; never raises or blocks."""
+    data = read_bytes(path, max_size)
+    return data if isinstance(data, Skipped) else decode(data, path.as_posix())
+
+
+def read_bytes(path: Path, max_size: int) -> bytes | Skipped:
+    """The raw content of a regular file, or why it is not read."""
     try:
-        size = path.stat().st_size
-        if size > max_size:
-            return Skipped(shown, f"file too large ({size} bytes > {max_size})")
-        data = path.read_bytes()
+        data = _read_regular(path, max_size)
     except OSError as exc:
-        return Skipped(shown, f"cannot read: {exc.strerror or exc}")
+        return Skipped(path.as_posix(), f"cannot read: {exc.strerror or exc}", error=True)
+    return Skipped(path.as_posix(), data) if isinstance(data, str) else data
+
+
+def decode(data: bytes, shown: str) -> str | Skipped:
+    """Text by the file's coding cookie (PEP 263), or why it cannot be decoded."""
     if b"\x00" in data:
         return Skipped(shown, "binary file (contains NUL bytes)")
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:  # an unknown codec in the coding cookie
-        return Skipped(shown, f"bad encoding declaration: {exc.msg}")
+        return Skipped(shown, f"bad encoding declaration: {exc.msg}", error=True)
     try:
         return data.decode(encoding)
     except (UnicodeDecodeError, LookupError):
-        return Skipped(shown, f"cannot decode as {encoding} (add a coding cookie?)")
+        return Skipped(shown, f"cannot decode as {encoding} (add a coding cookie?)", error=True)
+
+
+def _read_regular(path: Path, max_size: int) -> bytes | str:
+    """The bytes of a regular file of at most ``max_size`` bytes, or why it is not read.
+
+    Opened without blocking and checked on the open descriptor: a FIFO named ``pipe.py``
+    would block forever and a link to /dev/zero never ends, even if swapped in after a stat.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        if info.st_size > max_size:
+            return f"file too large ({info.st_size} bytes > {max_size})"
+        chunks = []
+        total = 0
+        while True:  # bounded even when the size lied (a file still growing, /proc)
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > max_size:
+                return f"file too large (more than {max_size} bytes)"
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def parse(source: str, path: str) -> ast.Module | Skipped:
@@ -91,30 +100,126 @@ def parse(source: str, path: str) -> ast.Module | Skipped:
     try:
         return ast.parse(source, filename=path)
     except SyntaxError as exc:
-        return Skipped(path, f"syntax error at line {exc.lineno}: {exc.msg}")
+        return Skipped(path, f"syntax error at line {exc.lineno}: {exc.msg}", error=True)
     except (ValueError, RecursionError, MemoryError) as exc:
         return Skipped(path, f"cannot parse: {type(exc).__name__}")
 
 
-def lint_file(path: Path, report: Report, codes: Sequence[str], max_size: int) -> None:
-    """Lint one file into ``report``; problems with the file itself become a Skipped entry."""
-    source = read_source(path, max_size)
-    if isinstance(source, Skipped):
-        report.skipped.append(source)
-        return
-    shown = path.as_posix()
-    tree = parse(source, shown)
-    if isinstance(tree, Skipped):
-        report.skipped.append(tree)
-        return
+def lint_content(data: bytes, shown: str, codes: Sequence[str]) -> FileResult:
+    """Lint one file's bytes (a notebook when ``shown`` ends in .ipynb)."""
+    text = decode(data, shown)
+    if isinstance(text, Skipped):
+        return FileResult((), text, 0)
+    origin = None
+    if shown.endswith(".ipynb"):
+        try:
+            notebook = read_notebook(text)
+        except NotebookError as exc:
+            return FileResult((), Skipped(shown, str(exc), error=True), 0)
+        text, origin = notebook.text, notebook
     try:
-        findings = lint_tree(tree, source, shown, codes)
+        tree = ast.parse(text, filename=shown)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}"
+        if origin is not None:
+            cell, line = origin.locate(exc.lineno or 1)
+            where = f"cell {cell}, line {line}"
+        return FileResult((), Skipped(shown, f"syntax error at {where}: {exc.msg}", error=True), 0)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return FileResult((), Skipped(shown, f"cannot parse: {type(exc).__name__}"), 0)
+    try:
+        findings = lint_tree(tree, text, shown, codes)
     except RecursionError:  # absurdly deep nesting: report rather than crash
-        report.skipped.append(Skipped(shown, "nesting too deep to analyse"))
-        return
-    report.files += 1
-    report.lines += source.count("\n") + (not source.endswith("\n"))
-    report.findings.extend(findings)
+        return FileResult((), Skipped(shown, "nesting too deep to analyse"), 0)
+    findings = fingerprinted(findings, python_lines(text))
+    if origin is not None:
+        findings = [_in_cell(f, *origin.locate(f.line)) for f in findings]
+    lines = text.count("\n") + (not text.endswith("\n"))
+    return FileResult(tuple(findings), None, lines)
+
+
+def _in_cell(finding: Finding, cell: int, line: int) -> Finding:
+    return replace(finding, line=line, cell=cell)
+
+
+def fingerprinted(findings: Sequence[Finding], lines: Sequence[str]) -> list[Finding]:
+    """Each finding with a fingerprint of its code and source line (``hash:N`` for the Nth equal one)."""
+    seen: dict[str, int] = {}
+    out = []
+    for finding in findings:
+        text = lines[finding.line - 1].strip() if 0 < finding.line <= len(lines) else ""
+        digest = hashlib.sha256(f"{finding.code}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        seen[digest] = seen.get(digest, 0) + 1
+        out.append(replace(finding, fingerprint=f"{digest}:{seen[digest]}"))
+    return out
+
+
+class Cache:
+    """Findings per file content, tool version and rule selection: one JSON index per folder.
+
+    The index is read once at the start of a run and written once, atomically, at its end, with
+    only the entries this run used (so it never grows beyond the tree). A hit skips decoding,
+    parsing and every rule; an unreadable or foreign index is empty, and a folder that cannot be
+    written only costs speed.
+    """
+
+    def __init__(self, folder: Path, codes: Sequence[str]) -> None:
+        # The layout has a number of its own, so a format change never reads old entries.
+        self.folder = folder
+        self.index = folder / f"lint-{__version__}-{_CACHE_FORMAT}.json"
+        self._salt = ("\0".join(codes) + "\0").encode()
+        self._old: dict[str, list[object]] = {}
+        self._new: dict[str, list[object]] = {}
+        try:
+            loaded = json.loads(self.index.read_text(encoding="utf-8"))
+            if isinstance(loaded, dict):
+                self._old = loaded
+        except (OSError, ValueError):
+            pass
+
+    def key(self, data: bytes, shown: str) -> str:
+        kind = b"ipynb" if shown.endswith(".ipynb") else b"py"
+        return hashlib.sha256(self._salt + kind + b"\0" + data).hexdigest()
+
+    def get(self, key: str, shown: str) -> FileResult | None:
+        entry = self._old.get(key)
+        if entry is None:
+            return None
+        try:
+            findings, skipped, lines = entry
+            result = FileResult(
+                tuple(Finding(shown, *f) for f in findings),  # type: ignore[attr-defined]
+                Skipped(shown, *skipped) if skipped else None,  # type: ignore[misc]
+                int(lines),  # type: ignore[call-overload]
+            )
+        except (TypeError, ValueError):
+            return None
+        self._new[key] = entry
+        return result
+
+    def put(self, key: str, result: FileResult) -> None:
+        self._new[key] = [
+            [[f.line, f.column, f.code, f.message, f.cell, f.fingerprint] for f in result.findings],
+            [result.skipped.reason, result.skipped.error] if result.skipped else None,
+            result.lines,
+        ]
+
+    def save(self) -> None:
+        """Write the entries this run used; nothing is written when they did not change."""
+        if self._new == self._old:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            marker = self.folder / ".gitignore"
+            if not marker.exists():
+                atomic_write_text(marker, "# written by tfretrace lint\n*\n")
+            atomic_write_text(self.index, json.dumps(self._new, separators=(",", ":")))
+        except OSError:
+            pass
+
+
+def _lint_many(items: list[tuple[bytes, str]], codes: Sequence[str]) -> list[FileResult]:
+    return [lint_content(data, shown, codes) for data, shown in items]
 
 
 def lint_paths(
@@ -123,11 +228,53 @@ def lint_paths(
     exclude: Sequence[str] = (),
     max_size: int = MAX_FILE_SIZE,
     root: Path | None = None,
+    *,
+    jobs: int = 1,
+    cache_dir: Path | None = None,
+    gitignore: bool = True,
 ) -> Report:
-    """Lint files and directories. Raises FileNotFoundError for a missing path."""
+    """Lint files and directories. Raises FileNotFoundError for a missing path.
+
+    ``jobs`` > 1 lints in that many worker processes; ``cache_dir`` keeps findings per file
+    content so an unchanged file is not linted again.
+    """
     base = (root or Path.cwd()).resolve()
-    report = Report()
-    for path in iter_files([Path(p) for p in paths], exclude, base):
-        lint_file(path, report, codes, max_size)
+    files = list(iter_files([Path(p) for p in paths], exclude, base, gitignore=gitignore))
+    cache = Cache(cache_dir, codes) if cache_dir is not None else None
+    results: list[FileResult | None] = []
+    todo: list[tuple[int, bytes, str, str]] = []  # (slot, content, shown path, cache key)
+    for path in files:
+        shown = path.as_posix()
+        data = read_bytes(path, max_size)
+        if isinstance(data, Skipped):
+            results.append(FileResult((), data, 0))
+            continue
+        key = cache.key(data, shown) if cache is not None else ""
+        hit = cache.get(key, shown) if cache is not None else None
+        results.append(hit)
+        if hit is None:
+            todo.append((len(results) - 1, data, shown, key))
+    if jobs > 1 and len(todo) >= _PARALLEL_FROM:
+        size = max(1, len(todo) // (jobs * 8))
+        batches = [[(d, s) for _, d, s, _ in todo[i : i + size]] for i in range(0, len(todo), size)]
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            done = [r for batch in pool.map(_lint_many, batches, [codes] * len(batches)) for r in batch]
+    else:
+        done = [lint_content(data, shown, codes) for _, data, shown, _ in todo]
+    for (slot, _, _, key), fresh in zip(todo, done):
+        results[slot] = fresh
+        if cache is not None:
+            cache.put(key, fresh)
+    if cache is not None:
+        cache.save()
+    report = Report(root=str(base))
+    for result in results:
+        assert result is not None  # every slot is a hit or was linted above
+        if result.skipped is not None:
+            report.skipped.append(result.skipped)
+            continue
+        report.files += 1
+        report.lines += result.lines
+        report.findings.extend(result.findings)
     report.sort()
     return report
