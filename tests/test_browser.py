@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 SCREENSHOT = Path(os.environ.get("TFRETRACE_SCREENSHOT", "/tmp/report-test.png"))
 
 
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
+@contextmanager
+def chromium(width: int = 1200, height: int = 1600) -> Iterator[Any]:
+    """A headless Chromium driven by selenium, with its own throw-away profile."""
     # CI installs Chromium (`make chromium`): a missing browser is a failure, never a skip.
     from selenium import webdriver  # an ImportError fails the test too (dev extras)
     from selenium.webdriver.chrome.service import Service
@@ -34,7 +36,7 @@ def driver() -> Iterator[Any]:
     options.binary_location = CHROMIUM
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--window-size=1200,1600"):
+                 "--disable-component-update", "--disable-sync", f"--window-size={width},{height}"):
         options.add_argument(flag)
     profile = tempfile.mkdtemp(prefix="tfretrace-chromium-")
     options.add_argument(f"--user-data-dir={profile}")
@@ -45,6 +47,12 @@ def driver() -> Iterator[Any]:
     finally:
         browser.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    with chromium() as browser:
+        yield browser
 
 
 @pytest.fixture(scope="module")
@@ -112,3 +120,65 @@ def test_sorting_by_column(page: Any) -> None:
     assert first.get_attribute("textContent") == "eval_step"  # 400 calls, however filtered
     severe = [e for e in page.get_log("browser") if e["level"] == "SEVERE"]
     assert severe == []
+
+
+def test_headers_sort_by_keyboard_text_first_a_to_z(page: Any) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    page.refresh()
+    box = page.find_element(By.ID, "filter")
+    box.click()
+    labels = []
+    for _ in range(12):  # Tab from the filter box reaches the header buttons
+        page.switch_to.active_element.send_keys(Keys.TAB)
+        active = page.switch_to.active_element
+        labels.append(active.text)
+        if active.tag_name == "button" and active.text == "function":
+            break
+    assert page.switch_to.active_element.text == "function", labels
+    page.switch_to.active_element.send_keys(Keys.ENTER)
+    header = page.find_elements(By.CSS_SELECTOR, "#ranking th")[0]
+    assert header.get_attribute("aria-sort") == "ascending"
+    names = [a.get_attribute("textContent") for a in page.find_elements(By.CSS_SELECTOR, "#ranking tbody a")]
+    assert names == sorted(names, key=lambda n: n.lower()) or names[0].startswith("<")  # A to Z first
+    page.switch_to.active_element.send_keys(" ")
+    assert header.get_attribute("aria-sort") == "descending"
+    others = page.find_elements(By.CSS_SELECTOR, "#ranking th")[1:]
+    assert all(th.get_attribute("aria-sort") == "none" for th in others)
+
+
+# Characters after which the browser wrapped each location: only a "/" (or a space in the name).
+_WRAPS = """
+return Array.from(document.querySelectorAll('td.loc, p.where code')).map(function (el) {
+  var text = el.textContent, node = document.createTreeWalker(el, NodeFilter.SHOW_TEXT), wraps = [];
+  var tops = [], chars = [];
+  while (node.nextNode()) {
+    var t = node.currentNode;
+    for (var i = 0; i < t.length; i++) {
+      var r = document.createRange(); r.setStart(t, i); r.setEnd(t, i + 1);
+      var rect = r.getBoundingClientRect(); tops.push(rect.top); chars.push(t.data[i]);
+    }
+  }
+  for (var j = 1; j < tops.length; j++) { if (tops[j] > tops[j - 1] + 2) { wraps.push(chars[j - 1]); } }
+  return [text, wraps];
+});
+"""
+
+
+def test_at_700_px_locations_wrap_only_after_a_slash(driver: Any, tmp_path: Path) -> None:
+    path = tmp_path / "report.html"
+    path.write_text(HtmlRenderer().render(S.mixed_session()), encoding="utf-8")
+    driver.set_window_size(700, 1400)
+    try:
+        driver.get(path.as_uri())
+        found = driver.execute_script(_WRAPS)
+        assert found and any(wraps for _, wraps in found)  # 700 px does wrap some location
+        for text, wraps in found:
+            assert set(wraps) <= {"/", " "}, (text, wraps)  # never inside a name or file:line
+        assert driver.execute_script("return document.documentElement.scrollWidth") <= 700
+        shot = Path(os.environ.get("TFRETRACE_SCREENSHOT_700", "/tmp/report-700.png"))
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(shot))
+    finally:
+        driver.set_window_size(1200, 1600)

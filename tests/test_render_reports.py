@@ -112,10 +112,29 @@ def test_text_folds_a_storm() -> None:
     assert out.count("@tf.function(input_signature") == 1  # the same fix is shown once
 
 
-def test_text_does_not_interpret_markup_and_pins_width() -> None:
-    out = TextRenderer(width=70).render(S.mixed_session())
-    assert S.HOSTILE_MARKUP in out
-    assert max(len(line) for line in out.splitlines()) <= 70
+def test_text_does_not_interpret_markup() -> None:
+    assert S.HOSTILE_MARKUP in TextRenderer(width=70).render(S.mixed_session())
+
+
+@pytest.mark.parametrize("width", [40, 70, 100])
+def test_text_wraps_prose_and_never_cuts_code_or_locations(width: int) -> None:
+    session = S.mixed_session()
+    out = TextRenderer(width=width).render(session)
+    lines = out.splitlines()
+    code = {line.strip() for f in session.functions for e in f.events if e.fix for line in e.fix.splitlines()}
+    head = next(i for i, line in enumerate(lines) if "main cause" in line)
+    table = lines[head : lines.index("", head)]  # the ranked table runs long rather than lose a column
+    for line in lines:
+        if len(line) > width:  # only code and the table may run past the width, never prose
+            assert line.strip() in code or line in table or " " not in line.strip(), line
+    for report in session.functions:
+        words = " ".join(lines)
+        assert report.location in words
+        for event in report.events:
+            if event.call_site:
+                assert f"at {event.call_site}" in words  # the location moves whole, never split
+            for line in (event.fix or "").splitlines():
+                assert line in lines or any(shown.endswith(line) for shown in lines)
 
 
 def test_text_colour_only_when_asked() -> None:
@@ -225,3 +244,30 @@ def test_json_for_script_escapes_closing_tags() -> None:
 def test_html_of_empty_session_has_no_table() -> None:
     html = HtmlRenderer().render(S.empty_session())
     assert "No tf.function was traced." in html and 'id="ranking"' not in html
+
+
+def test_timeline_calls_line_of_a_late_function_starts_at_its_first_trace() -> None:
+    import dataclasses
+    import re
+
+    from tfretrace.render.timeline import timeline_svg
+
+    late = dataclasses.replace(
+        S.storm(4), events=tuple(dataclasses.replace(e, time=e.time + 8.0) for e in S.storm(4).events)
+    )
+    svg = str(timeline_svg(late, wall_seconds=10.0))
+    match = re.search(r'<polyline class="calls" points="([^"]+)"', svg)
+    assert match is not None
+    points = [tuple(map(float, p.split(","))) for p in match.group(1).split()]
+    (x0, y0), (x1, y1), (x2, y2) = points[:3]
+    assert y0 == y1 and x1 > x0  # flat at zero calls from the start of the axis ...
+    assert x2 == x1 and y2 < y1  # ... until the first trace, then straight up
+
+
+def test_html_headers_are_buttons_with_aria_sort_and_locations_break_after_slashes() -> None:
+    html = HtmlRenderer().render(S.mixed_session())
+    page = _parse(html)
+    assert html.count('aria-sort="none"><button type="button">') == 7
+    assert "keras/<wbr>src/<wbr>backend/<wbr>tensorflow/<wbr>trainer.py:219" in html
+    assert "word-break: break-all" not in html
+    assert page.svgs == len(S.mixed_session().functions)

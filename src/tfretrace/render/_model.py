@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from tfretrace import catalogue
 from tfretrace._cause import Cause
+from tfretrace._text import printable
 from tfretrace.events import FunctionReport, KerasInfo, TraceEvent
+from tfretrace.fix.plan import PlanStep, plan_steps, render_counts
 from tfretrace.session import Session
+from tfretrace.xla_events import RECOMPILE, XlaEvent
 
 # Expected traces: shown for the timeline, never counted as something to fix.
 # A run of identical causes shows this many events before collapsing into "… N more like this".
@@ -33,17 +38,71 @@ class EventGroup:
         return f"… {len(self.hidden)} more {self.cause} like this ({span})"
 
 
+_T = TypeVar("_T")
+
+
+def printable_copy(value: _T) -> _T:
+    """A copy of a session (or any record in it) whose every string is safe for a terminal.
+
+    Names, call sites, notes and reprs come from the user's program or a loaded file; an ESC
+    or OSC sequence in one of them must be shown, not obeyed (window title, OSC 52 clipboard).
+    """
+    return _clean(value)  # type: ignore[no-any-return]
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, tuple):
+        return tuple(_clean(v) for v in value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):  # fix plan steps
+        return {k: _clean(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _clean(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
+        return replace(value, **fields)
+    return value
+
+
 def ranked_functions(session: Session) -> list[FunctionReport]:
-    """Functions in the order of :meth:`Session.summary`: costliest tracing first."""
+    """Functions in the order of :meth:`Session.summary`: costliest tracing + XLA compiling first."""
     return sorted(
         session.functions,
-        key=lambda f: (-f.trace_seconds, -f.traces, f.display_name(), f.worker or ""),
+        key=lambda f: (-(f.trace_seconds + f.xla_compile_seconds), -f.traces, f.display_name(), f.worker or ""),
     )
 
 
+def xla_recompiles(report: FunctionReport) -> int:
+    """XLA compiles beyond the first of each trace (the ones to fix)."""
+    firsts = {e.trace for e in report.xla_events}
+    return max(report.xla_compiles - len(firsts), 0)
+
+
 def retracing_functions(session: Session) -> list[FunctionReport]:
-    """The ranked functions that traced more than the expected first time."""
-    return [f for f in ranked_functions(session) if f.retraces > 0]
+    """The ranked functions that traced more than the expected first time, or XLA recompiled."""
+    return [f for f in ranked_functions(session) if f.retraces > 0 or xla_recompiles(f) > 0]
+
+
+def xla_stats(report: FunctionReport) -> str:
+    """``XLA compiles 6 (4 recompiles), 490.1 ms compiling``; empty without XLA compiles."""
+    if not report.xla_compiles:
+        return ""
+    return (
+        f"XLA compiles {report.xla_compiles} ({plural(xla_recompiles(report), 'recompile')}), "
+        f"{fmt_seconds(report.xla_compile_seconds)} compiling"
+    )
+
+
+def megamorphic_line(report: FunctionReport) -> str:
+    """The warning for clusters TensorFlow would stop compiling under auto-clustering."""
+    if not report.megamorphic:
+        return ""
+    return (
+        f"megamorphic XLA cluster(s) {', '.join(report.megamorphic)}: compiled more than 10 "
+        "times with fewer than 50 calls per compile (under auto-clustering TensorFlow stops "
+        "compiling them)"
+    )
 
 
 def group_events(
@@ -128,12 +187,29 @@ def summary_line(session: Session) -> str:
     functions = plural(len(session.functions), "function")
     tracing = sum(f.trace_seconds for f in session.functions)
     share = tracing / session.wall_seconds if session.wall_seconds > 0 else 0.0
-    return (
+    line = (
         f"{functions}, {plural(session.total_traces, 'trace')} "
         f"({plural(session.total_retraces, 'retrace')}), "
         f"{fmt_seconds(tracing)} tracing = {fmt_share(share)} of "
         f"{fmt_seconds(session.wall_seconds)} wall"
     )
+    compiles = sum(f.xla_compiles for f in session.functions)
+    if compiles:
+        recompiles = sum(xla_recompiles(f) for f in session.functions)
+        seconds = sum(f.xla_compile_seconds for f in session.functions)
+        line += (
+            f"; {plural(compiles, 'XLA compile')} ({plural(recompiles, 'recompile')}), "
+            f"{fmt_seconds(seconds)} compiling"
+        )
+    return line
+
+
+def xla_event_line(event: XlaEvent) -> str:
+    """``XLA #3 xla-recompile  80.1 ms  (trace #2, compared with XLA #2)``."""
+    where = f"trace #{event.trace}"
+    if event.closest is not None:
+        where += f", compared with XLA #{event.closest}"
+    return f"XLA #{event.index} {event.cause}  {fmt_seconds(event.seconds)}  ({where})"
 
 
 def event_line(event: TraceEvent) -> str:
@@ -177,6 +253,9 @@ def causes_of(report: FunctionReport) -> list[Cause]:
     for event in report.events:
         if event.is_retrace:
             counts[event.cause] = counts.get(event.cause, 0) + 1
+    recompiles = xla_recompiles(report)
+    if recompiles:
+        counts[RECOMPILE] = recompiles
     found = []
     for slug in sorted(counts, key=lambda s: (-counts[s], s)):
         try:
@@ -191,12 +270,13 @@ def fixes_to_show(report: FunctionReport) -> dict[int, str]:
     """Event index -> fix code, only where it differs from the previous event's fix.
 
     Consecutive retraces of one cause usually carry the same fix; repeating it would hide
-    the one that differs.
+    the one that differs. A fix the function's plan already shows is not repeated.
     """
     shown: dict[int, str] = {}
     previous: str | None = None
+    in_plan = {step.code for step in plan_of(report) if step.code}
     for event in report.events:
-        if event.fix and event.fix != previous:
+        if event.fix and event.fix != previous and event.fix not in in_plan:
             shown[event.index] = event.fix
         if event.fix:
             previous = event.fix
@@ -209,3 +289,51 @@ def cause_title(slug: str) -> str:
         return catalogue.get(slug).title
     except KeyError:
         return slug
+
+
+def plan_of(report: FunctionReport) -> list[PlanStep]:
+    """The function's fix plan as steps; a malformed step (foreign session) is left out."""
+    return plan_steps(report)
+
+
+def plan_headline(steps: list[PlanStep]) -> str:
+    """``Fix plan: 24 traces -> 8 -> 1, saves 1.26 s`` (or why there is nothing to apply)."""
+    counts = render_counts(tuple(steps))
+    # XLA steps are alternatives to each other (bucket, or XLA off): only the best one counts.
+    saved = sum(s.seconds_saved for s in steps if s.compiles_before is None) + max(
+        (s.seconds_saved for s in steps if s.compiles_before is not None), default=0.0)
+    if not counts:
+        xla = [s for s in steps if s.compiles_before is not None]
+        if xla:  # only XLA steps: the best one's compiles (they are alternatives)
+            best = max(xla, key=lambda s: s.seconds_saved)
+            return (f"Fix plan: {best.compiles_before} XLA compiles -> {best.compiles_after}, "
+                    f"saves {fmt_seconds(best.seconds_saved)}")
+        return "Fix plan: no fix is predicted to remove a trace"
+    return f"Fix plan: {counts}, saves {fmt_seconds(saved)}"
+
+
+def step_line(number: int, step: PlanStep) -> str:
+    """``1. python-value-changed: pass lr as a tensor ... (24 -> 8 traces, saves 874.0 ms)``."""
+    if step.kind == "statement":
+        return f"note ({step.cause}): {step.summary}"
+    if step.compiles_before is not None:
+        return (
+            f"{number}. {step.cause}: {step.summary} ({step.compiles_before} -> {step.compiles_after} "
+            f"XLA compiles, saves {fmt_seconds(step.seconds_saved)})"
+        )
+    final = ", final" if step.final else ""
+    verified = "" if step.verified is None else f", measured {step.verified}"
+    return (
+        f"{number}. {step.cause}{final}: {step.summary} "
+        f"({step.traces_before} -> {step.traces_after} traces{verified}, saves {fmt_seconds(step.seconds_saved)})"
+    )
+
+
+def step_where(step: PlanStep) -> str:
+    """``edits: train.py:74, train.py:41`` or ``advice: not applied by tfretrace fix``."""
+    if step.kind == "statement":
+        return ""
+    if not step.edits:
+        return "advice: edit by hand (not applied by tfretrace fix)"
+    places = list(dict.fromkeys(f"{e.span.path}:{e.span.line}" for e in step.edits))
+    return "edits: " + ", ".join(places)

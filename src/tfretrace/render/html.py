@@ -10,7 +10,7 @@ from importlib import resources
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from tfretrace import __version__
 from tfretrace.events import FunctionReport, TraceEvent
@@ -53,6 +53,7 @@ class HtmlRenderer:
             summary=_model.summary_line(session),
             functions=views,
             retracing=sum(1 for v in views if v["retracing"]),
+            xla=any(f.xla_compiles for f in session.functions),
             data_json=Markup(json_for_script({"functions": index})),
             script=Markup(script),
             css=Markup(_asset("report.css")),
@@ -81,13 +82,23 @@ def json_for_script(data: Any) -> str:
 @cache
 def _environment() -> jinja2.Environment:
     loader = jinja2.FileSystemLoader(str(resources.files("tfretrace.render") / "templates"))
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=loader,
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["breakable"] = breakable
+    return env
+
+
+def breakable(text: str, separator: str = "/") -> Markup:
+    """Escaped text a narrow page may wrap after ``separator`` only (never inside ``file:line``).
+
+    Locations break after a ``/``; qualified names (``Trainer.<locals>.step``) after a ``.``.
+    """
+    return Markup(f"{separator}<wbr>").join(escape(part) for part in str(text).split(separator))
 
 
 @cache
@@ -101,7 +112,20 @@ def _function_view(
     """What the template shows for one function, computed here so the template stays dumb."""
     fixes = _model.fixes_to_show(report)
     groups, cut = _model.group_events(report.events)
+    steps = _model.plan_of(report)
+    plan = []
+    step_number = 0
+    for step in steps:
+        step_number += step.kind != "statement"
+        plan.append({
+            "line": _model.step_line(step_number, step),
+            "code": step.code,
+            "where": _model.step_where(step),
+            "statement": step.kind == "statement",
+        })
     return {
+        "plan": plan,
+        "plan_headline": _model.plan_headline(steps) if steps else "",
         "id": f"fn-{number}",
         "label": _model.label(report),
         "location": report.location,
@@ -118,6 +142,15 @@ def _function_view(
         "main_cause": report.main_cause,
         "main_cause_title": _model.cause_title(report.main_cause) if report.main_cause else "",
         "failed_traces": report.failed_traces,
+        "xla_compiles": report.xla_compiles,
+        "xla_compile_seconds": report.xla_compile_seconds,
+        "xla_stats": _model.xla_stats(report),
+        "megamorphic": _model.megamorphic_line(report),
+        "xla_events": [
+            {"line": _model.xla_event_line(e), "changes": [c.line() for c in e.changes]}
+            for e in report.xla_events if e.cause != "xla-first-compile"
+        ][: _model.MAX_SHOWN],
+        "refused_traces": report.refused_traces,
         "dropped_events": report.dropped_events,
         "svg": timeline_svg(report, session.wall_seconds, start),
         "groups": [

@@ -97,7 +97,10 @@ def timeline_svg(report: FunctionReport, wall_seconds: float, start: float = 0.0
         f'<text class="axis" transform="translate({WIDTH - 8} {_TOP + plot_h / 2:.1f}) '
         f'rotate(90)" text-anchor="middle" fill="{TRACES_COLOUR}">traces</text>'
     )
-    calls_points = [(x_min, 0.0)]
+    # No call happens before the function's first trace: a function that starts late stays
+    # flat at zero until then, instead of a diagonal from the session start.
+    first = events[0].time if events else x_min
+    calls_points = [(x_min, 0.0), (first, 0.0)]
     calls_points += [(e.time, float(e.calls_total)) for e in events if e.calls_total is not None]
     calls_points.append((end, float(report.calls)))
     out.append(_polyline(calls_points, x, lambda v: y(v, calls_ticks), CALLS_COLOUR, "calls"))

@@ -24,14 +24,17 @@
   only.addEventListener("change", apply);
   apply();
 
+  // Header buttons: reachable by Tab, Enter or Space sort; aria-sort says the current order.
+  // A first click sorts text A to Z and numbers largest first; the next click reverses.
   var table = document.getElementById("ranking");
   var headers = table.querySelectorAll("th");
   headers.forEach(function (th, column) {
-    th.addEventListener("click", function () {
+    th.querySelector("button").addEventListener("click", function () {
       var numeric = th.getAttribute("data-type") === "num";
-      var descending = !th.classList.contains("sorted-desc");
-      headers.forEach(function (h) { h.classList.remove("sorted-asc", "sorted-desc"); });
-      th.classList.add(descending ? "sorted-desc" : "sorted-asc");
+      var now = th.getAttribute("aria-sort");
+      var descending = now === "none" ? numeric : now === "ascending";
+      headers.forEach(function (h) { h.setAttribute("aria-sort", "none"); });
+      th.setAttribute("aria-sort", descending ? "descending" : "ascending");
       var body = table.tBodies[0];
       var rows = Array.prototype.slice.call(body.rows);
       rows.sort(function (a, b) {

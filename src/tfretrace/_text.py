@@ -1,0 +1,34 @@
+"""Making recorded strings safe to show: no terminal control sequences, nothing unencodable."""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI on some terminals),
+# line/paragraph separators and the bidirectional overrides that can reorder what is shown.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (ESC, OSC, CR, bidi overrides...) shown as escapes.
+
+    Newlines and tabs stay: report lines and fix code are multi-line. A name, path or note
+    recorded from the user's program can then never drive the terminal it is printed on.
+    """
+    return _SURROGATE.sub(_escape, _UNSAFE.sub(_escape, text))
+
+
+def encodable(text: str) -> str:
+    """``text`` with lone surrogates (from undecodable file names) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def one_line(text: str) -> str:
+    """``printable(text)`` with newlines and tabs escaped too: for messages that must stay one line."""
+    return printable(text).replace("\n", "\\n").replace("\t", "\\t")
