@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tfretrace import analyzer, monitor
-from tfretrace._tf_adapter import RawTrace
+from tfretrace._tf.reading import RawTrace
 from tfretrace.events import Leaf
 
 
