@@ -3,77 +3,20 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
+import tempfile
 import types
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import sessions as S
 import tfretrace
+from cli_fakes import SCRIPT, FakeMonitor
 from tfretrace import catalogue, cli
-from tfretrace.errors import TensorFlowMissingError
-from tfretrace.session import Session
 
-
-@pytest.fixture(autouse=True)
-def clean_global_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """`run` swaps sys.argv, sys.path[0] and __main__: each test must leave them as it found them."""
-    for name in ("NO_COLOR", "FORCE_COLOR", "COLUMNS"):
-        monkeypatch.delenv(name, raising=False)
-    before = (list(sys.argv), sys.path[0], sys.modules["__main__"])
-    yield
-    assert (list(sys.argv), sys.path[0], sys.modules["__main__"]) == before
-
-
-class FakeMonitor:
-    """Stands in for tfretrace.monitor so `run` is tested without TensorFlow."""
-
-    def __init__(self, session: Session, missing: bool = False) -> None:
-        self.session, self.missing = session, missing
-        self.installed: list[bool] = []
-        self.stopped = 0
-
-    def install(self, *, warn: bool = True) -> None:
-        if self.missing:
-            raise TensorFlowMissingError("TensorFlow is not installed: pip install tensorflow")
-        self.installed.append(warn)
-
-    def stop(self) -> Session:
-        self.stopped += 1
-        return self.session
-
-
-@pytest.fixture
-def monitor(monkeypatch: pytest.MonkeyPatch) -> FakeMonitor:
-    fake = FakeMonitor(S.mixed_session())
-    module = types.ModuleType("tfretrace.monitor")
-    module.install = fake.install  # type: ignore[attr-defined]
-    module.stop = fake.stop  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tfretrace.monitor", module)
-    return fake
-
-
-SCRIPT = """
-import json, sys
-print(json.dumps({"argv": sys.argv, "name": __name__,
-                  "main": sys.modules["__main__"].__dict__.get("MARK")}))
-MARK = "script"
-if "--raise" in sys.argv:
-    raise ValueError("boom from the script")
-if "--exit" in sys.argv:
-    sys.exit(int(sys.argv[sys.argv.index("--exit") + 1]))
-if "--exit-message" in sys.argv:
-    sys.exit("fatal: bad config")
-"""
-
-
-@pytest.fixture
-def script(tmp_path: Path) -> Path:
-    path = tmp_path / "prog.py"
-    path.write_text(SCRIPT, encoding="utf-8")
-    return path
+pytestmark = pytest.mark.usefixtures("clean_global_state")
 
 
 def _stdout_json(out: str) -> dict[str, object]:
@@ -116,17 +59,28 @@ def test_run_script_that_raises_still_reports(script: Path, monitor: FakeMonitor
     assert "ValueError: boom from the script" in err
     assert err.index("Traceback") < err.index("tfretrace: 6 functions")
     assert "cli.py" not in err.split("tfretrace: 6 functions")[0]  # our frames are hidden
+    assert "runpy" not in err
     assert monitor.stopped == 1
 
 
-def test_run_saves_to_a_temp_file_without_save(script: Path, monitor: FakeMonitor,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
-    cli.main(["run", str(script)])
-    line = capsys.readouterr().err.strip().splitlines()[-1]
-    assert line.startswith("Re-render: tfretrace report ") and line.endswith(" -o report.html")
-    path = Path(line.split()[3])
-    assert tfretrace.load(path).functions
-    path.unlink()
+def test_run_without_save_leaves_no_file(script: Path, monitor: FakeMonitor, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.chdir(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+    tempfile.tempdir = None  # re-read TMPDIR
+    try:
+        assert cli.main(["run", str(script)]) == 0
+    finally:
+        tempfile.tempdir = None
+    err = capsys.readouterr().err
+    assert sorted(tmp_path.rglob("*")) == before
+    assert "Re-render:" not in err and "--save run.json" in err.strip().splitlines()[-1]
+    assert monitor.kept_tf_warning is False
+    cli.main(["run", "--keep-tf-warning", str(script)])
+    assert monitor.kept_tf_warning is True
 
 
 def test_run_module(tmp_path: Path, monitor: FakeMonitor, monkeypatch: pytest.MonkeyPatch,
@@ -322,3 +276,44 @@ def test_explanation_text_is_stable_for_the_readme() -> None:
     text = cli.explanation(catalogue.get("TFR002"))
     assert text.splitlines()[0] == "TFR002 dtype-changed: a tensor argument changed dtype"
     assert text.split("Bad:\n")[1].startswith("    step(tf.ones([4]))")
+
+
+def test_report_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
+    import subprocess
+
+    path = tmp_path / "big.json"
+    # 300 retracing functions: far more than a pipe holds, so the writer meets the closed pipe.
+    S.session(*(S.storm(12, name=f"step_{i}") for i in range(300))).save(path)
+    result = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {shlex.quote(sys.executable)} -m tfretrace report {path} | head -n 2"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.stdout.startswith("tfretrace: 300 functions")
+    assert result.stderr == ""  # no BrokenPipeError traceback, no "Exception ignored" line
+    assert result.returncode == cli.EXIT_BROKEN_PIPE
+
+
+def test_tensorboard_folder_that_is_a_file_is_refused_before_running(
+    script: Path, monitor: FakeMonitor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    taken = tmp_path / "logs"
+    taken.write_text("not a folder")
+    assert cli.main(["run", "--tensorboard", str(taken), str(script)]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a file, not a folder" in err
+    assert monitor.installed == []  # the program never ran
+
+
+def test_piped_report_keeps_long_fix_lines_whole(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import dataclasses
+
+    long_fix = ("losses = [float(train_step(t, y, tf.constant(lr, dtype=tf.float32)))"
+                " for t, y in batches(train, y_train)]")
+    storm = S.storm(4)
+    events = tuple(dataclasses.replace(e, fix=long_fix) if e.index == 2 else e for e in storm.events)
+    path = tmp_path / "s.json"
+    S.session(dataclasses.replace(storm, events=events)).save(path)
+    assert cli.main(["report", str(path)]) == 0  # captured: not a terminal, so 100 columns, plain
+    out = capsys.readouterr().out
+    assert len(long_fix) > 100 and f"        {long_fix}\n" in out
+    assert "\x1b" not in out

@@ -50,14 +50,31 @@ def program(tmp_path: Path) -> Path:
 
 def test_run_script_keeps_argv_exit_status_and_saves(program: Path, tmp_path: Path) -> None:
     saved = tmp_path / "s.json"
-    result = _tfretrace("run", "--save", str(saved), "train.py", "--flag", "--exit", "3",
-                        cwd=tmp_path)
+    result = _tfretrace("run", "--fix-plan", "--save", str(saved), "--tensorboard", "logs", "train.py", "--flag",
+                        "--exit", "3", cwd=tmp_path)
     assert result.returncode == 3, result.stderr
     assert json.loads(result.stdout.splitlines()[0]) == {
         "argv": ["train.py", "--flag", "--exit", "3"], "name": "__main__"}
     assert "tfretrace: 1 function, 4 traces (3 retraces)" in result.stderr
     assert "#2 shape-changed" in result.stderr and "x: shape (2, 3) -> (2, 4)" in result.stderr
     assert f"Re-render: tfretrace report {saved} -o report.html" in result.stderr
+    assert "\r" not in result.stderr and "\x1b" not in result.stderr  # piped: no live status line
+    # --fix-plan: the checked plan (the user's decorator, dim 1 open) and the command that applies it.
+    plan = result.stderr.split("Re-render:", 1)[1]
+    assert "Fix plan: 4 traces -> 1" in plan
+    assert "@tf.function(input_signature=[tf.TensorSpec(shape=[2, None], dtype=tf.float32)])" in plan
+    from tfretrace.cli import _has_command
+
+    assert (f"Apply: tfretrace fix {saved} --apply" in plan) == _has_command("fix")
+    # --tensorboard: each trace at the function's call count, read back with TensorBoard's reader.
+    from test_tensorboard import read_back
+
+    board = read_back(tmp_path / "logs")
+    assert board["tfretrace/train_step/traces"] == [(1, 1), (2, 2), (3, 3), (4, 4)]
+    assert [step for step, _ in board["tfretrace/train_step/retrace"]] == [2, 3, 4]
+    assert "tfretrace: wrote 4 traces to TensorBoard" in result.stderr
+    step = json.loads(saved.read_text())["functions"][0]["plan"][0]
+    assert (step["kind"], step["traces_before"], step["traces_after"]) == ("input-signature", 4, 1)
     session = tfretrace.load(saved)
     assert session.function("train_step").main_cause == "shape-changed"
 
@@ -83,3 +100,87 @@ def test_run_module_with_fail_on_retrace(tmp_path: Path) -> None:
     assert seen == {"argv": [str(tmp_path / "pkg" / "train.py"), "a"], "name": "__main__"}
     assert "retracing found in train_step (--fail-on-retrace)" in result.stderr
     assert "shape-changed" in html.read_text(encoding="utf-8")
+
+
+HOSTILE_PROGRAM = """
+import os, sys
+import tensorflow as tf
+import tfretrace
+
+tfretrace.install()
+
+@tf.function
+def step(x):
+    return x * 2
+
+for n in (1, 2, 3):
+    step(tf.zeros([n]))
+own = tfretrace.stop()
+print("own session:", own.function("step").traces)
+os.chdir("elsewhere")
+
+@tf.function
+def late(x):
+    return x + 1
+
+def background():
+    import time
+    time.sleep(0.5)  # still tracing when the main code has already failed
+    for n in (1, 2):
+        late(tf.zeros([n]))
+
+import threading
+threading.Thread(target=background).start()
+
+@tf.function
+def broken(x):
+    raise ValueError("bad trace")
+
+broken(tf.zeros([1]))
+"""
+
+
+def test_run_survives_program_that_installs_stops_chdirs_and_fails_in_a_trace(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "prog.py").write_text(HOSTILE_PROGRAM, encoding="utf-8")
+    result = _tfretrace("run", "--save", "s.json", "-o", "r.txt", "prog.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "own session: 3" in result.stdout
+    err = result.stderr
+    assert "ValueError: bad trace" in err and "stop() called without install()" not in err
+    traceback_text = err[: err.index("ValueError: bad trace")]
+    assert "runpy" not in traceback_text and f"{os.sep}tfretrace{os.sep}" not in traceback_text
+    assert "prog.py" in traceback_text
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    session = tfretrace.load(tmp_path / "s.json")
+    assert session.function("step").traces == 3
+    # python waits for non-daemon threads before it exits; so does the monitor.
+    assert session.function("late").traces == 2
+    assert (tmp_path / "r.txt").read_text().startswith("tfretrace: ")
+
+
+def test_live_status_on_a_terminal_only(program: Path, tmp_path: Path) -> None:
+    import pty
+
+    master, slave = pty.openpty()
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1", COLUMNS="120")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfretrace", "run", "train.py"], cwd=tmp_path, env=env,
+        stdout=subprocess.DEVNULL, stderr=slave, stdin=subprocess.DEVNULL,
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the pty's other end closed: the program ended
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=300) == 0
+    err = b"".join(chunks).decode()
+    assert "\rtfretrace: 1 function, 1 traces (0 retraces), last: train_step\x1b[K" in err
+    report = err.index("tfretrace: 1 function, 4 traces (3 retraces)")
+    assert err.rfind("\r\x1b[K", 0, report) > err.rfind("last: train_step")  # erased before the report

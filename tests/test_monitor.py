@@ -83,12 +83,16 @@ def test_python_values_including_kwargs_and_equal_literals() -> None:
         value_fn(x, lr=0.01)
         value_fn(x, lr=0.009)
         value_fn(x, lr=0.009, training=True)
-        value_fn(x, lr=0.009, training=1)  # 1 == True: TensorFlow reuses the True trace
+        value_fn(x, lr=0.009, training=1)  # 1 == True: TensorFlow up to 2.21 reuses the True trace
     fn = report(mon.session(), "value_fn")
-    assert causes(fn) == ["first-trace", "python-value-changed", "python-value-changed"]
+    # The 2.23 nightly keys Python literals by type as well: 1 then traces once more.
+    by_type = value_fn.experimental_get_tracing_count() == 4
+    if tuple(int(p) for p in tf.__version__.split(".")[:2]) <= (2, 21):
+        assert not by_type
+    assert causes(fn) == ["first-trace"] + ["python-value-changed"] * (3 if by_type else 2)
     assert paths(fn, 2) == [("lr", "python-value")]
     assert paths(fn, 3) == [("training", "python-value")]
-    assert fn.traces == value_fn.experimental_get_tracing_count() == 3
+    assert fn.traces == value_fn.experimental_get_tracing_count() == (4 if by_type else 3)
     assert fn.calls == 4
 
 
@@ -412,3 +416,43 @@ def test_session_json_round_trip(tmp_path: typing.Any) -> None:
     assert fn["events"][1]["changes"][0]["path"] == "x"
     assert set(fn) >= {"name", "location", "calls", "traces", "trace_seconds", "objects", "keras", "events"}
     assert set(fn["events"][1]) >= {"index", "cause", "seconds", "call_site", "signature", "changes", "fix"}
+
+
+class _Records(__import__("logging").Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: typing.Any) -> None:
+        self.messages.append(record.getMessage())
+
+
+def test_tensorflow_retracing_warning_is_hidden_exactly_while_monitoring() -> None:
+    import logging
+
+    def storm() -> int:
+        # A new code object each time (TensorFlow warns at most twice per equal __code__).
+        phases.append(len(phases))
+        scope: dict[str, typing.Any] = {"tf": tf}
+        exec(f"def storm_fn(x):\n    return tf.constant(x) + {phases[-1]}\n", scope)
+        storm_fn = tf.function(scope["storm_fn"])
+        for i in range(8):  # TensorFlow warns from the 5th trace in a short window
+            storm_fn(i)
+        logging.getLogger("tensorflow").warning("some other TensorFlow warning")
+        return sum("triggered tf.function retracing" in m for m in handler.messages)
+
+    phases: list[int] = []
+    handler = _Records()
+    logging.getLogger("tensorflow").addHandler(handler)
+    try:
+        with watch():
+            assert storm() == 0
+        assert "some other TensorFlow warning" in handler.messages  # nothing else is hidden
+        with tfretrace.watch(warn=False, log=False, keep_tf_warning=True):
+            kept = storm()
+        assert kept > 0
+        handler.messages.clear()
+        assert storm() > 0  # no monitor: TensorFlow's warning is back
+    finally:
+        logging.getLogger("tensorflow").removeHandler(handler)
+    assert not any(f.__class__.__name__ == "TFRetracingFilter" for f in logging.getLogger("tensorflow").filters)

@@ -11,7 +11,7 @@ from tfretrace._pytest_support import marker_origin
 
 pytest_plugins = ["pytester"]
 
-PREFIX = "RetraceError: budget exceeded:"
+PREFIX = "budget exceeded:"
 
 # One inner run exercises everything that needs TensorFlow: one subprocess, one TF import.
 INNER_TESTS = """
@@ -125,6 +125,7 @@ def test_marker_fixture_reset_option_and_summary(pytester: pytest.Pytester, quie
     for name, cause in FAILED.items():
         assert PREFIX in failed[name] and f"cause {cause}" in failed[name], name
     assert "--tfretrace-max-traces=2" in failed["test_global_option_fail"]
+    assert "tfretrace/budget.py" not in result.stdout.str()  # __tracebackhide__ and unlinked frames
     result.stdout.fnmatch_lines(
         [
             "*tfretrace: tf.function traces per test*",
@@ -136,6 +137,35 @@ def test_marker_fixture_reset_option_and_summary(pytester: pytest.Pytester, quie
             "  other (test_inner.py:*): traces=2 causes=first-trace,shape-changed",
         ]
     )
+
+
+@pytest.mark.tf
+def test_xdist_workers_send_their_summary_and_failures_show_no_plumbing(
+    pytester: pytest.Pytester, quiet_tf: None
+) -> None:
+    import xdist  # noqa: F401  (dev extras: missing is a failure, never a skip)
+    pytester.makepyfile(test_inner=INNER_TESTS)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--tfretrace-summary", "--tfretrace-max-traces=2", "-p", "no:randomly",
+        "-p", "no:cacheprovider",
+    )
+    result.assert_outcomes(passed=len(PASSED), failed=len(FAILED))
+    out = result.stdout.str()
+    summary = out.split("tfretrace: tf.function traces per test", 1)[1]
+    assert "no test traced a tf.function" not in summary
+    for nodeid, line in [
+        ("test_inner.py::test_marker_fail",
+         "step (test_inner.py:*): traces=1 causes=first-trace refused=shape-changed"),
+        ("test_inner.py::test_fixture", "other (test_inner.py:*): traces=2 causes=first-trace,shape-changed"),
+        ("test_inner.py::test_global_option_fail",
+         "other (test_inner.py:*): traces=2 causes=first-trace,shape-changed refused=shape-changed"),
+    ]:
+        result.stdout.fnmatch_lines([nodeid, f"  {line}"])  # each test's lines right under it
+    failures = out.split("= FAILURES =", 1)[1].split("tfretrace: tf.function traces per test")[0]
+    assert failures.count("budget exceeded:") == len(FAILED)
+    assert "x: shape (21,) -> (22,), dim 0" in failures  # the explanation ...
+    # ... and no frame of tfretrace or of TensorFlow's re-raise between the test's line and it.
+    assert "tfretrace/" not in failures and "traceback_utils" not in failures, failures
 
 
 def _outcomes(xml_path: Any) -> dict[str, tuple[str, str]]:
@@ -212,10 +242,42 @@ def test_watch_counts_only_while_armed() -> None:
         armed_step(tf.zeros([1]))  # disarmed: like a fixture's warm-up
         watch.arm()
         armed_step(tf.zeros([1]))  # cached
-        with pytest.raises(AssertionError, match=r"^RetraceError: budget exceeded:"):
+        with pytest.raises(AssertionError, match=r"^budget exceeded:"):
             armed_step(tf.zeros([2]))
         watch.disarm()
     finally:
         watch.stop()
     assert watch.unraised() is not None
     assert watch.summary_lines()[0].endswith("traces=1 causes=first-trace refused=shape-changed")
+
+
+def test_marker_and_fixture_without_tensorflow_fail_with_one_line(pytester: pytest.Pytester) -> None:
+    # A None entry in sys.modules makes `import tensorflow` raise ImportError, as if not installed.
+    pytester.makeconftest("import sys\nsys.modules['tensorflow'] = None\n")
+    pytester.makepyfile(
+        test_no_tf="import pytest\n"
+        "@pytest.mark.max_traces(1)\ndef test_marker():\n    pass\n"
+        "def test_fixture(tfretrace_monitor):\n    pass\n"
+        "def test_late(request):\n    request.getfixturevalue('tfretrace_monitor')\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=2, failed=1)
+    out = result.stdout.str()
+    assert out.count("tfretrace: tfretrace's runtime monitor needs TensorFlow") == 3
+    assert "Traceback" not in out and "TensorFlowMissingError" not in out
+
+
+def test_bad_budgets_are_one_line_errors(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_bad="import pytest\n"
+        "@pytest.mark.max_traces(-1)\ndef test_negative():\n    pass\n"
+        "@pytest.mark.max_traces(1, 42)\ndef test_not_a_function():\n    pass\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(errors=2)
+    out = result.stdout.str()
+    assert "max_traces must be a non-negative int, got -1" in out and "needs a Python function" in out
+    assert "Traceback" not in out
+    option = pytester.runpytest_subprocess("--tfretrace-max-traces=-1")
+    assert option.ret == pytest.ExitCode.USAGE_ERROR
+    assert "expected a whole number of traces" in option.stderr.str()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from typing import Any
+
+__version__ = "0.2.0.dev0"
 
 # budget.install wraps monitor.install so that tfretrace.install() honours TFRETRACE_STRICT.
 from tfretrace.budget import budget, install
@@ -11,9 +13,24 @@ from tfretrace.errors import (
     RetracingWarning,
     TensorFlowMissingError,
     UnsupportedVersionError,
+    UntestedVersionWarning,
 )
 from tfretrace.monitor import Monitor, current, stop, watch
 from tfretrace.session import Session, SessionFormatError, load, merge
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext tfretrace``: every cell is watched and a cell that retraced gets a compact report."""
+    from tfretrace._ipython import load as load_extension
+
+    load_extension(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext tfretrace``: stop watching cells."""
+    from tfretrace._ipython import unload
+
+    unload(ipython)
 
 __all__ = [
     "Monitor",
@@ -23,6 +40,7 @@ __all__ = [
     "SessionFormatError",
     "TensorFlowMissingError",
     "UnsupportedVersionError",
+    "UntestedVersionWarning",
     "__version__",
     "budget",
     "current",

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from tfretrace._text import printable
+from tfretrace._traceback import unlink_frames
 from tfretrace.budget import BudgetExceededError, Limit, function_key
 from tfretrace.monitor import Monitor
 
 
-def marker_origin(max_traces: int, functions: Iterable[Any]) -> str:
+def marker_origin(max_traces: int | None, functions: Iterable[Any], max_xla_compiles: int | None = None) -> str:
     """How the marker reads in an error: ``@pytest.mark.max_traces(1, 'step')``."""
     names = [repr(f) if isinstance(f, str) else getattr(f, "__name__", "fn") for f in functions]
+    if max_xla_compiles is not None:
+        names.append(f"max_xla_compiles={max_xla_compiles}")
     return f"@pytest.mark.max_traces({', '.join([str(max_traces), *names])})"
 
 
@@ -32,10 +37,11 @@ class TestWatch:
         *,
         origin: str = "",
         warn_only: bool = False,
+        max_xla_compiles: int | None = None,
     ) -> None:
         self.monitor = Monitor(warn=False, log=False)
         self.limit: Limit | None = None
-        if max_traces is not None:
+        if max_traces is not None or max_xla_compiles is not None:
             functions = tuple(functions)
             names = [f for f in functions if isinstance(f, str)]
             keys = [function_key(f) for f in functions if not isinstance(f, str)]
@@ -45,6 +51,7 @@ class TestWatch:
                 keys=keys,
                 names=names,
                 origin=origin or marker_origin(max_traces, functions),
+                max_xla_compiles=max_xla_compiles,
             )
             # Fixtures warm functions up before the body: only the body is counted (see arm()).
             self.limit.armed = False
@@ -63,12 +70,16 @@ class TestWatch:
 
     def arm(self) -> None:
         """Start counting against the budget (the test body begins)."""
+        # pytest's capture puts its own file on fd 2 for each phase: read the compile log again.
+        self.monitor.rearm_xla()
         if self.limit is not None:
             self.limit.armed = True
 
     def disarm(self) -> None:
-        """Stop counting against the budget (the test body ended)."""
+        """Stop counting against the budget (the test body ended), after the body's compiles."""
         if self.limit is not None:
+            if self.limit.max_xla_compiles is not None:
+                self.monitor.sync_xla()
             self.limit.armed = False
 
     def unraised(self) -> BudgetExceededError | None:
@@ -82,20 +93,37 @@ class TestWatch:
 
         Causes repeat as ``shape-changed*3``; traces the budget refused follow as ``refused=...``.
         """
-        refused: dict[str, list[str]] = {}
-        for error in [] if self.limit is None else self.limit.violations:
-            refused.setdefault(error.function, []).append(error.cause)
+        # Exact counts, however many breach errors a warn-only budget kept.
+        refused: dict[str, Counter[str]] = {}
+        for (function, cause), n in ({} if self.limit is None else self.limit.refused).items():
+            refused.setdefault(function, Counter())[cause] += n
         lines = []
         for state in sorted(self.monitor.states(), key=lambda s: s.name):
             if not state.traces and state.name not in refused:
                 continue
-            causes = _counted(e.cause for e in state.events())
+            causes = _counted(Counter(e.cause for e in state.events()))
             line = f"{state.name} ({state.location}): traces={state.traces} causes={causes}"
+            if state.xla_compiles:
+                line += f" xla_compiles={state.xla_compiles} compile_s={state.xla_seconds:.3f}"
             if state.name in refused:
                 line += f" refused={_counted(refused[state.name])}"
-            lines.append(line)
+            lines.append(printable(line))  # names and paths reach the terminal
         return lines
 
 
-def _counted(causes: Iterable[str]) -> str:
-    return ",".join(c if n == 1 else f"{c}*{n}" for c, n in Counter(causes).items())
+def _counted(causes: Counter[str]) -> str:
+    return ",".join(c if n == 1 else f"{c}*{n}" for c, n in causes.items())
+
+
+_OURS = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# TensorFlow's own error filter re-raises every error from a tf.function call; for a budget error
+# its frame only shows TensorFlow's plumbing between the test's line and the explanation.
+_TF_RERAISE = os.path.join("tensorflow", "python", "util", "traceback_utils.py")
+
+
+def hide_plumbing(exc: BaseException) -> None:
+    """Unlink tfretrace's frames and TensorFlow's re-raise frame from a budget error's traceback.
+
+    pytest then shows the test's line and the explanation, nothing of either library.
+    """
+    unlink_frames(exc, lambda name: name.startswith(_OURS) or name.endswith(_TF_RERAISE))

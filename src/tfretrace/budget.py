@@ -9,20 +9,28 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from tfretrace import monitor as _monitor
+from tfretrace._text import printable
 from tfretrace.errors import RetraceError, RetracingWarning
-from tfretrace.events import TraceEvent
+from tfretrace.events import FunctionReport, TraceEvent
+from tfretrace.fix.plan import fix_for
 from tfretrace.monitor import FunctionState, Monitor, format_event
+from tfretrace.xla_budget import XlaLimit
 
-PREFIX = "RetraceError: budget exceeded:"
-WARN_PREFIX = "RetracingWarning: budget exceeded (warn only):"
+# Python prints the exception's or warning's class name before the message: no name here.
+PREFIX = "budget exceeded:"
+WARN_PREFIX = "budget exceeded (warn only):"
 STRICT_ENV = "TFRETRACE_STRICT"
 STRICT_WARN_ENV = "TFRETRACE_STRICT_WARN"
 # The second trace of a first call that creates tf.Variables is how TensorFlow works, not a
 # retrace anybody can avoid: budgets never count it.
 UNCOUNTED = frozenset({"variable-creation"})
+# A warn-only budget over a long run can be breached thousands of times: keep the first errors
+# (each holds its message and event), count all of them exactly.
+KEPT_VIOLATIONS = 20
 
 Key = tuple[str, int, str]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -70,10 +78,10 @@ class BudgetExceededError(RetraceError):
 def function_key(fn: Any) -> Key:
     """The (file, first line, qualname) the monitor files traces of this function under."""
     # The adapter's own unwrapping, so that the key is the one the trace hook computes.
-    from tfretrace._tf_adapter import _innermost_code
+    from tfretrace._tf.frames import innermost_code
 
     target = getattr(fn, "python_function", fn)  # a tf.function object: its Python function
-    code, qualname = _innermost_code(target)
+    code, qualname = innermost_code(target)
     if code is None:
         raise TypeError(
             f"tfretrace.budget needs a Python function or a tf.function, got {type(fn).__name__}"
@@ -91,23 +99,37 @@ class Limit:
 
     def __init__(
         self,
-        max_traces: int,
+        max_traces: int | None,
         *,
         warn_only: bool = False,
         keys: Iterable[Key] = (),
         names: Iterable[str] = (),
         origin: str = "tfretrace.budget",
+        thread: int | None = None,
+        max_xla_compiles: int | None = None,
     ) -> None:
-        if isinstance(max_traces, bool) or not isinstance(max_traces, int) or max_traces < 0:
-            raise ValueError(f"max_traces must be a non-negative int, got {max_traces!r}")
+        for name, value in (("max_traces", max_traces), ("max_xla_compiles", max_xla_compiles)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        if max_traces is None and max_xla_compiles is None:
+            raise ValueError("a budget needs max_traces or max_xla_compiles")
+        # None: traces are not limited (a budget on XLA compiles only).
         self.max_traces = max_traces
+        self.max_xla_compiles = max_xla_compiles
+        self.xla = XlaLimit(self)
         self.warn_only = warn_only
         self.keys = frozenset(keys)
         self.names = tuple(names)
         self.origin = origin
         self.armed = True
+        # A block budget counts only the traces made by the thread inside the block.
+        self.thread = thread
         self.counts: dict[Key, int] = {}
+        # The first KEPT_VIOLATIONS breaches; every breach is counted in violation_count and,
+        # per (function, cause), in refused.
         self.violations: list[BudgetExceededError] = []
+        self.violation_count = 0
+        self.refused: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
         # Bound methods are new objects at every access: keep one of each to remove them later.
         self._before = self._check
@@ -115,6 +137,8 @@ class Limit:
 
     def matches(self, state: FunctionState) -> bool:
         """Whether traces of this function count against the budget."""
+        if self.thread is not None and threading.get_ident() != self.thread:
+            return False
         if not self.keys and not self.names:
             return True
         if state.key in self.keys:
@@ -122,32 +146,41 @@ class Limit:
         return any(state.name == n or state.name.endswith("." + n) for n in self.names)
 
     def attach(self, monitor: Monitor) -> None:
-        """Enforce on the traces this monitor receives."""
+        """Enforce on the traces (and XLA compiles) this monitor receives."""
         monitor.add_listener(self._before, before_trace=True)
         monitor.add_listener(self._after)
+        if self.max_xla_compiles is not None:
+            monitor.add_xla_listener(self.xla.on_compile)
 
     def detach(self, monitor: Monitor) -> None:
         """Stop enforcing on this monitor."""
         monitor.remove_listener(self._before)
         monitor.remove_listener(self._after)
+        monitor.remove_xla_listener(self.xla.on_compile)
 
     def reset(self) -> None:
         """Forget the counts and the violations."""
         with self._lock:
             self.counts.clear()
             self.violations.clear()
+            self.violation_count = 0
+            self.refused.clear()
+        self.xla.reset()
 
     def total(self) -> int:
         """Counted traces over all functions."""
         return sum(self.counts.values())
 
     def _check(self, state: FunctionState, event: TraceEvent) -> None:
+        # pytest shows the test's own line and this error's explanation, not tfretrace's frame.
+        __tracebackhide__ = True
         if not self.armed or event.cause in UNCOUNTED or not self.matches(state):
             return
         with self._lock:
             count = self.counts.get(state.key, 0)
-        if count < self.max_traces:
+        if self.max_traces is None or count < self.max_traces:
             return
+        event = _with_checked_fix(state, event)
         error = BudgetExceededError.create(
             self.message(state, event, count + 1),
             function=state.name,
@@ -156,14 +189,27 @@ class Limit:
             max_traces=self.max_traces,
             event=event,
         )
-        self.violations.append(error)
+        with self._lock:
+            self.violation_count += 1
+            where = (state.name, event.cause)
+            self.refused[where] = self.refused.get(where, 0) + 1
+            if len(self.violations) < KEPT_VIOLATIONS:
+                self.violations.append(error)
         if not self.warn_only:
             raise error
-        warning = RetracingWarning(WARN_PREFIX + str(error)[len(PREFIX):])
-        warning.cause = event.cause  # type: ignore[attr-defined]
+        warning = RetracingWarning.create(
+            WARN_PREFIX + str(error)[len(PREFIX):], function=state.name, cause=event.cause, event=event
+        )
         filename, _, line = (event.call_site or "<unknown>:0").rpartition(":")
         lineno = int(line) if line.isdigit() else 0
         warnings.warn_explicit(warning, RetracingWarning, filename or "<unknown>", lineno, module="tfretrace")
+
+    def count_violation(self, error: BudgetExceededError) -> None:
+        """Count a breach found outside the trace path (an XLA compile: it happened, not refused)."""
+        with self._lock:
+            self.violation_count += 1
+            if len(self.violations) < KEPT_VIOLATIONS:
+                self.violations.append(error)
 
     def _record(self, state: FunctionState, event: TraceEvent) -> None:
         if not self.armed or event.cause in UNCOUNTED or not self.matches(state):
@@ -187,7 +233,20 @@ class Limit:
             "  counted: every trace of this code by any tf.function object, except the expected"
             " variable-creation trace; TensorFlow did not trace, so its cache is unchanged"
         )
-        return "\n".join(lines)
+        return printable("\n".join(lines))
+
+
+def _with_checked_fix(state: FunctionState, event: TraceEvent) -> TraceEvent:
+    # The refused trace's fix comes from the fix plan over this function's history and this call,
+    # checked like every plan; without one, the message explains and shows no fix.
+    try:
+        report = FunctionReport(
+            name=state.name, location=state.location, calls=0, traces=state.traces,
+            trace_seconds=state.seconds, objects=state.objects, events=tuple(state.events()), keras=state.keras,
+        )
+        return replace(event, fix=fix_for(report, event))
+    except Exception:
+        return event
 
 
 def _ordinal(n: int) -> str:
@@ -208,17 +267,21 @@ class _Hub:
         with self._lock:
             if self.monitor is None:
                 # Quiet: the budget raises or warns itself; the process monitor, if any, announces.
-                self.monitor = Monitor(warn=False, log=False).start()
+                # It reports nothing per retrace, so TensorFlow's own warning is not redundant while
+                # only budgets watch: it keeps it (a stray hub must not hide it for the process).
+                self.monitor = Monitor(warn=False, log=False, keep_tf_warning=True).start()
                 for limit in [*self.persistent.values(), *self.blocks]:
                     limit.attach(self.monitor)
             return self.monitor
 
-    def persistent_limit(self, key: Key, max_traces: int, warn_only: bool) -> Limit:
+    def persistent_limit(self, key: Key, max_traces: int | None, warn_only: bool,
+                         max_xla_compiles: int | None = None) -> Limit:
         with self._lock:
             limit = self.persistent.get(key)
-            origin = f"@tfretrace.budget(max_traces={max_traces})"
+            origin = f"@tfretrace.budget({_budget_args(max_traces, max_xla_compiles)})"
             if limit is None:
-                limit = Limit(max_traces, warn_only=warn_only, keys=[key], origin=origin)
+                limit = Limit(max_traces, warn_only=warn_only, keys=[key], origin=origin,
+                              max_xla_compiles=max_xla_compiles)
                 self.persistent[key] = limit
                 if self.monitor is not None:
                     limit.attach(self.monitor)
@@ -226,12 +289,17 @@ class _Hub:
                 # Re-decorating the same code (a tf.function built in a loop or a factory) keeps
                 # the count: that is how new-function-object retracing is caught.
                 limit.max_traces, limit.warn_only, limit.origin = max_traces, warn_only, origin
+                if max_xla_compiles is not None and limit.max_xla_compiles is None and self.monitor is not None:
+                    self.monitor.add_xla_listener(limit.xla.on_compile)
+                limit.max_xla_compiles = max_xla_compiles
             return limit
 
     def enter(self, limit: Limit) -> None:
         with self._lock:
+            # Start first: starting attaches every known block, and this one must be attached once.
+            monitor = self.started()
             self.blocks.append(limit)
-            limit.attach(self.started())
+            limit.attach(monitor)
 
     def leave(self, limit: Limit) -> None:
         with self._lock:
@@ -264,9 +332,11 @@ def reset() -> None:
 class Budget:
     """A trace budget: ``@budget(max_traces=N)`` decorator, or ``with budget(fn, max_traces=N):`` block."""
 
-    def __init__(self, target: Any, max_traces: int, warn_only: bool) -> None:
+    def __init__(self, target: Any, max_traces: int | None, warn_only: bool,
+                 max_xla_compiles: int | None = None) -> None:
         self.target = target
         self.max_traces = max_traces
+        self.max_xla_compiles = max_xla_compiles
         self.warn_only = warn_only
         self.key = None if target is None else function_key(target)
         # Validates max_traces now, at the user's line, rather than at the first trace.
@@ -278,7 +348,8 @@ class Budget:
             self.max_traces,
             warn_only=self.warn_only,
             keys=[] if self.key is None else [self.key],
-            origin=f"with tfretrace.budget({what}max_traces={self.max_traces})",
+            origin=f"with tfretrace.budget({what}{_budget_args(self.max_traces, self.max_xla_compiles)})",
+            max_xla_compiles=self.max_xla_compiles,
         )
 
     def __call__(self, fn: F) -> F:
@@ -291,7 +362,12 @@ class Budget:
         if not callable(fn):
             raise TypeError(f"tfretrace.budget(...) decorates a function, got {type(fn).__name__}")
         key = function_key(fn)
-        limit = _hub.persistent_limit(key, self.max_traces, self.warn_only)
+        limit = _hub.persistent_limit(key, self.max_traces, self.warn_only, self.max_xla_compiles)
+        if self.max_xla_compiles is not None:
+            # Compiles are read from TensorFlow's log after the call: each call raises the
+            # breaches read so far, which is the call after the compile at the latest.
+            _hub.started()
+            return _xla_checked(fn, limit)
         if "tensorflow" in sys.modules:
             # Above or below @tf.function TensorFlow is already imported: enforce from now on and
             # hand back the very object, so tf.function methods and attributes stay intact.
@@ -301,11 +377,16 @@ class Budget:
 
     def __enter__(self) -> Budget:
         self._limit.reset()
+        self._limit.thread = threading.get_ident()
         _hub.enter(self._limit)
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        _hub.leave(self._limit)
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        try:
+            if exc_type is None and self.max_xla_compiles is not None and _hub.monitor is not None:
+                self._limit.xla.check(sync=_hub.monitor.sync_xla)
+        finally:
+            _hub.leave(self._limit)
 
     @property
     def count(self) -> int:
@@ -314,8 +395,16 @@ class Budget:
 
     @property
     def violations(self) -> list[BudgetExceededError]:
-        """The budget breaches inside the block (several only in warn-only mode)."""
+        """The first budget breaches inside the block (several only in warn-only mode).
+
+        At most KEPT_VIOLATIONS are kept; :attr:`violation_count` counts them all.
+        """
         return list(self._limit.violations)
+
+    @property
+    def violation_count(self) -> int:
+        """Every budget breach inside the block, however many were kept."""
+        return self._limit.violation_count
 
 
 def _lazy(fn: F, key: Key, limit: Limit) -> F:
@@ -334,15 +423,38 @@ def _lazy(fn: F, key: Key, limit: Limit) -> F:
     return budgeted  # type: ignore[return-value]
 
 
-def budget(fn: Any = None, *, max_traces: int = 1, warn_only: bool = False) -> Budget:
+def budget(fn: Any = None, *, max_traces: int | None = 1, warn_only: bool = False,
+           max_xla_compiles: int | None = None) -> Budget:
     """A trace budget: allow ``max_traces`` traces per function code, then raise RetraceError.
 
     ``@budget(max_traces=1)`` above or below ``@tf.function`` budgets that function for the
     process; ``with budget(step, max_traces=0):`` counts only the traces of ``step`` inside the
     block, and ``with budget(max_traces=1):`` those of every function. ``warn_only`` emits a
     RetracingWarning instead of raising. The expected variable-creation trace is not counted.
+    ``max_xla_compiles`` also limits XLA compiles per function code (``max_traces=None`` for
+    that alone); a compile is known once TensorFlow has logged it, so the breach is raised at
+    the end of the block, or at the decorated function's next call.
     """
-    return Budget(fn, max_traces, warn_only)
+    return Budget(fn, max_traces, warn_only, max_xla_compiles)
+
+
+def _budget_args(max_traces: int | None, max_xla_compiles: int | None) -> str:
+    parts = [] if max_traces is None else [f"max_traces={max_traces}"]
+    if max_xla_compiles is not None:
+        parts.append(f"max_xla_compiles={max_xla_compiles}")
+    return ", ".join(parts)
+
+
+def _xla_checked(fn: F, limit: Limit) -> F:
+    """``fn`` that raises the XLA breaches read so far after each call."""
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
+        limit.xla.check()
+        return result
+
+    return checked  # type: ignore[return-value]
 
 
 _strict: weakref.WeakKeyDictionary[Monitor, Limit] = weakref.WeakKeyDictionary()
@@ -357,18 +469,25 @@ def strict_from_env(monitor: Monitor, environ: Mapping[str, str] | None = None) 
     text = env.get(STRICT_ENV, "").strip()
     if not text:
         return
-    if not text.isdigit():
+    # str.isdigit() accepts '²' and other digits int() refuses: ASCII digits only.
+    if not (text.isascii() and text.isdigit()):
         raise ValueError(f"{STRICT_ENV} must be a non-negative integer (max traces per function), got {text!r}")
     if monitor in _strict:
         return
-    warn_only = env.get(STRICT_WARN_ENV, "").strip().lower() not in ("", "0", "false", "no")
+    warn_text = env.get(STRICT_WARN_ENV, "").strip().lower()
+    if warn_text not in ("", "0", "false", "no", "off", "1", "true", "yes", "on"):
+        raise ValueError(f"{STRICT_WARN_ENV} must be 1/true/yes/on or 0/false/no/off, got {warn_text!r}")
+    warn_only = warn_text in ("1", "true", "yes", "on")
     limit = Limit(int(text), warn_only=warn_only, origin=f"{STRICT_ENV}={int(text)}")
     limit.attach(monitor)
     _strict[monitor] = limit
 
 
-def install(*, warn: bool = True, log: bool = True, max_events: int = _monitor.DEFAULT_MAX_EVENTS) -> Monitor:
+def install(
+    *, warn: bool = True, log: bool = True, max_events: int = _monitor.DEFAULT_MAX_EVENTS,
+    keep_tf_warning: bool = False,
+) -> Monitor:
     """:func:`tfretrace.monitor.install`, honouring ``TFRETRACE_STRICT`` (this is ``tfretrace.install``)."""
-    monitor = _monitor.install(warn=warn, log=log, max_events=max_events)
+    monitor = _monitor.install(warn=warn, log=log, max_events=max_events, keep_tf_warning=keep_tf_warning)
     strict_from_env(monitor)
     return monitor

@@ -133,11 +133,13 @@ _RUNTIME: tuple[Cause, ...] = (
     Cause(
         "TFR011",
         "keras-new-model",
-        "a new Keras model object traced its functions again",
-        "Every Keras model has its own train/test/predict tf.functions. Building a model per "
-        "request, per loop iteration or per grid-search point traces them again for each model. "
-        "TensorFlow's warning may fire because all models share the same code, even if each one "
-        "traced only once.",
+        "a model rebuilt at the same place traced the same job again",
+        "Every Keras model has its own train/test/predict tf.functions, and a model's first "
+        "trace of each is expected: an encoder and a decoder, a GAN's models, the architectures "
+        "of a tutorial or a grid search are not retraces. A model built again at the same place "
+        "with the same layers, doing the same predict/evaluate job an earlier one did without "
+        "being trained (a model built per request), traces them again for each model. "
+        "TensorFlow's warning counts all models together because they share the same code.",
         "Build the model once and reuse it; for a few small inputs call model(x, training=False) "
         "instead of model.predict(x).",
         "for x in requests:\n    model = make_model()\n    model.predict(x)",
@@ -164,6 +166,36 @@ _RUNTIME: tuple[Cause, ...] = (
         "Load the model once at start-up and keep it.",
         "def handle(x):\n    model = keras.models.load_model('m.keras')\n    return model.predict(x)",
         "model = keras.models.load_model('m.keras')\ndef handle(x):\n    return model.predict(x)",
+    ),
+    Cause(
+        "TFR014",
+        "xla-first-compile",
+        "first XLA compile of a jit_compile trace",
+        "A function with jit_compile=True (or Keras compile(jit_compile=True), the default "
+        "'auto' on GPUs) is compiled by XLA for the concrete shapes of its first call. Expected.",
+        "Nothing to fix.",
+        "",
+        "",
+    ),
+    Cause(
+        "TFR015",
+        "xla-recompile",
+        "XLA compiled a trace again for new concrete shapes",
+        "XLA keeps a second cache below the trace cache, keyed by the concrete shape of every "
+        "input. A trace with None dimensions (reduce_retracing, an input_signature, Keras) is "
+        "compiled again for every new concrete shape, with no retrace and no TensorFlow warning. "
+        "A cluster compiled more than 10 times with fewer than 50 executions per compile is "
+        "megamorphic: under auto-clustering TensorFlow then stops compiling it.",
+        "Pad or bucket the varying dimensions to a few fixed sizes (tf.data "
+        "bucket_by_sequence_length, padded_batch, drop_remainder=True for batches); or turn XLA "
+        "off where compiles outnumber calls (jit_compile=False on the tf.function, "
+        "model.compile(..., jit_compile=False) in Keras).",
+        "@tf.function(jit_compile=True, reduce_retracing=True)\ndef step(x):\n"
+        "    return tf.reduce_sum(x)\n\nfor n in range(10, 20):\n"
+        "    step(tf.ones([8, n]))   # 2 traces, 10 XLA compiles",
+        "@tf.function(jit_compile=True, reduce_retracing=True)\ndef step(x):\n"
+        "    return tf.reduce_sum(x)\n\nfor n in range(10, 20):\n"
+        "    step(tf.pad(tf.ones([8, n]), [[0, 0], [0, 20 - n]]))   # 1 trace, 1 compile",
     ),
 )
 

@@ -6,36 +6,45 @@ import argparse
 import contextlib
 import difflib
 import importlib
-import importlib.util
 import os
-import runpy
 import shlex
 import sys
-import tempfile
 import textwrap
-import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
-from tfretrace import __version__, catalogue
-from tfretrace.errors import TensorFlowMissingError
+from tfretrace import __version__, catalogue, fix_command
+from tfretrace._io import atomic_write_text
+from tfretrace._program import EXIT_OK, Target, execute, find_module, runnable, wait_for_threads
+from tfretrace._progress import Progress
+from tfretrace._text import encodable, one_line, printable
+from tfretrace.errors import TensorFlowMissingError, UnsupportedVersionError
+from tfretrace.fix.apply import FixError
 from tfretrace.render import UnknownFormatError, renderer_for
 from tfretrace.render._model import hide_below
-from tfretrace.render.text import TextRenderer
+from tfretrace.render.text import TextRenderer, render_plans
 from tfretrace.session import Session, SessionFormatError, load, merge
 
-EXIT_OK = 0
 # --fail-on-retrace uses the status linters use for "found something"; the program's own
 # non-zero status always wins, so a crash is never reported as "only" a retrace.
 EXIT_RETRACED = 1
 EXIT_USAGE = 2
-COMMANDS = ("run", "report", "explain", "lint")
+# What a shell reports for a process ended by SIGPIPE (128 + 13), the status `cat` gives in `| head`.
+EXIT_BROKEN_PIPE = 141
+COMMANDS = ("run", "report", "explain", "fix", "lint")
 
 
 class UsageError(Exception):
-    """Bad input from the user: reported as one line, exit status 2."""
+    """Bad input from the user: reported as one line, exit status 2.
+
+    ``hint`` adds "(see 'tfretrace CMD --help')"; messages that carry their own hint turn it off.
+    """
+
+    def __init__(self, message: str, *, hint: bool = True) -> None:
+        super().__init__(message)
+        self.hint = hint
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,7 +73,25 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-m", dest="module", metavar="MODULE", help="run a module like python -m")
     run.add_argument("--save", metavar="FILE.json", help="keep the session in this file")
     run.add_argument("--warn", action="store_true", help="also warn live at each retrace")
+    run.add_argument(
+        "--tensorboard", metavar="LOGDIR",
+        help="also write each function's traces and trace seconds (scalars, against its calls) and "
+        "each retrace's explanation (text) to TensorBoard event files in LOGDIR",
+    )
+    run.add_argument(
+        "--no-progress", action="store_true",
+        help="no live status line on the terminal while the program runs",
+    )
+    run.add_argument(
+        "--keep-tf-warning", action="store_true",
+        help="keep TensorFlow's own 'N out of the last M calls ... triggered tf.function retracing' "
+        "warning (hidden while tfretrace monitors: the report explains each retrace)",
+    )
     run.add_argument("--label", help="name of this process in merged reports (default workerN)")
+    run.add_argument(
+        "--fix-plan", action="store_true",
+        help="after the report, print each function's checked fix plan and the command that applies it",
+    )
     _add_output_options(run)
     run.add_argument("program", nargs=argparse.REMAINDER, metavar="script.py [args ...]")
 
@@ -79,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("cause", nargs="?", metavar="CAUSE", help="e.g. shape-changed or TFR001")
     explain.add_argument("--list", action="store_true", help="list every code and slug")
 
+    fix_command.add_parser(sub)
     sub.add_parser("lint", help="check source files statically (see 'tfretrace lint --help')")
     return parser
 
@@ -125,6 +153,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args and args[0] == "run":
             options, target = split_run_args(args[1:], parser)
             args = ["run", *options]
+        verify_command: list[str] | None = None
+        if args and args[0] == "fix":
+            args, verify_command = fix_command.split_verify(args)
         try:
             ns = parser.parse_args(args)
         except SystemExit as exc:  # --help and --version
@@ -136,25 +167,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             return command_report(ns)
         if ns.command == "explain":
             return command_explain(ns)
+        if ns.command == "fix":
+            width, color = terminal_style(sys.stdout, os.environ)
+            return fix_command.command_fix(ns, verify_command, sys.stdout, sys.stderr, width, color)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:
         command = args[0] if args and args[0] in COMMANDS else ""
         helper = " ".join(filter(None, ["tfretrace", command, "--help"]))
-        print(f"tfretrace: error: {exc} (see '{helper}')", file=sys.stderr)
+        hint = f" (see '{helper}')" if exc.hint else ""
+        print(f"tfretrace: error: {one_line(str(exc))}{hint}", file=sys.stderr)
         return EXIT_USAGE
-    except (SessionFormatError, UnknownFormatError) as exc:
-        print(f"tfretrace: error: {exc}", file=sys.stderr)
+    except (SessionFormatError, UnknownFormatError, FixError) as exc:
+        print(f"tfretrace: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        return _reader_went_away()
 
 
-@dataclass(frozen=True)
-class Target:
-    """What ``run`` executes: a script path or a module name, and the argv after it."""
+def _reader_went_away() -> int:
+    """``tfretrace report x.json | head``: the reader closed the pipe; end quietly like cat does.
 
-    script: str | None
-    module: str | None
-    args: tuple[str, ...]
+    Both streams point at /dev/null from here on, so the interpreter's final flush cannot
+    raise a second BrokenPipeError while exiting.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 def split_run_args(
@@ -206,112 +248,135 @@ def _options_taking_value(parser: argparse.ArgumentParser) -> set[str]:
 
 def command_run(ns: argparse.Namespace, target: Target) -> int:
     """Run the program under the monitor; report and save even when it fails."""
-    for output in ns.output:
-        renderer_for(output)  # fail on a bad -o before spending minutes on the program
-    if target.script is not None and not Path(target.script).is_file():
+    # Check every output before spending minutes on the program, and pin relative paths to
+    # this folder: the program may chdir() away.
+    outputs = [_output(text, "-o") for text in ns.output]
+    save = None if ns.save is None else _output(ns.save, "--save", check_format=False)
+    if target.script is not None and not runnable(Path(target.script)):
         raise UsageError(f"can't open file {target.script!r}: no such file")
-    if target.module is not None and _find_module(target.module) is None:
+    if target.module is not None and find_module(target.module) is None:
         raise UsageError(f"no module named {target.module!r}")
+    if target.script is not None:
+        own_file = Path(target.script).resolve()
+        for output in (*outputs, *([save] if save is not None else [])):
+            if output.path.resolve() == own_file:
+                raise UsageError(f"{output.shown!r} is the program itself: the report would overwrite it")
+    tensorboard = None if ns.tensorboard is None else _tensorboard_dir(ns.tensorboard)
     monitor = importlib.import_module("tfretrace.monitor")
     strict = importlib.import_module("tfretrace.budget").strict_from_env
     try:
-        installed = monitor.install(warn=ns.warn)
+        installed = monitor.install(warn=ns.warn, keep_tf_warning=ns.keep_tf_warning)
+        installed.pinned = True  # the program's own tfretrace.stop() does not end the run's record
         # TFRETRACE_STRICT=N turns every function into a budget of N traces for unmodified scripts.
         strict(installed)
-    except (TensorFlowMissingError, ValueError) as exc:
+    except (TensorFlowMissingError, UnsupportedVersionError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else "TensorFlow is not installed"
         with contextlib.suppress(RuntimeError):
             monitor.stop()
         raise UsageError(first) from None
+    progress = _live_status(installed, ns)
     try:
         status = execute(target)
+        wait_for_threads()
     finally:
-        session: Session = monitor.stop()
+        if progress is not None:
+            installed.remove_listener(progress)
+            progress.clear()
+        # The program may have called tfretrace.stop() itself (the monitor went on recording);
+        # stopping it here is the real end.
+        if monitor.current() is installed:
+            monitor.stop()
+        session: Session = installed.stop()
     # The monitor sees tfretrace's own argv once the program is done; record the program's.
     program = target.script if target.script is not None else f"-m {target.module}"
     session = replace(session, argv=(program, *target.args), label=ns.label or session.label)
     sys.stdout.flush()
-    saved = _save(session, ns.save)
-    emit(session, ns, sys.stderr, saved)
-    return _final_status(status, session, ns, sys.stderr)
+    saved = _save(session, save)
+    if tensorboard is not None:
+        _write_tensorboard(session, tensorboard)
+    written = emit(session, ns, sys.stderr, saved, outputs)
+    status = _final_status(status, session, ns, sys.stderr)
+    # A report that could not be written is a failure, but never hides the program's own status.
+    if ns.fix_plan:
+        emit_plans(session, sys.stderr, saved)
+    return status if written or status != EXIT_OK else EXIT_USAGE
 
 
-def _find_module(name: str) -> object | None:
-    """The module's spec, looked up from the working directory like ``python -m`` does."""
-    saved = sys.path[0] if sys.path else None
-    _set_path0(os.getcwd())
+def _tensorboard_dir(text: str) -> Path:
+    """Check a --tensorboard folder before running: tensorboard installed, not a file."""
+    from tfretrace._tensorboard import TensorBoardMissingError, check_available
+
     try:
-        return importlib.util.find_spec(name)
-    except (ImportError, ValueError):
+        check_available()
+    except TensorBoardMissingError as exc:
+        raise UsageError(str(exc), hint=False) from None
+    path = Path(os.path.abspath(text))
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--tensorboard {text!r} is a file, not a folder")
+    parent = path if path.is_dir() else path.parent
+    if not os.access(parent if parent.exists() else parent.parent, os.W_OK):
+        raise UsageError(f"--tensorboard {text!r}: folder is not writable")
+    return path
+
+
+def _write_tensorboard(session: Session, logdir: Path) -> None:
+    from tfretrace._tensorboard import write_session
+
+    try:
+        count = write_session(session, logdir)
+    except OSError as exc:
+        print(f"tfretrace: error: could not write TensorBoard events to {str(logdir)!r}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return
+    print(f"tfretrace: wrote {count} traces to TensorBoard ({printable(str(logdir))})", file=sys.stderr)
+
+
+def _live_status(monitor: Any, ns: argparse.Namespace) -> Progress | None:
+    """A one-line live status on stderr when it is a terminal (never when piped or --no-progress)."""
+    stream = sys.stderr
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if ns.no_progress or not tty or os.environ.get("TERM") == "dumb":
         return None
-    finally:
-        if saved is not None:
-            _set_path0(saved)
+    width, _ = terminal_style(stream, os.environ)
+    progress = Progress(stream, width)
+    monitor.add_listener(progress)
+    return progress
 
 
-def execute(target: Target) -> int:
-    """Run the target as ``python`` would: same argv, ``__main__``, sys.path[0] and status."""
-    saved_argv, saved_path0 = sys.argv[:], sys.path[0] if sys.path else None
+@dataclass(frozen=True)
+class Output:
+    """A file to write: as the user typed it (for messages) and as an absolute path."""
+
+    shown: str
+    path: Path
+
+
+def _output(text: str, option: str, *, check_format: bool = True) -> Output:
+    """Check an output path before any work: known format, existing writable folder, not a folder."""
+    if check_format:
+        renderer_for(text)
+    path = Path(os.path.abspath(text))
+    if path.is_dir():
+        raise UsageError(f"{option} {text!r} is a folder, not a file")
+    if path.exists() and not path.is_file():  # /dev/stdout, a FIFO: never replaced by a file
+        raise UsageError(f"{option} {text!r} is not a regular file")
+    if not path.parent.is_dir():
+        raise UsageError(f"{option} {text!r}: folder {str(path.parent)!r} does not exist")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {text!r}: folder {str(path.parent)!r} is not writable")
+    return Output(text, path)
+
+
+def _save(session: Session, output: Output | None) -> str | None:
+    """Save to ``--save``; without it nothing is written (no temporary file left behind)."""
+    if output is None:
+        return None
     try:
-        if target.module is not None:
-            sys.argv = [target.module, *target.args]  # run_module puts the file path here
-            _set_path0(os.getcwd())
-            runpy.run_module(target.module, run_name="__main__", alter_sys=True)
-        else:
-            assert target.script is not None
-            sys.argv = [target.script, *target.args]
-            _set_path0(str(Path(target.script).resolve().parent))
-            runpy.run_path(target.script, run_name="__main__")
-        return EXIT_OK
-    except SystemExit as exc:
-        return exit_status(exc.code)
-    except KeyboardInterrupt as exc:
-        _print_user_traceback(exc)
-        return 130
-    except BaseException as exc:
-        _print_user_traceback(exc)
-        return 1
-    finally:
-        sys.argv = saved_argv
-        if saved_path0 is not None:
-            _set_path0(saved_path0)
-
-
-def _set_path0(entry: str) -> None:
-    if sys.path:
-        sys.path[0] = entry
-    else:
-        sys.path.append(entry)
-
-
-def exit_status(code: object) -> int:
-    """The status python gives ``sys.exit(code)``: None is 0, a message is printed and is 1."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    print(code, file=sys.stderr)
-    return 1
-
-
-def _print_user_traceback(exc: BaseException) -> None:
-    """Print the traceback python would, without tfretrace's and runpy's own frames."""
-    tb = exc.__traceback__
-    ours = (__file__, runpy.__file__)
-    while tb is not None and tb.tb_frame.f_code.co_filename in ours:
-        tb = tb.tb_next
-    sys.stdout.flush()
-    traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
-
-
-def _save(session: Session, path: str | None) -> Path | None:
-    """Save to ``--save`` or, so the re-render hint always works, to a temporary file."""
-    try:
-        if path is not None:
-            return session.save(path)
-        fd, tmp = tempfile.mkstemp(prefix="tfretrace-", suffix=".json")
-        os.close(fd)
-        return session.save(tmp)
+        session.save(output.path)
+        return output.shown
     except OSError as exc:
         print(f"tfretrace: could not save the session: {exc}", file=sys.stderr)
         return None
@@ -319,34 +384,63 @@ def _save(session: Session, path: str | None) -> Path | None:
 
 def command_report(ns: argparse.Namespace) -> int:
     """Load, merge and render saved sessions."""
-    for output in ns.output:
-        renderer_for(output)
+    outputs = [_output(text, "-o") for text in ns.output]
     session = merge([load(path) for path in ns.files])
-    emit(session, ns, sys.stdout, None, sources=list(ns.files))
-    return _final_status(EXIT_OK, session, ns, sys.stderr)
+    written = emit(session, ns, sys.stdout, None, outputs, sources=list(ns.files))
+    return _final_status(EXIT_OK, session, ns, sys.stderr) if written else EXIT_USAGE
 
 
 def emit(
     session: Session,
     ns: argparse.Namespace,
     stream: TextIO,
-    saved: Path | None,
+    saved: str | None,
+    outputs: Sequence[Output] = (),
     sources: list[str] | None = None,
-) -> None:
-    """Write each ``-o`` file, or the terminal report followed by the re-render command."""
+) -> bool:
+    """Write each ``-o`` file, or the terminal report followed by the re-render command.
+
+    Returns False when a file could not be written (one line says why; an earlier file of
+    that name is left as it was).
+    """
     view = hide_below(session, ns.min_traces)
-    for output in ns.output:
-        Path(output).write_text(renderer_for(output).render(view), encoding="utf-8")
-        print(f"tfretrace: wrote {output}", file=sys.stderr)
-    if ns.output:
-        return
+    ok = True
+    for output in outputs:
+        try:
+            atomic_write_text(output.path, encodable(renderer_for(output.shown).render(view)))
+        except OSError as exc:
+            print(f"tfretrace: error: could not write {output.shown!r}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            ok = False
+            continue
+        print(f"tfretrace: wrote {printable(output.shown)}", file=sys.stderr)
+    if outputs:
+        return ok
     width, color = terminal_style(stream, os.environ)
     stream.write(TextRenderer(width=width, color=color).render(view))
-    files = sources if sources is not None else ([str(saved)] if saved else [])
+    files = sources if sources is not None else ([saved] if saved else [])
     if files:
         quoted = " ".join(shlex.quote(f) for f in files)
-        print(f"\nRe-render: tfretrace report {quoted} -o report.html", file=stream)
+        print(f"\nRe-render: tfretrace report {printable(quoted)} -o report.html", file=stream)
+    elif sources is None:
+        print("\nTo re-render this run later (HTML, JSON), run it with --save run.json", file=stream)
     stream.flush()
+    return ok
+
+
+def emit_plans(session: Session, stream: TextIO, saved: str | None) -> None:
+    """The fix plans, then the command that applies their edits to the program's files."""
+    width, color = terminal_style(stream, os.environ)
+    print("\n" + render_plans(session, width=width, color=color).rstrip(), file=stream)
+    # The command that applies the plan's edits (tfretrace fix), once this tfretrace has it.
+    editable = any(step.get("edits") for f in session.functions for step in f.plan)
+    if saved is not None and editable and _has_command("fix"):
+        print(f"\nApply: tfretrace fix {printable(shlex.quote(saved))} --apply", file=stream)
+    stream.flush()
+
+
+def _has_command(name: str) -> bool:
+    return any(isinstance(a.choices, Mapping) and name in a.choices for a in build_parser()._actions)
 
 
 def terminal_style(stream: TextIO, environ: Mapping[str, str]) -> tuple[int, bool]:
@@ -362,8 +456,9 @@ def terminal_style(stream: TextIO, environ: Mapping[str, str]) -> tuple[int, boo
     else:
         color = tty
     width = 100
-    if environ.get("COLUMNS", "").isdigit():
-        width = int(environ["COLUMNS"])
+    columns = environ.get("COLUMNS", "")
+    if columns.isascii() and columns.isdigit():  # not '²', which int() refuses
+        width = int(columns)
     elif tty:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             width = os.get_terminal_size(stream.fileno()).columns
@@ -395,7 +490,7 @@ def command_explain(ns: argparse.Namespace) -> int:
         keys = [k for e in catalogue.entries() for k in (e.code, e.slug)]
         close = difflib.get_close_matches(ns.cause, keys, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else " (see 'tfretrace explain --list')"
-        raise UsageError(f"unknown cause {ns.cause!r}{hint}") from None
+        raise UsageError(f"unknown cause {ns.cause!r}{hint}", hint=False) from None
     print(explanation(entry))
     return EXIT_OK
 

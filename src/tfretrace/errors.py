@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RetracingWarning(UserWarning):
-    """Emitted once per retrace with the explanation; filter it like any warning category."""
+    """Emitted once per retrace with the explanation; filter it like any warning category.
+
+    ``cause`` (the cause slug), ``function`` (qualified name) and ``event`` (the TraceEvent) say
+    which trace it is about; None on a warning made by hand.
+    """
+
+    cause: str | None = None
+    function: str | None = None
+    event: Any = None
+
+    @classmethod
+    def create(cls, message: str, *, function: str, cause: str, event: Any) -> RetracingWarning:
+        """A warning carrying the trace it is about."""
+        warning = cls(message)
+        warning.function, warning.cause, warning.event = function, cause, event
+        return warning
 
 
 class RetraceError(AssertionError):
@@ -16,7 +33,11 @@ class RetraceError(AssertionError):
 
 
 class UnsupportedVersionError(RuntimeError):
-    """The installed TensorFlow/Keras is not a version tfretrace was tested with."""
+    """The installed TensorFlow is older than tfretrace supports (2.15)."""
+
+
+class UntestedVersionWarning(UserWarning):
+    """Emitted once when TensorFlow or Keras is newer (or older) than the tested range; tfretrace runs on."""
 
 
 class TensorFlowMissingError(RuntimeError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tfretrace._text import printable
 from tfretrace.events import TraceEvent
 
 
@@ -27,7 +28,8 @@ def format_event(name: str, location: str, event: TraceEvent) -> str:
     if event.fix:
         lines.append("  fix:")
         lines.extend(f"    {line}" for line in event.fix.splitlines())
-    return "\n".join(lines)
+    # Warnings and logs reach a terminal: names and paths must not carry escape sequences.
+    return printable("\n".join(lines))
 
 
 def _split_site(site: str | None) -> tuple[str, int]:

@@ -17,6 +17,9 @@ if TYPE_CHECKING:
 _WATCH: pytest.StashKey[TestWatch] = pytest.StashKey()
 _SUMMARY: pytest.StashKey[list[tuple[str, list[str]]]] = pytest.StashKey()
 _FIXTURE = "tfretrace_monitor"
+# The name under which a test's summary lines travel in its teardown report's user_properties:
+# pytest-xdist sends reports (not the workers' config) to the controller that prints the summary.
+_PROPERTY = "tfretrace_traces"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,8 +32,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="print the tf.function traces of every test (and their causes) after the run",
     )
     group.addoption(
+        "--tfretrace-xla",
+        action="store_true",
+        default=False,
+        help="record XLA compiles (jit_compile) too: asks TensorFlow, before the tests import it, to "
+        "log them (on with --tfretrace-summary / --tfretrace-max-traces; needed for max_xla_compiles)",
+    )
+    group.addoption(
         "--tfretrace-max-traces",
-        type=int,
+        type=_max_traces,
         default=None,
         metavar="N",
         help="fail a test whose body traces any tf.function more than N times "
@@ -38,14 +48,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def _max_traces(text: str) -> int:
+    import argparse
+
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected a whole number of traces (0 or more), got {text!r}")
+    return int(text)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Declare the marker so that --strict-markers accepts it."""
     config.addinivalue_line(
         "markers",
         "max_traces(n, *functions): fail when the test body traces a tf.function more than n "
-        "times (only the named functions or function objects, if given); see tfretrace docs/budgets.md",
+        "times (only the named functions or function objects, if given; max_xla_compiles=k also "
+        "limits XLA compiles); see tfretrace docs/budgets.md",
     )
     config.stash[_SUMMARY] = []
+    wants_xla = (config.getoption("tfretrace_xla") or config.getoption("tfretrace_summary")
+                 or config.getoption("tfretrace_max_traces") is not None)
+    if wants_xla:
+        # Before collection imports TensorFlow: it reads its log settings once, when it loads.
+        from tfretrace.monitor import prepare_xla
+
+        prepare_xla()
+    if config.getoption("tfretrace_summary", False):
+        config.pluginmanager.register(_SummaryCollector(config.stash[_SUMMARY]), "tfretrace-summary")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -67,31 +95,70 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     from tfretrace._pytest_support import TestWatch, marker_origin
 
     if marker is not None:
-        if not marker.args or not isinstance(marker.args[0], int) or isinstance(marker.args[0], bool):
+        xla_max = marker.kwargs.get("max_xla_compiles")
+        first = marker.args[0] if marker.args else None
+        # None for n: a marker on XLA compiles alone, @pytest.mark.max_traces(None, max_xla_compiles=2).
+        if not marker.args or not (isinstance(first, int) or (first is None and xla_max is not None)) \
+                or isinstance(first, bool):
             pytest.fail("use @pytest.mark.max_traces(n, *functions) with an int n", pytrace=False)
-        n, functions = marker.args[0], marker.args[1:]
+        n, functions = first, marker.args[1:]
         warn_only = bool(marker.kwargs.get("warn_only", False))
-        watch = TestWatch(n, functions, origin=marker_origin(n, functions), warn_only=warn_only)
+        if xla_max is not None:
+            from tfretrace.monitor import xla_unavailable
+
+            why = xla_unavailable()
+            if why is not None:  # a compile budget that cannot see compiles would always pass
+                pytest.fail(f"@pytest.mark.max_traces(max_xla_compiles=...): {why} (pytest --tfretrace-xla)",
+                            pytrace=False)
+        try:
+            watch = TestWatch(n, functions, origin=marker_origin(n, functions, xla_max), warn_only=warn_only,
+                              max_xla_compiles=xla_max)
+        except (TypeError, ValueError) as exc:  # a negative n, or something that is no function
+            pytest.fail(f"@pytest.mark.max_traces: {exc}", pytrace=False)
     elif global_max is not None:
         watch = TestWatch(global_max, origin=f"--tfretrace-max-traces={global_max}")
     else:
         watch = TestWatch()
-    item.stash[_WATCH] = watch.start()
+    item.stash[_WATCH] = _start(watch)
+
+
+def _start(watch: TestWatch) -> TestWatch:
+    """Start the watch, or fail the test with one line when TensorFlow cannot be monitored."""
+    from tfretrace.errors import TensorFlowMissingError, UnsupportedVersionError
+
+    try:
+        return watch.start()
+    except (TensorFlowMissingError, UnsupportedVersionError) as exc:
+        # A test that asks for a trace budget or monitor cannot be checked without TensorFlow:
+        # an error, not a skip, so a broken environment is never mistaken for a pass.
+        pytest.fail(f"tfretrace: {str(exc).splitlines()[0]}", pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     """Count traces against the budget during the test body only."""
     watch = item.stash.get(_WATCH, None)
-    if watch is None:
-        return (yield)
-    watch.arm()
+    if watch is not None:
+        watch.arm()
     try:
         result = yield
+    except AssertionError as exc:
+        if type(exc).__module__ == "tfretrace.budget":  # no import: only a budget raises it
+            from tfretrace._pytest_support import hide_plumbing
+
+            hide_plumbing(exc)
+        raise
     finally:
-        watch.disarm()
+        if watch is not None:
+            watch.disarm()
+    if watch is None:
+        return result
     swallowed = watch.unraised()
     if swallowed is not None:
+        from tfretrace._pytest_support import hide_plumbing
+
+        __tracebackhide__ = True  # the failure shows the budget's explanation, not this hook
+        hide_plumbing(swallowed)
         raise swallowed
     return result
 
@@ -109,7 +176,21 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
             if item.config.getoption("tfretrace_summary"):
                 lines = watch.summary_lines()
                 if lines:
-                    item.config.stash[_SUMMARY].append((item.nodeid, lines))
+                    item.user_properties.append((_PROPERTY, lines))
+
+
+class _SummaryCollector:
+    """Collects summary lines from teardown reports: this process's, or a worker's under xdist."""
+
+    def __init__(self, rows: list[tuple[str, list[str]]]) -> None:
+        self.rows = rows
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            if name == _PROPERTY and isinstance(value, list):
+                self.rows.append((report.nodeid, [str(line) for line in value]))
 
 
 @pytest.fixture
@@ -119,7 +200,7 @@ def tfretrace_monitor(request: pytest.FixtureRequest) -> Monitor:
     if watch is None:  # requested through getfixturevalue: setup could not see it coming
         from tfretrace._pytest_support import TestWatch
 
-        watch = TestWatch().start()
+        watch = _start(TestWatch())
         request.node.stash[_WATCH] = watch
     return watch.monitor
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tfretrace import _checked as C
+from tfretrace._io import atomic_write_text
+from tfretrace._text import printable
 from tfretrace.events import FunctionReport
 
 SCHEMA = 1
@@ -32,6 +34,8 @@ class SummaryRow:
     share_of_wall: float
     main_cause: str | None
     worker: str | None
+    xla_compiles: int = 0
+    xla_compile_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,24 @@ class Session:
     internal_error_messages: tuple[str, ...] = ()
     workers: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    # Which Keras tf.keras was: "keras" (Keras 3, or Keras 2 on TF 2.15) or "tf_keras" (Keras 2).
+    keras_package: str | None = None
+    # The working directory the run's relative paths start from, and a sha256 of each user source
+    # file the plans edit, so `tfretrace fix` can refuse a file that changed since the run.
+    root: str | None = None
+    sources: tuple[tuple[str, str], ...] = ()
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the full HTML report (the page ``-o report.html`` writes) in a frame, offline."""
+        from tfretrace.render.notebook import report_frame  # display hook: renders on demand
+
+        return report_frame(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython's plain-text form: the summary line, not the dataclass's field dump."""
+        from tfretrace.render._model import summary_line  # display hook: renders on demand
+
+        printer.text(f"<tfretrace.Session: {summary_line(self)}>")
 
     @property
     def total_traces(self) -> int:
@@ -86,10 +108,13 @@ class Session:
                 share_of_wall=(f.trace_seconds / wall) if wall else 0.0,
                 main_cause=f.main_cause,
                 worker=f.worker,
+                xla_compiles=f.xla_compiles,
+                xla_compile_seconds=f.xla_compile_seconds,
             )
             for f in self.functions
         ]
-        rows.sort(key=lambda r: (-r.trace_seconds, -r.traces, r.name))
+        # Cost is tracing plus XLA compiling: both are paid before a call can run.
+        rows.sort(key=lambda r: (-(r.trace_seconds + r.xla_compile_seconds), -r.traces, r.name))
         return rows
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,6 +124,7 @@ class Session:
             "tool": {"name": TOOL, "version": self.tool_version},
             "tensorflow": self.tensorflow,
             "keras": self.keras,
+            "keras_package": self.keras_package,
             "python": self.python,
             "label": self.label,
             "argv": list(self.argv),
@@ -108,6 +134,8 @@ class Session:
             "internal_error_messages": list(self.internal_error_messages),
             "workers": list(self.workers),
             "notes": list(self.notes),
+            "root": self.root,
+            "sources": dict(self.sources),
             "functions": [f.to_dict() for f in self.functions],
         }
 
@@ -117,57 +145,70 @@ class Session:
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the JSON atomically: a crash never leaves a half-written file behind."""
-        target = Path(path)
-        text = self.to_json()
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        return atomic_write_text(path, self.to_json())
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "<data>") -> Session:
-        """Build a session from its JSON form; raise SessionFormatError on anything foreign."""
+        """Build a session from its JSON form; raise SessionFormatError on anything foreign.
+
+        Every field's type and range is checked here, so that a hostile or damaged file fails
+        with one line instead of breaking a renderer later.
+        """
         if not isinstance(data, dict) or "schema" not in data or "functions" not in data:
             raise SessionFormatError(f"{source}: not a tfretrace session (no 'schema'/'functions')")
         tool = data.get("tool")
         if not isinstance(tool, dict) or tool.get("name") != TOOL:
-            raise SessionFormatError(f"{source}: not a tfretrace session (tool is {tool!r})")
-        if data["schema"] != SCHEMA:
+            raise SessionFormatError(f"{source}: not a tfretrace session (tool is {_brief(tool)})")
+        # type() and not ==: true and 1.0 compare equal to 1 but are not schema 1.
+        if type(data["schema"]) is not int or data["schema"] != SCHEMA:
             raise SessionFormatError(
-                f"{source}: session schema {data['schema']!r} is not supported "
+                f"{source}: session schema {_brief(data['schema'])} is not supported "
                 f"(this tfretrace reads schema {SCHEMA})"
             )
         try:
-            functions = tuple(FunctionReport.from_dict(f) for f in data["functions"])
+            functions = tuple(
+                FunctionReport.from_dict(f, f"functions[{i}]")
+                for i, f in enumerate(C.items(data["functions"], "functions"))
+            )
             return cls(
                 functions=functions,
-                wall_seconds=float(data.get("wall_seconds", 0.0)),
-                tool_version=str(tool.get("version", "")),
-                tensorflow=data.get("tensorflow"),
-                keras=data.get("keras"),
-                python=data.get("python"),
-                label=data.get("label"),
-                argv=tuple(data.get("argv", [])),
-                started_at=float(data.get("started_at", 0.0)),
-                internal_errors=int(data.get("internal_errors", 0)),
-                internal_error_messages=tuple(data.get("internal_error_messages", [])),
-                workers=tuple(data.get("workers", [])),
-                notes=tuple(data.get("notes", [])),
+                wall_seconds=C.seconds(data.get("wall_seconds", 0.0), "wall_seconds"),
+                tool_version=C.text(tool.get("version", ""), "tool.version"),
+                tensorflow=C.optional_text(data.get("tensorflow"), "tensorflow"),
+                keras=C.optional_text(data.get("keras"), "keras"),
+                keras_package=C.optional_text(data.get("keras_package"), "keras_package"),
+                python=C.optional_text(data.get("python"), "python"),
+                label=C.optional_text(data.get("label"), "label"),
+                argv=C.texts(data.get("argv", []), "argv"),
+                started_at=C.seconds(data.get("started_at", 0.0), "started_at", low=-C.MAX_SECONDS),
+                internal_errors=C.count(data.get("internal_errors", 0), "internal_errors"),
+                internal_error_messages=C.texts(
+                    data.get("internal_error_messages", []), "internal_error_messages"
+                ),
+                workers=C.texts(data.get("workers", []), "workers"),
+                notes=C.texts(data.get("notes", []), "notes"),
+                root=C.optional_text(data.get("root"), "root"),
+                sources=C.text_map(data.get("sources", {}), "sources"),
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise SessionFormatError(f"{source}: malformed tfretrace session ({exc!r})") from None
+        except C.FieldError as exc:
+            raise SessionFormatError(f"{source}: malformed tfretrace session: {exc}") from None
+
+
+def _brief(value: Any) -> str:
+    """A short, printable repr of a foreign value for an error line."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def load(path: str | os.PathLike[str]) -> Session:
     """Read a session saved by :meth:`Session.save`; one-line SessionFormatError on bad input."""
-    source = str(path)
+    source = printable(os.fsdecode(path))
+    file = Path(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        # A FIFO would block forever and /dev/zero never ends: sessions are regular files.
+        if file.exists() and not file.is_file():
+            raise SessionFormatError(f"{source}: not a regular file")
+        text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SessionFormatError(f"{source}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -176,6 +217,10 @@ def load(path: str | os.PathLike[str]) -> Session:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SessionFormatError(f"{source}: not JSON (line {exc.lineno}: {exc.msg})") from None
+    except ValueError as exc:  # an integer literal of more than 4300 digits
+        raise SessionFormatError(f"{source}: not a usable JSON document ({str(exc).splitlines()[0]})") from None
+    except RecursionError:
+        raise SessionFormatError(f"{source}: not a usable JSON document (nested too deeply)") from None
     return Session.from_dict(data, source)
 
 
@@ -198,6 +243,7 @@ def merge(sessions: list[Session]) -> Session:
         tool_version=first.tool_version,
         tensorflow=first.tensorflow,
         keras=first.keras,
+        keras_package=first.keras_package,
         python=first.python,
         label="merged",
         argv=first.argv,
@@ -206,6 +252,8 @@ def merge(sessions: list[Session]) -> Session:
         internal_error_messages=tuple(m for s in sessions for m in s.internal_error_messages),
         workers=tuple(labels),
         notes=tuple(n for s in sessions for n in s.notes) + divergence_notes(functions, labels),
+        root=first.root if all(s.root == first.root for s in sessions) else None,
+        sources=tuple(sorted({pair for s in sessions for pair in s.sources})),
     )
 
 
