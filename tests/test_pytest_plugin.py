@@ -263,7 +263,11 @@ def test_marker_and_fixture_without_tensorflow_fail_with_one_line(pytester: pyte
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(errors=2, failed=1)
     out = result.stdout.str()
-    assert out.count("tfretrace: tfretrace's runtime monitor needs TensorFlow") == 3
+    # One line per test in the failure sections; the short summary repeats it after "Failed: ".
+    lines = out.splitlines()
+    assert sum(line.startswith("tfretrace: tfretrace's runtime monitor needs TensorFlow") for line in lines) == 3
+    assert not any(line.startswith("tfretrace's runtime monitor needs TensorFlow") for line in lines)
+    assert "During handling" not in out
     assert "Traceback" not in out and "TensorFlowMissingError" not in out
 
 

@@ -129,9 +129,11 @@ def _start(watch: TestWatch) -> TestWatch:
     try:
         return watch.start()
     except (TensorFlowMissingError, UnsupportedVersionError) as exc:
-        # A test that asks for a trace budget or monitor cannot be checked without TensorFlow:
-        # an error, not a skip, so a broken environment is never mistaken for a pass.
-        pytest.fail(f"tfretrace: {str(exc).splitlines()[0]}", pytrace=False)
+        why = str(exc).splitlines()[0]
+    # A test that asks for a trace budget or monitor cannot be checked without TensorFlow: an
+    # error, not a skip, so a broken environment is never mistaken for a pass. Failing outside the
+    # except block keeps pytest (9.x shows an exception's context) from printing the cause twice.
+    pytest.fail(f"tfretrace: {why}", pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
