@@ -262,6 +262,43 @@ SCENARIOS: dict[str, tuple[str, str, str | None]] = {
         "train_step",
         None,
     ),
+    "train_and_validation": (
+        # keras-io's "training loop from scratch": two datasets batched with one size variable, the
+        # training batches unpacked from enumerate(); only the training dataset's batch() is edited.
+        _p("""
+        import numpy as np
+        import keras
+        import tensorflow as tf
+
+        batch_size = 32
+        rng = np.random.default_rng(0)
+        x_train, y_train = rng.random((200, 8), dtype=np.float32), rng.integers(0, 2, 200)
+        x_val, y_val = rng.random((50, 8), dtype=np.float32), rng.integers(0, 2, 50)
+        train_dataset = tf.data.Dataset.from_tensor_slices((x_train, y_train))
+        train_dataset = train_dataset.shuffle(buffer_size=64).batch(batch_size)
+        val_dataset = tf.data.Dataset.from_tensor_slices((x_val, y_val)).batch(batch_size)
+
+        model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(2)])
+        optimizer = keras.optimizers.Adam(1e-3)
+        loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+        @tf.function
+        def train_step(x, y):
+            with tf.GradientTape() as tape:
+                loss_value = loss_fn(y, model(x, training=True))
+            grads = tape.gradient(loss_value, model.trainable_weights)
+            optimizer.apply(grads, model.trainable_weights)
+            return loss_value
+
+        for epoch in range(2):
+            for step, (x_batch_train, y_batch_train) in enumerate(train_dataset):
+                train_step(x_batch_train, y_batch_train)
+            for x_batch_val, y_batch_val in val_dataset:
+                model(x_batch_val, training=False)
+        """),
+        "train_step",
+        None,
+    ),
     "rnn_generate": (
         # The text-generation tutorial's OneStep model: states start as None, then the GRU state.
         _p("""

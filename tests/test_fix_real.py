@@ -39,6 +39,7 @@ EXPECTED: dict[str, tuple[int, list[str], int]] = {
     "read_only_variable": (3, ["tensor-argument"], 1),  # the call that hit is edited too
     "list_of_tensors": (3, ["advice", "input-signature"], 1),
     "tutorial_loop": (3, ["drop-remainder"], 2),  # first + optimizer variable creation remain
+    "train_and_validation": (3, ["drop-remainder"], 2),  # the batch() the loop iterates is found
     "rnn_generate": (2, ["zero-state", "input-signature"], 1),
     "variable_lists": (2, ["statement"], 2),
     "keras_predict": (2, ["keras-pad"], 1),
@@ -160,3 +161,13 @@ def test_applying_only_the_mechanical_edits_is_predicted_too(results: dict[str, 
     assert results["def_in_method"]["applied_only"] == 5
     assert results["widening_shapes"]["applied_only"] == 1
     assert results["variable_lists"]["applied_only"] == 2
+
+
+def test_drop_remainder_edits_the_dataset_the_loop_iterates(results: dict[str, Any]) -> None:
+    # Two datasets batched with the same size variable: the training loop's batch() is edited, the
+    # validation dataset (whose examples must all be scored) is left alone.
+    edited = results["train_and_validation"]["edited"]
+    assert "train_dataset.shuffle(buffer_size=64).batch(batch_size, drop_remainder=True)" in edited
+    assert "from_tensor_slices((x_val, y_val)).batch(batch_size)\n" in edited
+    (step,) = results["train_and_validation"]["plan"]
+    assert [edit["line"] for edit in step["edits"]] == [10]

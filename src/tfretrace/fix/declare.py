@@ -181,6 +181,11 @@ def drop_remainder(ctx: FunctionContext, state: State) -> Candidate | None:
         batch_calls.extend(
             b for b in ctx.reader.batch_calls(path) if not b.has_drop_remainder and b.size in (None, batch)
         )
+    if len(batch_calls) > 1:
+        # Several datasets are batched (training and validation, say): keep the one whose batches
+        # the recorded call sites loop over.
+        looped = {_loop_dataset(ctx, site) for site in ctx.sites(calls)} - {None}
+        batch_calls = [b for b in batch_calls if b.assigned_to is not None and b.assigned_to in looped]
     if len(batch_calls) == 1:
         found = batch_calls[0]
         end = Span(
@@ -379,6 +384,36 @@ def _loop_source(ctx: FunctionContext, site: str | None, param: str) -> str | No
             if isinstance(source, ast.Name) and _assigned_before(parsed[1], source.id, ctx.definition.line):
                 return source.id
     return None
+
+
+def _loop_dataset(ctx: FunctionContext, site: str | None) -> str | None:
+    """The name of what the innermost loop binding this call's arguments iterates over.
+
+    ``for step, (x, y) in enumerate(train_dataset): f(x, y)`` gives ``train_dataset``; ``iter()``
+    and ``enumerate()`` are looked through, anything else (zip, a method call) gives None.
+    """
+    info = ctx.call_info(site)
+    parsed = ctx.reader.module(info.path) if info is not None else None
+    if info is None or parsed is None:
+        return None
+    passed = {arg[1] for arg in info.args}
+    best: tuple[int, str] | None = None
+    for node in ast.walk(parsed[1]):
+        if not (isinstance(node, ast.For) and _spans(node, info.line)):
+            continue
+        if not passed & {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}:
+            continue
+        source = node.iter
+        while (
+            isinstance(source, ast.Call)
+            and isinstance(source.func, ast.Name)
+            and source.func.id in ("iter", "enumerate")
+            and source.args
+        ):
+            source = source.args[0]
+        if isinstance(source, ast.Name) and (best is None or node.lineno > best[0]):
+            best = (node.lineno, source.id)  # the innermost such loop starts last
+    return best[1] if best is not None else None
 
 
 def _spans(node: ast.AST, line: int) -> bool:

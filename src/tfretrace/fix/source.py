@@ -58,6 +58,7 @@ class BatchCall:
     text: str
     has_drop_remainder: bool
     size: int | None = None  # the batch size when it is written as a literal
+    assigned_to: str | None = None  # the name a `name = <...>.batch(...)` statement binds
 
 
 class SourceReader:
@@ -193,13 +194,20 @@ class SourceReader:
         if parsed is None:
             return []
         text, tree = parsed
+        # Which dataset a batch() call builds: the name its statement assigns, when it is one name.
+        bound: dict[int, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                for inner in ast.walk(node.value):
+                    bound[id(inner)] = node.targets[0].id
         found = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "batch":
                 has = any(k.arg == "drop_remainder" for k in node.keywords) or len(node.args) >= 2
                 size = node.args[0] if node.args else None
                 literal = size.value if isinstance(size, ast.Constant) and isinstance(size.value, int) else None
-                found.append(BatchCall(_span(path, node), _segment(text, _span(path, node)), has, literal))
+                span = _span(path, node)
+                found.append(BatchCall(span, _segment(text, span), has, literal, bound.get(id(node))))
         return sorted(found, key=lambda b: (b.span.line, b.span.col))
 
     def preview(self, edits: tuple[Replacement, ...] | list[Replacement]) -> str | None:
