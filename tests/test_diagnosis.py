@@ -32,10 +32,16 @@ def tf_count(*functions: Any) -> int:
 
 
 def trainer_functions(model: Any) -> list[Any]:
-    """The tf.functions behind model.train_function / test_function (Python closures in Keras 3)."""
+    """The tf.functions behind model.train_function / test_function.
+
+    Keras 3 makes them Python closures over the tf.functions; in Keras 2 they are the tf.functions.
+    """
     found: list[Any] = []
     for fn in (model.train_function, model.test_function):
-        for cell in (fn.__closure__ if fn is not None else None) or ():
+        if hasattr(fn, "experimental_get_tracing_count"):
+            found.append(fn)
+            continue
+        for cell in (getattr(fn, "__closure__", None) if fn is not None else None) or ():
             for value in (cell.cell_contents, getattr(cell.cell_contents, "__wrapped__", None)):
                 if hasattr(value, "experimental_get_tracing_count") and all(value is not f for f in found):
                     found.append(value)

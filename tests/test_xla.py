@@ -153,11 +153,14 @@ def test_keras_jit_predict_on_batch_and_ragged_fit(run: dict[str, Any]) -> None:
     # batches of 16, then again for the last batch of 2.
     # (two models built at different places: a row each, the step folded into the loop function)
     ragged = ["data[0]: shape (16, 8) -> (2, 8), dim 0", "data[1]: shape (16, 1) -> (2, 1), dim 0"]
+    # Keras 2 (TF 2.15): the step's first trace creates the optimizer's slots, so it is traced
+    # again without variable creation (an expected trace) and that third trace is the one compiled.
+    step = 3 if run["keras2"] else 2
     for name in ("sequential.fit", "sequential_1.fit"):
         fit = run["functions"][name]
-        assert (fit["traces"], fit["retraces"], fit["xla_compiles"]) == (2, 0, 2)
+        assert (fit["traces"], fit["retraces"], fit["xla_compiles"]) == (step, 0, 2)
         assert _changes(fit) == [[], ragged]
-        assert [e["trace"] for e in fit["xla_events"]] == [2, 2]  # the nested step's trace
+        assert [e["trace"] for e in fit["xla_events"]] == [step, step]  # the nested step's trace
     assert b"out of the last" not in run["stderr"]
 
 

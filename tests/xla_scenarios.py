@@ -136,4 +136,4 @@ session = tfretrace.stop()
 sys.stderr.flush()
 out = {f.display_name(): f.to_dict() for f in session.functions}
 print(json.dumps({"functions": out, "session": session.to_dict(), "notes": list(session.notes), "budgets": budgets,
-                  "internal_errors": session.internal_errors}))
+                  "internal_errors": session.internal_errors, "keras2": keras.__version__.startswith("2.")}))

@@ -129,6 +129,27 @@ def _package_dir(name: str) -> str | None:
     return found
 
 
+def is_keras_layer_kernel(options: Any) -> bool:
+    """A tf.function that a Keras layer makes for its own computation.
+
+    Keras 2's LSTM and GRU (``standard_lstm``, ``lstm_with_backend_selection``) wrap their kernels
+    in a new tf.function at every layer call: once when the model is built, again inside each of
+    the model's own traces. Part of the layer, not something the user made or can change.
+    """
+    try:
+        code, _ = innermost_code(options.python_function)
+    except Exception:  # unreadable: keep the trace
+        return False
+    if code is None:
+        return False
+    filename = code.co_filename.replace("\\", "/")
+    for name in ("keras", "tf_keras"):
+        found = _package_dir(name)
+        if found is not None and filename.startswith(found.replace("\\", "/")):
+            return "/layers/" in filename[len(found) - 1 :]
+    return False
+
+
 def _is_tf_internal(filename: str) -> bool:
     # Compare with the real package folder: Keras has its own keras/src/backend/tensorflow/.
     tf_dir = _package_dir("tensorflow")

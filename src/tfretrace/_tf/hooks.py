@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfretrace._tf.counters import make_call_hook
-from tfretrace._tf.frames import call_site, is_user_trace
+from tfretrace._tf.frames import call_site, is_keras_layer_kernel, is_user_trace
 from tfretrace._tf.keras import KerasPatches
 from tfretrace._tf.reading import RawTrace, read_trace
 from tfretrace._tf.versions import load_tensorflow, untested_notes, warn_once
@@ -98,7 +98,7 @@ class Hooks:
         def _create_concrete_function(function_type, type_context, func_graph, tracing_options):  # type: ignore[no-untyped-def]
             caller = sys._getframe(1)
             try:
-                wanted = is_user_trace(tracing_options)
+                wanted = is_user_trace(tracing_options) and not is_keras_layer_kernel(tracing_options)
             except Exception:  # never let a reading problem stop the user's trace
                 wanted = False
             if not wanted:

@@ -32,6 +32,8 @@ from typing import Any
 MODULES: dict[str, int] = {"device_compilation_profiler": 1, "xla_compiler": 2}
 ENV = "TF_CPP_VMODULE"
 _LOG_LINE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+(\d+) ([\w.]+):\d+\] (.*)$")
+# TensorFlow 2.15 logs through its own C++ logger: a date, the level, the source path, no thread.
+_OLD_LOG_LINE = re.compile(rb"^\d{4}-\d\d-\d\d [\d:.]+: [IWEF] (?:\S*/)?([\w.]+):\d+\] (.*)$")
 _COMPILE_FN = re.compile(r"^XlaCompiler::CompileFunction (\S+?)\[")
 _ARG = re.compile(r"^\s*XLA arg (\d+) shape: (\w+)\[([\d,]*)\] name: (\S*) TF arg (\d+)")
 _COMPILED = re.compile(r"^Compiled (\S+) (\d+) times, compile time: (\d+) us")
@@ -159,10 +161,18 @@ class Parser:
 
     def feed(self, line: bytes) -> tuple[bool, Compile | None]:
         """(line is tfretrace's own, the compile it completes if any)."""
-        match = _LOG_LINE.match(line.rstrip(b"\r\n"))
-        if match is None:
-            return False, None
-        thread, source, body_bytes = match.groups()
+        text = line.rstrip(b"\r\n")
+        match = _LOG_LINE.match(text)
+        if match is not None:
+            thread, source, body_bytes = match.groups()
+        else:
+            old = _OLD_LOG_LINE.match(text)
+            if old is None:
+                return False, None
+            # No thread id in this format: compiles on several threads at once could interleave
+            # their argument lines, which only makes the per-argument diff of those compiles vaguer.
+            thread = b""
+            source, body_bytes = old.groups()
         module = source.decode("ascii", "replace").rsplit(".", 1)[0]
         body = body_bytes.decode("utf-8", "replace")
         ours = module in self._swallow or (
@@ -351,8 +361,11 @@ class Tap:
             view = view[written:]
 
 
-_PREFIX_DONE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+\d+ [\w.]+:\d+\]")
-_PREFIX_PART = re.compile(rb"^[IWEF]\d{0,4}(?: [\d:.]*(?:\s+\d*(?: [\w.]*(?::\d*)?)?)?)?$")
+_PREFIX_DONE = re.compile(rb"^(?:[IWEF]\d{4} [\d:.]+\s+\d+ [\w.]+|\d{4}-\d\d-\d\d [\d:.]+: [IWEF] \S+):\d+\]")
+_PREFIX_PART = re.compile(
+    rb"^(?:[IWEF]\d{0,4}(?: [\d:.]*(?:\s+\d*(?: [\w.]*(?::\d*)?)?)?)?"
+    rb"|\d{1,4}(?:-\d{0,2}(?:-\d{0,2}(?: [\d:.]*(?: (?:[IWEF](?: [\w/.]*(?::\d*)?)?)?)?)?)?)?)$"
+)
 
 
 def _may_hold(partial: bytes, marker: bytes) -> bool:
