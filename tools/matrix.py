@@ -244,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         result.seconds = time.perf_counter() - start
         if name == REFERENCE:
             reference = result.examples
+            if result.problem and name not in wanted:
+                print(f"[matrix] {name}: {result.problem}", flush=True)  # else the table says it
         if reference is not None and result.examples is not None:
             compare(result, reference)
         elif result.problem is None:
