@@ -16,7 +16,7 @@ LAYERS = [
     {"_io", "_text", "_traceback", "_checked", "errors", "events", "_cause", "catalogue", "_lint_catalogue",
      "session", "xla_events"},
     {"analyzer", "fix", "render", "lint", "_tf", "messages"},
-    {"_records", "xla_budget", "_xla_watch", "monitor", "budget", "_pytest_support"},
+    {"_records", "_earlier", "xla_budget", "_xla_watch", "monitor", "budget", "_pytest_support"},
     {"cli", "_program", "_progress", "_ipython", "_tensorboard", "fix_command", "pytest_plugin", "keras",
      "__main__", "__init__"},
 ]
@@ -24,7 +24,9 @@ LAYERS = [
 # Inside the TensorFlow adapter package, bottom up: a module imports only modules listed before it
 # (which also rules out import cycles between them).
 ADAPTER = SRC / "_tf"
-ADAPTER_ORDER = ["__init__", "logfilter", "versions", "frames", "counters", "types", "keras", "reading", "xla", "hooks"]
+ADAPTER_ORDER = [
+    "__init__", "logfilter", "versions", "frames", "counters", "types", "keras", "reading", "earlier", "xla", "hooks",
+]
 
 
 def _module_name(path: Path) -> str:

@@ -387,15 +387,17 @@ def test_install_stop_and_functions_created_before_activation() -> None:
     def early_fn(x: tf.Tensor) -> tf.Tensor:
         return x
 
-    early_fn(tf.ones([1]))  # traced before monitoring: not reported
+    early_fn(tf.ones([1]))  # traced before monitoring: read from TensorFlow's cache
     monitor = tfretrace.install(warn=False, log=False)
     assert tfretrace.install() is monitor and tfretrace.current() is monitor
     early_fn(tf.ones([2]))
     session = tfretrace.stop()
     assert tfretrace.current() is None
     fn = report(session, "early_fn")
-    assert fn.traces == 1 and fn.calls == 1
-    assert fn.events[0].cause == "first-trace"  # the monitor only knows what it saw
+    # Traces count as TensorFlow counts them; calls only those the monitor saw.
+    assert (fn.traces, fn.earlier_traces, fn.retraces, fn.calls) == (2, 1, 1, 1)
+    assert fn.traces == early_fn.experimental_get_tracing_count()
+    assert [(e.cause, e.earlier) for e in fn.events] == [("first-trace", True), ("shape-changed", False)]
 
 
 def test_session_json_round_trip(tmp_path: typing.Any) -> None:

@@ -135,7 +135,11 @@ def test_tf_32157_python_int_step_argument() -> None:
     with monitored() as out:
         for step in range(4):
             train_step(x, tf.constant(step))
-    assert find(out[0], "train_step").retraces == 0
+    # The four Python-int traces are still in the function's cache (read as earlier traces): the
+    # fixed calls add one trace, and the steps after it none.
+    fixed = find(out[0], "train_step")
+    assert (fixed.traces, fixed.earlier_traces) == (5, 4) == (train_step.experimental_get_tracing_count(), 4)
+    assert [e.cause for e in fixed.events if not e.earlier] == ["structure-changed"]
 
 
 def test_tf_42441_rapidly_creating_new_models() -> None:

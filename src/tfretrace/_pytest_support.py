@@ -91,7 +91,8 @@ class TestWatch:
     def summary_lines(self) -> list[str]:
         """One line per traced function: ``name (file:line): traces=2 causes=first-trace,shape-changed``.
 
-        Causes repeat as ``shape-changed*3``; traces the budget refused follow as ``refused=...``.
+        Causes repeat as ``shape-changed*3``; ``earlier=N`` counts the traces the function had
+        before the test (not in ``traces``); traces the budget refused follow as ``refused=...``.
         """
         # Exact counts, however many breach errors a warn-only budget kept.
         refused: dict[str, Counter[str]] = {}
@@ -99,10 +100,15 @@ class TestWatch:
             refused.setdefault(function, Counter())[cause] += n
         lines = []
         for state in sorted(self.monitor.states(), key=lambda s: s.name):
-            if not state.traces and state.name not in refused:
+            # The test's own traces; those the function had before the test's monitor met it
+            # (earlier tests, module import) are counted apart: they are not this test's doing.
+            own = state.traces - state.earlier
+            if not own and state.name not in refused:
                 continue
-            causes = _counted(Counter(e.cause for e in state.events()))
-            line = f"{state.name} ({state.location}): traces={state.traces} causes={causes}"
+            causes = _counted(Counter(e.cause for e in state.events() if not e.earlier))
+            line = f"{state.name} ({state.location}): traces={own} causes={causes}"
+            if state.earlier:
+                line += f" earlier={state.earlier}"
             if state.xla_compiles:
                 line += f" xla_compiles={state.xla_compiles} compile_s={state.xla_seconds:.3f}"
             if state.name in refused:

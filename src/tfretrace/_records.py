@@ -64,6 +64,16 @@ class FunctionState:
     # Keras rows hold several tf.functions (the loop function and the step traced inside it):
     # the code (qualified name) of each tf.function object, so each is compared with its own.
     codes: dict[int, str] = field(default_factory=dict)
+    # Of ``traces``, those read from TensorFlow's cache when the monitor met an object that had
+    # traced before (see _earlier); whether the last trace recorded was one (no call count to
+    # measure "calls since previous" from). Exact traces per cause, earlier ones included.
+    earlier: int = 0
+    after_earlier: bool = False
+    by_cause: dict[str, int] = field(default_factory=dict)
+
+    def count_cause(self, cause: str) -> None:
+        """Count one recorded trace of this cause."""
+        self.by_cause[cause] = self.by_cause.get(cause, 0) + 1
 
     def add_xla_event(self, event: Any) -> None:
         """Keep an XLA event within the same bound as trace events."""

@@ -221,6 +221,9 @@ class TraceEvent:
     # variable-creation trace, and one trace per replica device under a distribution strategy.
     expected: bool = False
     inclusive_seconds: float | None = None
+    # Traced before the monitor met the tf.function: read from TensorFlow's cache, so no call
+    # site, cost, calls or thread are known (time 0: at or before the session's start).
+    earlier: bool = False
 
     @property
     def total_seconds(self) -> float:
@@ -258,6 +261,7 @@ class TraceEvent:
             "nested": self.nested,
             "keras": None if self.keras is None else self.keras.to_dict(),
             "expected": self.expected,
+            "earlier": self.earlier,
         }
 
     @classmethod
@@ -295,6 +299,7 @@ class TraceEvent:
             expected=C.flag(data.get("expected", cause in EXPECTED_CAUSES), f"{where}.expected"),
             inclusive_seconds=None if data.get("inclusive_seconds") is None
             else C.seconds(data.get("inclusive_seconds"), f"{where}.inclusive_seconds"),
+            earlier=C.flag(data.get("earlier", False), f"{where}.earlier"),
         )
 
 
@@ -370,6 +375,9 @@ class FunctionReport:
     megamorphic: tuple[str, ...] = ()
     # Traces a budget or strict mode refused: TensorFlow never traced them.
     refused_traces: int = 0
+    # Of ``traces``, those TensorFlow made before the monitor met the function (events with
+    # ``earlier`` set): counted like the others, as TensorFlow's own tracing count does.
+    earlier_traces: int = 0
 
     @property
     def retraces(self) -> int:
@@ -444,6 +452,7 @@ class FunctionReport:
             "traces": self.traces,
             "failed_traces": self.failed_traces,
             "refused_traces": self.refused_traces,
+            "earlier_traces": self.earlier_traces,
             "trace_seconds": round(self.trace_seconds, 6),
             "objects": self.objects,
             "keras": None if self.keras is None else self.keras.to_dict(),
@@ -480,6 +489,7 @@ class FunctionReport:
             keras=None if keras is None else KerasInfo.from_dict(keras, f"{where}.keras"),
             failed_traces=C.count(data.get("failed_traces", 0), f"{where}.failed_traces"),
             refused_traces=C.count(data.get("refused_traces", 0), f"{where}.refused_traces"),
+            earlier_traces=C.count(data.get("earlier_traces", 0), f"{where}.earlier_traces"),
             dropped_events=C.count(data.get("dropped_events", 0), f"{where}.dropped_events"),
             retrace_count=C.optional_count(data.get("retraces"), f"{where}.retraces"),
             worker=C.optional_text(data.get("worker"), f"{where}.worker"),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfretrace import __version__
+from tfretrace._earlier import record_earlier
 from tfretrace._records import (
     _MAX_OBJECTS,
     COMPARE_WINDOW,
@@ -229,6 +230,7 @@ class Monitor:
             xla_events=(*state.xla_head, *state.xla_tail),
             megamorphic=tuple(megamorphic(state.xla_by_cluster, calls)),
             refused_traces=state.refused,
+            earlier_traces=state.earlier,
         )
 
     def record_compile(self, state: FunctionState, trace: int, signature: tuple[Any, ...], done: Any,
@@ -321,6 +323,8 @@ class Monitor:
                 event = self._event(raw, pending, own, seconds)
                 state.traces += 1
                 state.retraces += event.is_retrace
+                state.count_cause(event.cause)
+                state.after_earlier = False
                 state.seconds += own
                 state.last_calls_total = pending.calls_total
                 state.priors.append(
@@ -358,6 +362,10 @@ class Monitor:
             state.object_index[raw.token] = object_index
             if len(state.object_index) > _MAX_OBJECTS:
                 state.object_index.popitem(last=False)
+            if state.objects <= _MAX_OBJECTS:
+                # First meeting: what its cache already holds was traced before. (Past the bound
+                # a forgotten object may come back, and its traces must not be counted twice.)
+                record_earlier(state, raw, object_index)
         else:
             state.object_index.move_to_end(raw.token)
         # Traces still running count as earlier traces: a recursive tf.function traces itself
@@ -388,7 +396,8 @@ class Monitor:
         elif _per_replica(explanation):
             note = "expected: under a distribution strategy a function called from replica code traces once per device"
         calls_total = state.calls(read)
-        since = calls_total - state.last_calls_total if state.traces else None
+        # Calls since an earlier trace (made before the monitor met the object) are unknown.
+        since = calls_total - state.last_calls_total if state.traces and not state.after_earlier else None
         # No fix at trace time: a fix is shown only once the plan has checked it against every
         # call of the run (Session's events carry it, from the plan).
         return _Pending(state, explanation, calls_total, since, object_index, note, index, expected)

@@ -85,7 +85,7 @@ def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool
         token=token_of(owner) if owner is not None else 0,
         signature=signature,
         traced_as=traced_as,
-        context=_context_fields(func_context),
+        context=context_fields(func_context),
         call_site=call_site(caller),
         thread=threading.current_thread().name,
         keras=keras,
@@ -111,7 +111,8 @@ def _weak(value: Any) -> Any:
         return None
 
 
-def _context_fields(func_context: Any) -> tuple[tuple[str, str], ...]:
+def context_fields(func_context: Any) -> tuple[tuple[str, str], ...]:
+    """The tracing context of a cache key (FunctionContext) as (field, text) pairs."""
     if func_context is None:
         return ()
     fields = [("scope_type", getattr(func_context.scope_type, "name", str(func_context.scope_type)))]

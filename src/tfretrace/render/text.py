@@ -369,6 +369,11 @@ def _function_extras(report: FunctionReport) -> list[str]:
         extras.append(f"{report.failed_traces} trace(s) raised an exception")
     if report.refused_traces:
         extras.append(f"{report.refused_traces} trace(s) refused by a budget")
+    if report.earlier_traces:
+        extras.append(
+            f"{report.earlier_traces} of the traces were made before the monitor met it "
+            "(read from TensorFlow's cache: no call site or cost)"
+        )
     if report.dropped_events:
         extras.append(f"{report.dropped_events} trace event(s) were not recorded (event cap)")
     return extras

@@ -1,0 +1,61 @@
+"""Traces made before a monitor met a tf.function: read once from its cache, recorded as earlier events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfretrace._records import FunctionState, _per_replica, _variable_creation_clone
+from tfretrace.analyzer import Prior, explain
+from tfretrace.events import EXPECTED_CAUSES, TraceEvent
+
+NOTE = "traced before this monitor met the function: read from TensorFlow's cache (call site and cost unknown)"
+
+
+def record_earlier(state: FunctionState, raw: Any, object_index: int) -> int:
+    """Record the traces the tf.function object behind ``raw`` already has; return how many.
+
+    Called when a monitor first meets the object, before its new trace is explained, so that
+    the new trace is compared with every trace the object has, whoever made them. Each earlier
+    trace is explained against the ones before it (cache order is trace order), exactly as if
+    it had been seen live, and counted in ``traces`` like TensorFlow's own count. Keras rows are
+    left alone: their rules (one row per model and role, the step function folded into the loop
+    function) are about traces seen live. Never raises for what TensorFlow holds.
+    """
+    if raw.keras is not None or raw.owner_ref is None:
+        return 0
+    owner = raw.owner_ref()
+    if owner is None:
+        return 0
+    from tfretrace._tf.earlier import cached_traces
+
+    traces = cached_traces(owner)
+    del owner  # no reference to the user's tf.function beyond this call
+    for trace in traces:
+        priors = [p.as_seen_now() if p.refs else p for p in (*state.priors, *state.inflight.values())]
+        explanation = _variable_creation_clone(explain(raw.token, trace.signature, trace.context, priors))
+        state.begun += 1
+        event = TraceEvent(
+            index=state.begun,
+            cause=explanation.cause,
+            seconds=0.0,
+            time=0.0,
+            call_site=None,
+            signature=trace.signature,
+            changes=explanation.changes,
+            object_index=object_index,
+            closest=explanation.closest,
+            context=trace.context,
+            note=NOTE,
+            nested=False,
+            expected=explanation.cause in EXPECTED_CAUSES or _per_replica(explanation),
+            earlier=True,
+        )
+        state.traces += 1
+        state.earlier += 1
+        state.retraces += event.is_retrace
+        state.count_cause(event.cause)
+        state.priors.append(Prior(event.index, raw.token, trace.signature, trace.context, trace.object_refs))
+        state.add_event(event)
+    if traces:
+        state.after_earlier = True
+    return len(traces)
