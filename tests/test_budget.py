@@ -212,7 +212,7 @@ def test_budget_of_a_nested_function_survives_autograph(tf: Any) -> None:
 
 
 @pytest.mark.tf
-def test_block_counts_only_inside_and_only_its_function(tf: Any) -> None:
+def test_block_counts_the_traces_its_function_has_and_only_its_function(tf: Any) -> None:
     @tf.function
     def inside(x: Any) -> Any:
         return x
@@ -221,14 +221,15 @@ def test_block_counts_only_inside_and_only_its_function(tf: Any) -> None:
     def other(x: Any) -> Any:
         return x
 
-    inside(tf.zeros([1]))  # before the block: not counted
-    with tfretrace.budget(inside, max_traces=1) as block:
+    inside(tf.zeros([1]))  # before the block: one of the traces inside has, so counted
+    with tfretrace.budget(inside, max_traces=2) as block:
         inside(tf.zeros([2]))
         other(tf.zeros([1]))
         other(tf.zeros([2]))  # not budgeted
         with pytest.raises(tfretrace.RetraceError) as info:
             inside(tf.zeros([3]))
-    assert info.value.cause == "shape-changed" and block.count == 1  # type: ignore[attr-defined]
+    assert info.value.cause == "shape-changed" and block.count == 2  # type: ignore[attr-defined]
+    assert info.value.count == 3 and inside.experimental_get_tracing_count() == 2  # type: ignore[attr-defined]
     inside(tf.zeros([4]))  # after the block: free again
     with tfretrace.budget(max_traces=0), pytest.raises(tfretrace.RetraceError) as info:
         other(tf.zeros([5]))

@@ -12,9 +12,12 @@ tf = pytest.importorskip("tensorflow")
 import tfretrace  # noqa: E402
 from schema_helpers import schema_errors  # noqa: E402
 from tfretrace._tf.earlier import cached_traces  # noqa: E402
+from tfretrace.budget import strict_from_env  # noqa: E402
 from tfretrace.events import FunctionReport  # noqa: E402
 
 pytestmark = pytest.mark.tf
+
+pytest_plugins = ["pytester"]
 
 
 def watch() -> typing.ContextManager[tfretrace.Monitor]:
@@ -87,6 +90,69 @@ def test_two_warm_shapes_under_reduce_retracing_then_a_third_and_a_new_rank() ->
     assert fn.events[1].signature[0].shape == (None,)  # the cache holds what was traced
     assert (fn.traces, fn.earlier_traces) == (3, 2) and fn.traces == relaxed.experimental_get_tracing_count()
     assert [(c.path, c.kind) for c in fn.events[2].changes] == [("x", "rank")]
+
+
+def test_a_variable_creating_warm_up_reads_both_traces_and_the_budget_skips_the_second() -> None:
+    holder: list[Any] = []
+
+    @tf.function
+    def build(x: Any) -> Any:
+        if not holder:
+            holder.append(tf.Variable(1.0))
+        return x * holder[0]
+
+    build(tf.zeros([1]))
+    assert build.experimental_get_tracing_count() == 2
+    with tfretrace.budget(build, max_traces=1), pytest.raises(tfretrace.RetraceError) as info:
+        build(tf.zeros([2]))
+    error: Any = info.value
+    assert (error.cause, error.count, error.max_traces) == ("shape-changed", 2, 1)
+    assert build.experimental_get_tracing_count() == 2  # refused: TensorFlow never traced
+    with watch() as mon:
+        build(tf.zeros([3]))
+    fn = mon.session().function("build")
+    assert flags(fn) == [
+        ("first-trace", True, True), ("variable-creation", True, True), ("shape-changed", False, False),
+    ]
+    assert (fn.traces, fn.earlier_traces, fn.retraces) == (3, 2, 1)
+
+
+def test_warm_up_then_budget_same_shape_passes_new_shape_refused_with_its_cause() -> None:
+    @tf.function
+    def step(x: Any) -> Any:
+        return x * 2.0
+
+    step(tf.zeros([8]))
+    with tfretrace.budget(step, max_traces=1) as block:
+        step(tf.zeros([8]))  # matches the warm trace: no trace, nothing to refuse
+        with pytest.raises(tfretrace.RetraceError) as info:
+            step(tf.zeros([9]))
+    error: Any = info.value
+    assert (error.cause, error.count, error.max_traces) == ("shape-changed", 2, 1)
+    assert [(c.path, c.before, c.after) for c in error.event.changes] == [("x", "(8,)", "(9,)")]
+    assert "1 of the counted traces were made before this budget met the function" in str(error)
+    assert block.count == 1 and block.violation_count == 1
+    assert step.experimental_get_tracing_count() == 1
+    # max_traces=0 after the warm-up: the same new shape is refused as what it is, not first-trace.
+    with tfretrace.budget(step, max_traces=0), pytest.raises(tfretrace.RetraceError) as info:
+        step(tf.zeros([9]))
+    assert (info.value.cause, info.value.count) == ("shape-changed", 2)  # type: ignore[attr-defined]
+
+
+def test_strict_mode_counts_the_warm_trace() -> None:
+    @tf.function
+    def strict_step(x: Any) -> Any:
+        return x
+
+    strict_step(tf.zeros([1]))
+    with watch() as mon:
+        strict_from_env(mon, {"TFRETRACE_STRICT": "1"})
+        strict_step(tf.zeros([1]))
+        with pytest.raises(tfretrace.RetraceError) as info:
+            strict_step(tf.zeros([2]))
+    assert (info.value.cause, info.value.count) == ("shape-changed", 2)  # type: ignore[attr-defined]
+    fn = mon.session().function("strict_step")
+    assert (fn.traces, fn.earlier_traces, fn.refused_traces) == (1, 1, 1)
 
 
 def test_each_monitor_reads_what_it_did_not_see_and_objects_are_read_once() -> None:
@@ -163,3 +229,48 @@ def test_an_unreadable_cache_leaves_todays_behaviour(monkeypatch: pytest.MonkeyP
     fn = mon.session().function("moved")
     assert flags(fn) == [("first-trace", False, True)] and (fn.traces, fn.earlier_traces) == (1, 0)
     assert mon.internal_errors == 0
+
+
+MARKER_TESTS = """
+import pytest
+import tensorflow as tf
+
+@tf.function
+def step(x):
+    return x * 2.0
+
+step(tf.zeros([4]))  # warmed at import, before any monitor
+
+@pytest.mark.max_traces(0, "step")
+def test_new_shape_refused():
+    step(tf.zeros([4]))  # the warm trace: cached
+    step(tf.zeros([5]))
+
+@pytest.mark.max_traces(1, "step")
+def test_the_body_counts_its_own_traces():
+    step(tf.zeros([6]))
+"""
+
+
+def test_pytest_marker_after_a_warm_up_refuses_with_the_real_cause(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    pytester.makepyfile(test_warm=MARKER_TESTS)
+    result = pytester.runpytest_subprocess("--tfretrace-summary", "-p", "no:randomly", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*budget exceeded: step (test_warm.py:*) would trace a 1st time, cause shape-changed*",
+            "*x: shape (4,) -> (5,), dim 0*",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "test_warm.py::test_new_shape_refused",
+            "  step (test_warm.py:*): traces=0 causes= earlier=1 refused=shape-changed",
+            "test_warm.py::test_the_body_counts_its_own_traces",
+            "  step (test_warm.py:*): traces=1 causes=shape-changed earlier=1",
+        ]
+    )

@@ -95,6 +95,11 @@ class Limit:
     Matches every function, those whose code is in ``keys``, or those whose qualified name is
     (or ends with ``.``) one of ``names``. Counts are per function code, over every tf.function
     object of that code. ``origin`` says in the error where the budget was declared.
+
+    ``existing``: the traces a function already has when the budget first counts one of its
+    traces (made before the budget, by TensorFlow before any monitor, or recorded by the
+    monitor earlier) count against the budget too, so that ``max_traces=N`` bounds all the
+    traces the function has. Without it only the traces made under the budget count.
     """
 
     def __init__(
@@ -107,6 +112,7 @@ class Limit:
         origin: str = "tfretrace.budget",
         thread: int | None = None,
         max_xla_compiles: int | None = None,
+        existing: bool = False,
     ) -> None:
         for name, value in (("max_traces", max_traces), ("max_xla_compiles", max_xla_compiles)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
@@ -125,6 +131,11 @@ class Limit:
         # A block budget counts only the traces made by the thread inside the block.
         self.thread = thread
         self.counts: dict[Key, int] = {}
+        self.existing = existing
+        # Per function, how many of its counted traces it had before the budget met it, and
+        # the traces other threads made under the budget: neither before it nor its own.
+        self.before: dict[Key, int] = {}
+        self.foreign: dict[Key, int] = {}
         # The first KEPT_VIOLATIONS breaches; every breach is counted in violation_count and,
         # per (function, cause), in refused.
         self.violations: list[BudgetExceededError] = []
@@ -139,6 +150,10 @@ class Limit:
         """Whether traces of this function count against the budget."""
         if self.thread is not None and threading.get_ident() != self.thread:
             return False
+        return self._covers(state)
+
+    def _covers(self, state: FunctionState) -> bool:
+        """Whether the budget is about this function, whatever the thread."""
         if not self.keys and not self.names:
             return True
         if state.key in self.keys:
@@ -162,6 +177,8 @@ class Limit:
         """Forget the counts and the violations."""
         with self._lock:
             self.counts.clear()
+            self.before.clear()
+            self.foreign.clear()
             self.violations.clear()
             self.violation_count = 0
             self.refused.clear()
@@ -177,7 +194,7 @@ class Limit:
         if not self.armed or event.cause in UNCOUNTED or not self.matches(state):
             return
         with self._lock:
-            count = self.counts.get(state.key, 0)
+            count = self._met(state)
         if self.max_traces is None or count < self.max_traces:
             return
         event = _with_checked_fix(state, event)
@@ -211,11 +228,32 @@ class Limit:
             if len(self.violations) < KEPT_VIOLATIONS:
                 self.violations.append(error)
 
+    def _met(self, state: FunctionState, recorded: int = 0) -> int:
+        """The function's count, starting it from the traces it already has (``existing``).
+
+        ``recorded``: how many of the state's traces are the one being counted (1 after it).
+        """
+        count = self.counts.get(state.key)
+        if count is None:
+            count = 0
+            if self.existing:
+                # Before this trace: the monitor's record, earlier traces read from the cache
+                # included, less the variable-creation traces no budget counts.
+                uncounted = sum(state.by_cause.get(c, 0) for c in UNCOUNTED)
+                count = state.traces - recorded - uncounted - self.foreign.get(state.key, 0)
+                self.before[state.key] = count
+            self.counts[state.key] = count
+        return count
+
     def _record(self, state: FunctionState, event: TraceEvent) -> None:
-        if not self.armed or event.cause in UNCOUNTED or not self.matches(state):
+        if not self.armed or event.cause in UNCOUNTED or not self._covers(state):
             return
         with self._lock:
-            self.counts[state.key] = self.counts.get(state.key, 0) + 1
+            if not self.matches(state):
+                if self.existing and state.key not in self.counts:
+                    self.foreign[state.key] = self.foreign.get(state.key, 0) + 1
+                return
+            self.counts[state.key] = self._met(state, recorded=1) + 1
 
     def message(self, state: FunctionState, event: TraceEvent, count: int) -> str:
         """The error text: which budget, which trace, why it happened and how to avoid it."""
@@ -229,6 +267,9 @@ class Limit:
             lines.append(body[1])
         if event.cause == "first-trace":
             lines.append("  max_traces=0 allows no trace at all: call the function once before the budget")
+        before = self.before.get(state.key, 0)
+        if before:
+            lines.append(f"  {before} of the counted traces were made before this budget met the function")
         lines.append(
             "  counted: every trace of this code by any tf.function object, except the expected"
             " variable-creation trace; TensorFlow did not trace, so its cache is unchanged"
@@ -350,6 +391,8 @@ class Budget:
             keys=[] if self.key is None else [self.key],
             origin=f"with tfretrace.budget({what}{_budget_args(self.max_traces, self.max_xla_compiles)})",
             max_xla_compiles=self.max_xla_compiles,
+            # A block bounds every trace its functions have: a warm-up before it counts.
+            existing=True,
         )
 
     def __call__(self, fn: F) -> F:
@@ -390,7 +433,10 @@ class Budget:
 
     @property
     def count(self) -> int:
-        """Traces counted inside the block so far (all matching functions)."""
+        """Traces counted against the block's budget so far (all matching functions).
+
+        The traces each function already had when the block met it are included (see the docs).
+        """
         return self._limit.total()
 
     @property
@@ -478,7 +524,8 @@ def strict_from_env(monitor: Monitor, environ: Mapping[str, str] | None = None) 
     if warn_text not in ("", "0", "false", "no", "off", "1", "true", "yes", "on"):
         raise ValueError(f"{STRICT_WARN_ENV} must be 1/true/yes/on or 0/false/no/off, got {warn_text!r}")
     warn_only = warn_text in ("1", "true", "yes", "on")
-    limit = Limit(int(text), warn_only=warn_only, origin=f"{STRICT_ENV}={int(text)}")
+    # Strict mode bounds every trace a function has, those made before the monitor included.
+    limit = Limit(int(text), warn_only=warn_only, origin=f"{STRICT_ENV}={int(text)}", existing=True)
     limit.attach(monitor)
     _strict[monitor] = limit
 
