@@ -197,6 +197,73 @@ _RUNTIME: tuple[Cause, ...] = (
         "    return tf.reduce_sum(x)\n\nfor n in range(10, 20):\n"
         "    step(tf.pad(tf.ones([8, n]), [[0, 0], [0, 20 - n]]))   # 1 trace, 1 compile",
     ),
+    # Traces of TensorFlow's and Keras' own code made for a user's call: the row is named after
+    # that call and sits at the user's line; the fix is at the user's level, never in their code.
+    Cause(
+        "TFR016",
+        "pfor-per-call",
+        "tf.vectorized_map (pfor) called eagerly traced a new function",
+        "Called eagerly, tf.vectorized_map and tf.pfor wrap the loop in a brand new "
+        "tf.function on every call (TensorFlow's warning names pfor.<locals>.f): every call "
+        "traces and vectorizes the whole loop body again.",
+        "Call tf.vectorized_map from inside a tf.function created once (decorate the function "
+        "that calls it): pfor is then traced into that graph, once per input signature.",
+        "for x in batches:\n    y = tf.vectorized_map(per_example, x)   # a trace per call",
+        "@tf.function\ndef apply(x):\n    return tf.vectorized_map(per_example, x)\n\n"
+        "for x in batches:\n    y = apply(x)   # one trace",
+    ),
+    Cause(
+        "TFR017",
+        "restored-new-signature",
+        "a function restored by tf.saved_model.load was called with a new input signature",
+        "A restored function keeps only the concrete functions saved with it; TensorFlow wraps "
+        "them in restored_function_body, a tf.function that traces again for every new input "
+        "signature it is called with (and fails when no saved concrete function matches).",
+        "Call the restored function with the shapes and dtypes it was saved for (pad to a "
+        "fixed shape), or save it with an input_signature whose TensorSpecs have None in the "
+        "dimensions that vary.",
+        "loaded = tf.saved_model.load(path)\nfor n in range(2, 6):\n    loaded.f(tf.ones([n]))   "
+        "# a trace per length",
+        "# at save time\n@tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])\n"
+        "def f(self, x): ...\n\nloaded = tf.saved_model.load(path)\nfor n in range(2, 6):\n"
+        "    loaded.f(tf.ones([n]))   # one trace",
+    ),
+    Cause(
+        "TFR018",
+        "restored-reloaded",
+        "a SavedModel loaded again traced its restored function again",
+        "Every tf.saved_model.load makes new restored functions with empty caches: loading per "
+        "call or per request traces every time, on top of reading the files.",
+        "Load the SavedModel once at start-up and keep the object.",
+        "def handle(x):\n    loaded = tf.saved_model.load(path)\n    return loaded.f(x)",
+        "loaded = tf.saved_model.load(path)\ndef handle(x):\n    return loaded.f(x)",
+    ),
+    Cause(
+        "TFR019",
+        "saved-model-export",
+        "traced again to be written into a SavedModel (expected)",
+        "tf.saved_model.save and Keras' model.export trace every function they write again, "
+        "for each of its input signatures, inside the save: serialization needs graphs built "
+        "in the save context (and Keras' serving_default endpoint is a new tf.function). "
+        "This is part of saving and is expected.",
+        "Nothing to fix; saving less often saves these traces.",
+        "",
+        "",
+    ),
+    Cause(
+        "TFR020",
+        "data-pipeline-rebuilt",
+        "a tf.data pipeline was built again and traced its map/filter function again",
+        "Dataset.map, filter, flat_map and interleave trace their function when the pipeline is "
+        "built, not when it runs: building the dataset again (every epoch, every call of a "
+        "helper) traces every function in it again.",
+        "Build the dataset once, outside the epoch loop, and iterate over it every epoch "
+        "(a tf.data.Dataset can be iterated many times); add .cache() where the input is fixed.",
+        "for epoch in range(10):\n    ds = tf.data.Dataset.from_tensor_slices(x).map(parse)\n"
+        "    for batch in ds: ...",
+        "ds = tf.data.Dataset.from_tensor_slices(x).map(parse)\nfor epoch in range(10):\n"
+        "    for batch in ds: ...",
+    ),
 )
 
 _BY_KEY: dict[str, Cause] = {}

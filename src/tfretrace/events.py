@@ -18,8 +18,9 @@ OBJECT = "object"
 SPEC = "spec"
 CONTAINERS = frozenset({"list", "tuple", "dict", "namedtuple", "attrs"})
 
-# Causes that are part of normal operation, never a retrace to fix.
-EXPECTED_CAUSES = frozenset({"first-trace", "variable-creation"})
+# Causes that are part of normal operation, never a retrace to fix (a SavedModel's serialization
+# traces come with every save).
+EXPECTED_CAUSES = frozenset({"first-trace", "variable-creation", "saved-model-export"})
 
 
 @dataclass(frozen=True)
