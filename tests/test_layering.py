@@ -25,7 +25,8 @@ LAYERS = [
 # (which also rules out import cycles between them).
 ADAPTER = SRC / "_tf"
 ADAPTER_ORDER = [
-    "__init__", "logfilter", "versions", "frames", "counters", "types", "keras", "reading", "earlier", "xla", "hooks",
+    "__init__", "logfilter", "versions", "frames", "counters", "types", "keras", "origins", "reading", "earlier", "xla",
+    "hooks",
 ]
 
 

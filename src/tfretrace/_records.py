@@ -182,6 +182,37 @@ def _keras_cause(
     return replace(explanation, cause=cause), note, None
 
 
+# Framework code traced for a call of the user's (tfretrace._tf.origins kinds): the cause of a
+# trace after the row's first.
+_ORIGIN_CAUSES = {"pfor": "pfor-per-call", "data": "data-pipeline-rebuilt"}
+_SAVING_NOTE = (
+    "traced again to be written into a SavedModel (tf.saved_model.save, model.export): expected, "
+    "once per saved signature per save"
+)
+
+
+def _origin_cause(raw: Any, explanation: Explanation) -> tuple[Explanation, str | None, bool | None]:
+    """(explanation, note, expected or None for the default) of a trace made for a SavedModel or
+    of framework code traced for a call of the user's (README, "Traces TensorFlow and Keras make
+    for you")."""
+    first = explanation.cause == "first-trace"
+    if raw.saving and (raw.origin == "export" or not first):
+        # Serialization traces every signature again in the save context; Keras' export
+        # endpoints and serving_default are new tf.functions at every save.
+        return replace(explanation, cause="saved-model-export"), _SAVING_NOTE, True
+    if first or raw.origin is None:
+        return explanation, None, None
+    cause = _ORIGIN_CAUSES.get(raw.origin)
+    if cause is not None:
+        return replace(explanation, cause=cause), None, False
+    if raw.origin == "restored":
+        if explanation.cause == "new-function-object":
+            return replace(explanation, cause="restored-reloaded"), None, False
+        if explanation.cause not in ("unexplained", "context-changed"):
+            return replace(explanation, cause="restored-new-signature"), None, False
+    return explanation, None, None
+
+
 def compile_signature(
     trace_signature: Sequence[Leaf], args: Sequence[tuple[int, str, tuple[int, ...]]]
 ) -> tuple[Leaf, ...]:

@@ -25,6 +25,7 @@ from tfretrace._records import (
     HEAD_EVENTS,
     FunctionState,
     _keras_cause,
+    _origin_cause,
     _per_replica,
     _variable_creation_clone,
 )
@@ -385,6 +386,8 @@ class Monitor:
             # The row's calls are the user's calls: a step function called only from inside the
             # loop function's trace is not called by anyone else.
             self._track_counter(state, raw, read)
+        if raw.origin == "data":
+            state.dead_calls += 1  # tf.data calls its functions in C++: its calls are the builds
         explanation = _variable_creation_clone(explain(raw.token, raw.signature, raw.context, priors))
         state.begun += 1
         index = state.begun
@@ -393,6 +396,8 @@ class Monitor:
         expected = None
         if raw.keras is not None:
             explanation, note, expected = _keras_cause(state, raw, explanation, folded)
+        elif raw.origin is not None or raw.saving:
+            explanation, note, expected = _origin_cause(raw, explanation)
         elif _per_replica(explanation):
             note = "expected: under a distribution strategy a function called from replica code traces once per device"
         calls_total = state.calls(read)

@@ -12,6 +12,7 @@ from typing import Any
 from tfretrace._tf.counters import make_call_hook
 from tfretrace._tf.frames import call_site, is_keras_layer_kernel, is_user_trace
 from tfretrace._tf.keras import KerasPatches
+from tfretrace._tf.origins import origin_of
 from tfretrace._tf.reading import RawTrace, read_trace
 from tfretrace._tf.versions import load_tensorflow, untested_notes, warn_once
 from tfretrace._tf.xla import cluster_of
@@ -97,16 +98,24 @@ class Hooks:
 
         def _create_concrete_function(function_type, type_context, func_graph, tracing_options):  # type: ignore[no-untyped-def]
             caller = sys._getframe(1)
+            failure: Exception | None = None
             try:
-                wanted = is_user_trace(tracing_options) and not is_keras_layer_kernel(tracing_options)
-            except Exception:  # never let a reading problem stop the user's trace
-                wanted = False
-            if not wanted:
+                user = is_user_trace(tracing_options)
+                wanted = user and not is_keras_layer_kernel(tracing_options)
+                # Framework code traced for a call of the user's (tf.vectorized_map, a restored
+                # function, a tf.data pipeline, a Keras export, whose endpoint is the model's
+                # Layer.__call__) is reported at that call.
+                origin = origin_of(tracing_options, caller, user)
+            except Exception as exc:  # never let a reading problem stop the user's trace
+                wanted, origin, failure = False, None, exc
+            if failure is not None:
+                on_trace(_raising(failure))  # each monitor counts it as an internal error
+            if not wanted and origin is None:
                 return orig(function_type, type_context, func_graph, tracing_options)
             level = getattr(depth, "n", 0)
             # on_trace catches its own errors; only a deliberate RetraceError escapes it.
             pending = on_trace(
-                lambda: read_trace(function_type, tracing_options, caller, level > 0)
+                lambda: read_trace(function_type, tracing_options, caller, level > 0, origin)
             )
             depth.n = level + 1
             # Time spent in the user traces nested in this one, so that each second is counted
@@ -136,6 +145,13 @@ class Hooks:
 
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _raising(exc: Exception) -> Callable[[], RawTrace]:
+    def read() -> RawTrace:
+        raise exc
+
+    return read
 
 
 def _filtered_call_hook(orig_call: Any) -> Any:

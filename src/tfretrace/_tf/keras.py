@@ -68,6 +68,11 @@ TF_KERAS = Flavor(
 _FUNCTION_FILES = tuple(f.functions_file for f in (KERAS3, KERAS2, TF_KERAS))
 
 
+def is_keras_functions_file(filename: str) -> bool:
+    """Whether a file holds Keras' train/test/predict tf.functions (attributed by keras_info)."""
+    return filename.replace("\\", "/").endswith(_FUNCTION_FILES)
+
+
 def flavor_of(package: str) -> Flavor | None:
     """The flavor of an imported Keras package ('keras' or 'tf_keras'), or None if not imported."""
     module = sys.modules.get(package)
@@ -81,7 +86,7 @@ def flavor_of(package: str) -> Flavor | None:
 
 def keras_info(frame: FrameType | None, code: CodeType) -> tuple[KerasInfo | None, Any]:
     """(KerasInfo, model) when ``code`` is a Keras train/test/predict function, else (None, None)."""
-    if not code.co_filename.replace("\\", "/").endswith(_FUNCTION_FILES):
+    if not is_keras_functions_file(code.co_filename):
         return None, None
     method = None
     model = None

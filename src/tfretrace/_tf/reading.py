@@ -12,6 +12,7 @@ from typing import Any
 from tfretrace._tf.counters import counter_born, counter_of, token_of
 from tfretrace._tf.frames import call_site, innermost_code, owner_function, short_path
 from tfretrace._tf.keras import KERAS_ROLES, keras_info, mark_trained, model_group, was_loaded, was_trained
+from tfretrace._tf.origins import DATA, EXPORT, Origin, saving
 from tfretrace._tf.types import short_repr, signature_leaves, signature_with_refs
 from tfretrace.events import KerasInfo, Leaf
 
@@ -45,10 +46,20 @@ class RawTrace:
     # Keras: the role (train, test, predict) and whether the model had trained before this trace.
     role: str | None = None
     model_trained: bool = False
+    # Framework code traced for one of the user's calls (tfretrace._tf.origins): its kind; and
+    # whether the trace is made to write a SavedModel (tf.saved_model.save, model.export).
+    origin: str | None = None
+    saving: bool = False
 
 
-def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool) -> RawTrace:
-    """Turn the trace hook's arguments and the caller's frame into a RawTrace."""
+def read_trace(
+    function_type: Any, options: Any, caller: FrameType, nested: bool, origin: Origin | None = None
+) -> RawTrace:
+    """Turn the trace hook's arguments and the caller's frame into a RawTrace.
+
+    ``origin``: the code is TensorFlow's or Keras', traced for that call of the user's; the row
+    is the call's, named as the user wrote it and placed at the user's line.
+    """
     owner = owner_function(caller, options.function_cache)
     python_function = owner._python_function if owner is not None else options.python_function
     code, qualname = innermost_code(python_function)
@@ -66,7 +77,9 @@ def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool
     else:
         key = ("<unknown>", 0, qualname)
         location = "<unknown>"
-    keras, model = keras_info(caller, code) if code is not None else (None, None)
+    if origin is not None:
+        key, qualname, location = origin.key, origin.name, origin.site or "<unknown>"
+    keras, model = keras_info(caller, code) if code is not None and origin is None else (None, None)
     role = None
     trained = False
     if keras is not None:
@@ -78,6 +91,8 @@ def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool
         key = (key[0], 0, f"keras {role} {model_group(model, keras)}")
         trained = mark_trained(model) if role == "train" else was_trained(model)
     counter = counter_of(owner) if owner is not None else None
+    if origin is not None and origin.kind == DATA:
+        counter = None  # tf.data calls its functions in C++: a tf.data row counts pipeline builds
     return RawTrace(
         key=key,
         name=qualname,
@@ -99,6 +114,8 @@ def read_trace(function_type: Any, options: Any, caller: FrameType, nested: bool
         model_loaded=was_loaded(model),
         role=role,
         model_trained=trained,
+        origin=origin.kind if origin is not None else None,
+        saving=(origin is not None and origin.kind == EXPORT) or saving(),
     )
 
 
