@@ -9,6 +9,7 @@ from typing import Any
 from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix import callsite, declare, keras_fixes
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
+from tfretrace.fix.origin_advice import origin_steps
 from tfretrace.fix.predict import calls_of, count, mean_seconds
 from tfretrace.fix.source import Replacement, SourceReader
 from tfretrace.fix.xla_fixes import xla_steps
@@ -122,6 +123,9 @@ def plan_for(
     """
     if report.retraces == 0:
         return ()
+    advice = origin_steps(report)
+    if advice is not None:
+        return tuple(_origin_step(step, report.traces) for step in advice)
     reader = reader or SourceReader()
     short = report.name.rsplit(".", 1)[-1]
     definition = reader.function_at(report.location, short) if report.keras is None else None
@@ -177,6 +181,20 @@ def plan_for(
         statements.append(_dropped(report))
     statements.extend(_unaddressed(report, steps, statements, current))
     return tuple(steps + statements)
+
+
+def _origin_step(step: dict[str, object], traces: int) -> PlanStep:
+    # Advice for TensorFlow's own code traced for the user's call: a statement, nothing predicted.
+    return PlanStep(
+        cause=str(step["cause"]),
+        kind="statement",
+        summary=str(step["summary"]),
+        code=None if step["code"] is None else str(step["code"]),
+        edits=(),
+        traces_before=traces,
+        traces_after=traces,
+        seconds_saved=0.0,
+    )
 
 
 def _unaddressed(report: FunctionReport, steps: list[PlanStep], said: list[PlanStep], left: int) -> list[PlanStep]:

@@ -40,6 +40,8 @@ class Replay:
     calls: tuple[Call, ...]
     # Extra traces a first call makes when it creates variables: one per tf.function object.
     variable_traces: int = 0
+    # Traces tf.saved_model.save made to write the function's signatures (not calls to replay).
+    saving_traces: int = 0
 
     def with_calls(self, calls: Sequence[Call]) -> Replay:
         """The same replay over other calls (a fix changed or removed some)."""
@@ -49,14 +51,18 @@ class Replay:
 def calls_of(report: FunctionReport) -> Replay:
     """The calls that traced, oldest first, from the function's kept events."""
     calls = []
-    variable_traces = 0
+    variable_traces = saving_traces = 0
     seen: dict[str, set[int]] = {}
     for event in report.events:
         if event.cause == "variable-creation":
             variable_traces += 1
             continue
+        if event.cause == "saved-model-export":
+            # Made in the save context, whose cache is not the calls': not a call to replay.
+            saving_traces += 1
+            continue
         calls.append(_call(event, seen))
-    return Replay(tuple(calls), variable_traces)
+    return Replay(tuple(calls), variable_traces, saving_traces)
 
 
 def _call(event: TraceEvent, seen: dict[str, set[int]]) -> Call:
@@ -93,7 +99,9 @@ def count(replay: Replay, config: Config) -> int | None:
         table.add(target)
         traces += 1
     objects = len({call.obj for call in replay.calls}) or 1
-    return traces + min(replay.variable_traces, objects)
+    # A save traces each signature in the cache again, once (the next save finds them cached in
+    # the save context): never more than the traces the calls left.
+    return traces + min(replay.variable_traces, objects) + min(replay.saving_traces, traces)
 
 
 class _Table:

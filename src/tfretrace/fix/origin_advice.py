@@ -1,0 +1,112 @@
+"""Advice for traces of TensorFlow's own code made for a user's call: written for the user's line, never checked."""
+
+from __future__ import annotations
+
+from tfretrace.events import TENSOR, FunctionReport, TraceEvent
+from tfretrace.fix.rules import fold_all
+from tfretrace.fix.specs import spec_text
+
+# The causes whose traced code is TensorFlow's (pfor's loop, restored_function_body, tf.data's
+# wrapper): no replay models their caches and no edit reaches their code, so the plan gives
+# advice at the user's call, labelled as such, and predicts nothing.
+ORIGIN_CAUSES = frozenset({"pfor-per-call", "restored-new-signature", "restored-reloaded", "data-pipeline-rebuilt"})
+
+_LABEL = "advice, by hand (the traced code is TensorFlow's: tfretrace cannot check a fix for it)"
+
+
+def origin_steps(report: FunctionReport) -> list[dict[str, object]] | None:
+    """One advice step per framework cause that retraced, or None when the row has none.
+
+    Plain data shaped like a plan step (``PlanStep`` fields) so the plan module stays the only
+    one that builds PlanSteps; a statement step: nothing is predicted, nothing is edited.
+    """
+    retraces = [e for e in report.events if e.is_retrace]
+    causes = list(dict.fromkeys(e.cause for e in retraces))
+    if not causes or not set(causes) & ORIGIN_CAUSES:
+        return None
+    steps: list[dict[str, object]] = []
+    for cause in causes:
+        if cause not in ORIGIN_CAUSES:
+            continue
+        events = [e for e in retraces if e.cause == cause]
+        summary, code = _ADVICE[cause](report, events)
+        steps.append({"cause": cause, "summary": f"{_LABEL}: {summary}", "code": code})
+    return steps
+
+
+def _sites(events: list[TraceEvent]) -> str:
+    return ", ".join(dict.fromkeys(e.call_site or "?" for e in events))
+
+
+def _pfor(report: FunctionReport, events: list[TraceEvent]) -> tuple[str, str]:
+    call = report.name
+    summary = (
+        f"{call} called eagerly made a new tf.function on each call ({len(events) + 1} traces at "
+        f"{_sites(events)}); call it from inside one tf.function created once"
+    )
+    code = (
+        f"# {_sites(events)}: {call} called eagerly traces a new function on every call\n"
+        "@tf.function  # created once, outside the loop: pfor is traced into its graph\n"
+        "def vectorized(elems):\n"
+        f"    return {call}(fn, elems)\n\n"
+        f"y = vectorized(elems)  # instead of y = {call}(fn, elems)"
+    )
+    return summary, code
+
+
+def _pipeline(report: FunctionReport, events: list[TraceEvent]) -> tuple[str, str]:
+    summary = (
+        f"the pipeline built at {report.location} was built {len(events) + 1} times, tracing "
+        f"{report.name} each time; build it once, outside the loop, and iterate over it again"
+    )
+    code = (
+        f"# {report.location}: build the dataset once, before the loop\n"
+        f"ds = make_dataset()  # the pipeline built at {report.location}, with its {report.name}\n"
+        "for epoch in range(epochs):\n"
+        "    for batch in ds:  # a tf.data.Dataset can be iterated again every epoch\n"
+        "        ..."
+    )
+    return summary, code
+
+
+def _restored(report: FunctionReport, events: list[TraceEvent]) -> tuple[str, str]:
+    name = report.name.split(" ", 1)[0]
+    shapes = [e.signature for e in report.events if e.cause != "restored-reloaded"]
+    general = fold_all(shapes)
+    summary = (
+        f"{name} was called with {len(shapes)} input signatures at {_sites(events)}; call it with "
+        "the shapes it was saved for (pad to one shape), or save it with an input_signature "
+        "open where the calls varied"
+    )
+    specs = [spec_text(leaf) for leaf in general or () if leaf.kind == TENSOR]
+    if specs:
+        code = (
+            "# where the function is saved: one signature for every call seen\n"
+            f"@tf.function(input_signature=[{', '.join(specs)}])\n"
+            f"def {name}(...): ..."
+        )
+    else:
+        code = f"# {_sites(events)}: pass {name} the same shapes and dtypes on every call"
+    return summary, code
+
+
+def _reloaded(report: FunctionReport, events: list[TraceEvent]) -> tuple[str, str]:
+    name = report.name.split(" ", 1)[0]
+    summary = (
+        f"the SavedModel was loaded again and {name} traced again ({len(events)} times, at "
+        f"{_sites(events)}); load it once at start-up and keep the object"
+    )
+    code = (
+        "loaded = tf.saved_model.load(path)  # once, at start-up\n"
+        "def handle(x):\n"
+        f"    return loaded.{name}(x)"
+    )
+    return summary, code
+
+
+_ADVICE = {
+    "pfor-per-call": _pfor,
+    "data-pipeline-rebuilt": _pipeline,
+    "restored-new-signature": _restored,
+    "restored-reloaded": _reloaded,
+}
