@@ -267,7 +267,7 @@ def test_keras_export_is_reported_at_the_export_call_and_expected(tf_traces: Any
     keras_traces = sum(n for (file, name), n in tf_traces.items() if name in ("__call__", "serving_default"))
     assert sum(f.traces for f in session.functions) == keras_traces == 8
     for fn, site in zip(session.functions, (line("export"), line("export-again"))):
-        assert fn.name == "model.export"
+        assert fn.name == "clf.export"
         assert set(causes(fn)) == {"saved-model-export"} and all(expected(fn))
         assert {e.call_site for e in fn.events} == {site}
         assert fn.retraces == 0 and fn.plan == ()

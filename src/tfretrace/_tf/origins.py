@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 from dataclasses import dataclass
@@ -115,12 +116,23 @@ def _export(caller: FrameType) -> Origin | None:
     # calling tf.saved_model.save): one row per saving call of the user's.
     export = _frame(caller, "export_saved_model", "/export/")
     if export is not None:
-        return _at_site(EXPORT, "model.export", caller)
+        # Named like the Keras rows (clf.fit, clf.predict): the model's name, read as a plain
+        # attribute so that no user property runs here.
+        name = _static_name(export.f_locals.get("model"))
+        return _at_site(EXPORT, f"{name or 'model'}.export", caller)
     if _frame(caller, "write_out", "/export/") is not None:
         return _at_site(EXPORT, "ExportArchive.write_out", caller)
     if saving():
         return _at_site(EXPORT, "tf.saved_model.save", caller)
     return None
+
+
+def _static_name(model: Any) -> str | None:
+    try:
+        value = inspect.getattr_static(model, "name")
+    except AttributeError:
+        return None
+    return value if isinstance(value, str) else None
 
 
 def _frame(frame: FrameType | None, name: str, path_part: str) -> FrameType | None:
