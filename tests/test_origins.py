@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -38,21 +39,24 @@ def line(marker: str) -> str:
 
 @pytest.fixture
 def tf_traces(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[tuple[str, str]]:
-    """What TensorFlow really traced: (file name, code name) per call of its trace function.
+    """What TensorFlow really traced: (file name, code name) per graph its trace function built.
 
-    Installed before the monitor's hook, so the hook calls through it: it sees every trace,
-    including the ones tfretrace hides.
+    Counted below TensorFlow's _create_concrete_function (one FuncGraph per trace), so it sees
+    every trace, the ones tfretrace hides included, and never stands between tfretrace's hook
+    and the user's frames, whatever was installed first.
     """
-    from tensorflow.python.eager.polymorphic_function import tracing_compilation as tc
+    from tensorflow.python.framework import func_graph as func_graph_module
 
     seen: collections.Counter[tuple[str, str]] = collections.Counter()
-    original = tc._create_concrete_function
+    original = func_graph_module.func_graph_from_py_func
 
-    def counting(function_type: Any, type_context: Any, func_graph: Any, options: Any) -> Any:
-        seen[_code_of(options.python_function)] += 1
-        return original(function_type, type_context, func_graph, options)
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        caller = sys._getframe(1)
+        if caller.f_code.co_name == "_create_concrete_function":  # not cond/while branch graphs
+            seen[_code_of(caller.f_locals["tracing_options"].python_function)] += 1
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(tc, "_create_concrete_function", counting)
+    monkeypatch.setattr(func_graph_module, "func_graph_from_py_func", counting)
     return seen
 
 
