@@ -190,6 +190,31 @@ def test_xla_recompile(results: dict[str, Any]) -> None:
     assert events[2]["changes"] == ["tokens: shape (4, 7, 8) -> (4, 9, 8), dim 1"]
 
 
+def test_vectorized_map_eager(results: dict[str, Any]) -> None:
+    report = fn(results, "vectorized_map_eager.py", "tf.vectorized_map")
+    assert causes(report) == ["first-trace"] + ["pfor-per-call"] * 3
+    assert report["calls"] == 4 and report["retraces"] == 3
+    # The advice: the same loop inside one tf.function traces once.
+    norms = fn(results, "vectorized_map_eager.py", "norms")
+    assert norms["traces"] == results["vectorized_map_eager.py"]["tracing_counts"]["norms"] == 1
+
+
+def test_dataset_per_epoch(results: dict[str, Any]) -> None:
+    rebuilt, once = [r for r in results["dataset_per_epoch.py"]["functions"] if r["name"] == "Dataset.map(parse)"]
+    assert causes(rebuilt) == ["first-trace", "data-pipeline-rebuilt", "data-pipeline-rebuilt"]
+    assert rebuilt["calls"] == 3 and rebuilt["retraces"] == 2
+    assert causes(once) == ["first-trace"] and once["retraces"] == 0
+
+
+def test_saved_model_roundtrip(results: dict[str, Any]) -> None:
+    saved = fn(results, "saved_model_roundtrip.py", "Scaler.scale")
+    assert causes(saved) == ["first-trace", "shape-changed", "saved-model-export", "saved-model-export"]
+    assert saved["retraces"] == 1  # the serialization traces are expected
+    restored = fn(results, "saved_model_roundtrip.py", "scale (restored by tf.saved_model.load)")
+    assert causes(restored) == ["first-trace", "restored-new-signature", "restored-reloaded", "restored-reloaded"]
+    assert restored["calls"] == 5 and restored["retraces"] == 3
+
+
 def test_dtype_changed(results: dict[str, Any]) -> None:
     report = fn(results, "dtype_changed.py", "normalize")
     assert causes(report) == ["first-trace", "dtype-changed"]
