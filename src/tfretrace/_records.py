@@ -187,7 +187,7 @@ def _keras_cause(
 _ORIGIN_CAUSES = {"pfor": "pfor-per-call", "data": "data-pipeline-rebuilt"}
 _SAVING_NOTE = (
     "traced again to be written into a SavedModel (tf.saved_model.save, model.export): expected, "
-    "once per saved signature per save"
+    "part of saving"
 )
 
 
