@@ -43,12 +43,14 @@ def origin_of(options: Any, caller: FrameType, user: bool) -> Origin | None:
     if options.function_cache is None:
         return None
     function = options.python_function
-    code, _ = innermost_code(function)
+    code, qualname = innermost_code(function)
     if code is None:
         return None
     filename = code.co_filename.replace("\\", "/")
     if user:
-        if not _is_keras_file(filename) or is_keras_functions_file(filename):
+        # Keras' train/test/predict functions are closures in its trainer file (keras_info
+        # attributes them); Keras 2's Model.__call__ lives in that same file.
+        if not _is_keras_file(filename) or (is_keras_functions_file(filename) and "<locals>" in qualname):
             return None
         return _export(caller)
     if filename.endswith("/parallel_for/control_flow_ops.py") and code.co_name == "f":
@@ -114,7 +116,8 @@ def _dataset(caller: FrameType) -> Origin | None:
 def _export(caller: FrameType) -> Origin | None:
     # Keras code traced inside a save, or inside Keras' export (which traces its endpoints before
     # calling tf.saved_model.save): one row per saving call of the user's.
-    export = _frame(caller, "export_saved_model", "/export/")
+    # Keras 3 exports in export_saved_model; Keras 2 and tf_keras in export_model.
+    export = _frame(caller, "export_saved_model", "/export/") or _frame(caller, "export_model", "/export/")
     if export is not None:
         # Named like the Keras rows (clf.fit, clf.predict): the model's name, read as a plain
         # attribute so that no user property runs here.
@@ -128,11 +131,15 @@ def _export(caller: FrameType) -> Origin | None:
 
 
 def _static_name(model: Any) -> str | None:
-    try:
-        value = inspect.getattr_static(model, "name")
-    except AttributeError:
-        return None
-    return value if isinstance(value, str) else None
+    # Keras 3 keeps the name in an attribute; Keras 2 behind a property, in _name.
+    for attribute in ("name", "_name"):
+        try:
+            value = inspect.getattr_static(model, attribute)
+        except AttributeError:
+            continue
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def _frame(frame: FrameType | None, name: str, path_part: str) -> FrameType | None:
