@@ -260,6 +260,20 @@ def test_the_input_signature_fix_predicted_for_a_saved_function_is_what_tensorfl
     assert causes(fn) == ["first-trace", "saved-model-export"] and fn.retraces == 0
 
 
+def test_a_save_made_before_the_monitor_is_read_as_the_expected_serialization_trace() -> None:
+    # The cache keeps the save's trace (its context has the save's variable policy): read as an
+    # earlier trace, it is the serialization trace, not a context change to fix.
+    module = Doubler()
+    module.f(tf.ones([2]))
+    tf.saved_model.save(module, tempfile.mkdtemp())
+    with watched() as mon:
+        module.f(tf.ones([3]))
+    fn = mon.session().function("Doubler.f")
+    assert causes(fn) == ["first-trace", "saved-model-export", "shape-changed"]
+    assert [e.earlier for e in fn.events] == [True, True, False]
+    assert expected(fn) == [True, True, False] and fn.retraces == 1
+
+
 def test_keras_export_is_reported_at_the_export_call_and_expected(tf_traces: Any) -> None:
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)], name="clf")
     model(tf.ones([1, 3]))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from tfretrace._records import FunctionState, _per_replica, _variable_creation_clone
-from tfretrace.analyzer import Prior, explain
+from tfretrace.analyzer import Explanation, Prior, explain
 from tfretrace.events import EXPECTED_CAUSES, TraceEvent
 
 NOTE = "traced before this monitor met the function: read from TensorFlow's cache (call site and cost unknown)"
@@ -32,7 +33,9 @@ def record_earlier(state: FunctionState, raw: Any, object_index: int) -> int:
     del owner  # no reference to the user's tf.function beyond this call
     for trace in traces:
         priors = [p.as_seen_now() if p.refs else p for p in (*state.priors, *state.inflight.values())]
-        explanation = _variable_creation_clone(explain(raw.token, trace.signature, trace.context, priors))
+        explanation = _saved_earlier(
+            trace.context, _variable_creation_clone(explain(raw.token, trace.signature, trace.context, priors))
+        )
         state.begun += 1
         event = TraceEvent(
             index=state.begun,
@@ -59,3 +62,13 @@ def record_earlier(state: FunctionState, raw: Any, object_index: int) -> int:
     if traces:
         state.after_earlier = True
     return len(traces)
+
+
+def _saved_earlier(context: tuple[tuple[str, str], ...], explanation: Explanation) -> Explanation:
+    # A trace made by tf.saved_model.save carries the save's variable policy in its context (the
+    # key that made the save trace again); live traces in a save are recognised by the save
+    # context itself. Read from the cache, it is the same expected serialization trace.
+    if explanation.cause == "first-trace" or dict(context).get("variable_policy", "None") == "None":
+        return explanation
+    return replace(explanation, cause="saved-model-export")
+
