@@ -208,6 +208,19 @@ def test_restored_function_saved_with_an_open_signature_traces_once(tf_traces: A
     assert causes(fn) == ["first-trace"] and fn.retraces == 0
 
 
+def test_restored_function_called_before_the_monitor_keeps_its_causes() -> None:
+    path = _saved(2, 3, 4)
+    loaded = tf.saved_model.load(path)
+    loaded.f(tf.ones([2]))
+    loaded.f(tf.ones([3]))
+    with watched() as mon:
+        loaded.f(tf.ones([4]))  # <restored-late>
+    fn = mon.session().function("f (restored by tf.saved_model.load)")
+    assert causes(fn) == ["first-trace", "restored-new-signature", "restored-new-signature"]
+    assert [e.earlier for e in fn.events] == [True, True, False]
+    assert fn.events[-1].call_site == line("restored-late") and fn.retraces == 2
+
+
 def test_saved_model_loaded_per_call_traces_again(tf_traces: Any) -> None:
     path = _saved(2)
     tf_traces.clear()

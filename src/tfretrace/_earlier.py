@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from tfretrace._records import FunctionState, _per_replica, _variable_creation_clone
+from tfretrace._records import FunctionState, _per_replica, _variable_creation_clone, framework_cause
 from tfretrace.analyzer import Explanation, Prior, explain
 from tfretrace.events import EXPECTED_CAUSES, TraceEvent
 
@@ -36,6 +36,8 @@ def record_earlier(state: FunctionState, raw: Any, object_index: int) -> int:
         explanation = _saved_earlier(
             trace.context, _variable_creation_clone(explain(raw.token, trace.signature, trace.context, priors))
         )
+        if raw.origin is not None:  # a restored function called before the monitor met it
+            explanation = framework_cause(raw.origin, explanation)
         state.begun += 1
         event = TraceEvent(
             index=state.begun,

@@ -202,15 +202,22 @@ def _origin_cause(raw: Any, explanation: Explanation) -> tuple[Explanation, str 
         return replace(explanation, cause="saved-model-export"), _SAVING_NOTE, True
     if first or raw.origin is None:
         return explanation, None, None
-    cause = _ORIGIN_CAUSES.get(raw.origin)
-    if cause is not None:
-        return replace(explanation, cause=cause), None, False
-    if raw.origin == "restored":
+    framework = framework_cause(raw.origin, explanation)
+    return (framework, None, False) if framework is not explanation else (explanation, None, None)
+
+
+def framework_cause(origin: str, explanation: Explanation) -> Explanation:
+    """A retrace of framework code traced for the user's call (pfor, restored, data), by its own
+    cause; the explanation itself where none applies (unexplained, a context change)."""
+    cause = _ORIGIN_CAUSES.get(origin)
+    if cause is not None and explanation.cause != "first-trace":
+        return replace(explanation, cause=cause)
+    if origin == "restored":
         if explanation.cause == "new-function-object":
-            return replace(explanation, cause="restored-reloaded"), None, False
-        if explanation.cause not in ("unexplained", "context-changed"):
-            return replace(explanation, cause="restored-new-signature"), None, False
-    return explanation, None, None
+            return replace(explanation, cause="restored-reloaded")
+        if explanation.cause not in ("first-trace", "unexplained", "context-changed"):
+            return replace(explanation, cause="restored-new-signature")
+    return explanation
 
 
 def compile_signature(
