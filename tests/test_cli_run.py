@@ -181,6 +181,6 @@ def test_live_status_on_a_terminal_only(program: Path, tmp_path: Path) -> None:
     os.close(master)
     assert proc.wait(timeout=300) == 0
     err = b"".join(chunks).decode()
-    assert "\rtfretrace: 1 function, 1 traces (0 retraces), last: train_step\x1b[K" in err
+    assert "\rtfretrace: 1 function, 1 trace (0 retraces), last: train_step\x1b[K" in err
     report = err.index("tfretrace: 1 function, 4 traces (3 retraces)")
     assert err.rfind("\r\x1b[K", 0, report) > err.rfind("last: train_step")  # erased before the report

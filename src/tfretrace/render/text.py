@@ -161,7 +161,8 @@ class TextRenderer:
             where.append("  " + _model.keras_line(report.keras), style="cyan")
         parts.append(where)
         stats = (
-            f"{report.calls} calls, {report.traces} traces ({_model.plural(report.retraces, 'retrace')}), "
+            f"{_model.plural(report.calls, 'call')}, {_model.plural(report.traces, 'trace')} "
+            f"({_model.plural(report.retraces, 'retrace')}), "
             f"{_model.fmt_seconds(report.trace_seconds)} tracing "
             f"({_model.fmt_share(_model.share_of_wall(report, session))} of wall)"
         )
