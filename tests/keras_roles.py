@@ -5,6 +5,7 @@ hard-coding one version's qualified names."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
@@ -100,3 +101,22 @@ def tf_counts(model: Any, role: str) -> dict[str, int]:
     """TensorFlow's own trace count of each tf.function behind ``model.<role>_function`` that traced."""
     counts = {name: f.experimental_get_tracing_count() for name, f in tf_functions(model, role).items()}
     return {name: count for name, count in counts.items() if count > 0}
+
+
+def batch_step(report: FunctionReport) -> FunctionReport:
+    """The row with only the traces of Keras' step that receives the batch.
+
+    Keras 3.4 to 3.6 run train_on_batch through an iterator step called with a new Python
+    generator each time (a real retrace per call: TensorFlow counts it too), with the batch step
+    traced inside it and folded into the same row. Elsewhere every trace of the row is the batch
+    step's, and this returns the row's events unchanged.
+    """
+    events = tuple(
+        e for e in report.events if not any(leaf.path == "iterator" and leaf.kind == "object" for leaf in e.signature)
+    )
+    return dataclasses.replace(report, events=events)
+
+
+def iterator_per_call(report: FunctionReport) -> bool:
+    """Whether this row holds Keras 3.4-3.6's per-call iterator step (see batch_step)."""
+    return len(batch_step(report).events) < len(report.events)
