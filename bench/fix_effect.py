@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfretrace.events import FunctionReport
 from tfretrace.fix.plan import predict_applied
 from tfretrace.fix.source import SourceReader
 from tfretrace.session import Session, load
@@ -51,7 +52,9 @@ def run(folder: Path, script: str, save: str) -> tuple[int, str, str]:
 
 
 # Statements of plan.py that say the plan does not know the fewest traces (not that they are expected).
-UNKNOWN = ("no fix is predicted for ", "have no fix tfretrace can check")
+UNKNOWN = ("no fix is predicted for ", "have no fix tfretrace can check", "cannot check a fix")
+# Framework traces (tf.data, pfor, restored functions) get advice a person applies, with no count.
+ADVICE = "advice, by hand"
 
 
 def minimum(plan: Sequence[Mapping[str, object]], expected: int) -> int:
@@ -84,7 +87,9 @@ def judge(before: str, again: str, after: str, applied: set[str]) -> str:
 def by_hand(plan: Sequence[Mapping[str, object]]) -> bool:
     """Whether a step that removes traces has no mechanical edit: a person must apply it."""
     return any(
-        not s.get("edits") and int(str(s["traces_after"])) < int(str(s["traces_before"])) for s in plan
+        (not s.get("edits") and int(str(s["traces_after"])) < int(str(s["traces_before"])))
+        or ADVICE in str(s.get("summary", ""))
+        for s in plan
     )
 
 
@@ -102,6 +107,13 @@ class Row:
     output: str
 
 
+def _by_name(functions: Sequence[FunctionReport]) -> dict[str, list[FunctionReport]]:
+    found: dict[str, list[FunctionReport]] = {}
+    for f in functions:
+        found.setdefault(f.name, []).append(f)
+    return found
+
+
 def measure(script: Path) -> list[Row]:
     rel = script.relative_to(EXAMPLES).as_posix()
     with tempfile.TemporaryDirectory(prefix="fix-effect-") as tmp:
@@ -113,13 +125,14 @@ def measure(script: Path) -> list[Row]:
             return [Row(rel, "(program failed)", 0, None, None, 0, False, f"FAILED (exit {status}): {why}")]
         before: Session = load(folder / "before.json")
         reader = SourceReader(folder)
-        predicted = {f.name: predict_applied(f, reader) for f in before.functions}
+        # Keyed by name and place: two pipelines may map the same function (one row each).
+        predicted = {(f.name, f.location): predict_applied(f, reader) for f in before.functions}
         fix = subprocess.run(
             [sys.executable, "-m", "tfretrace", "fix", "before.json", "--apply"],
             cwd=folder, capture_output=True, text=True, check=False,
         )
         status_after, out_after, why_after = run(folder, rel, "after.json")
-        after = {f.name: f for f in load(folder / "after.json").functions} if status_after == 0 else {}
+        after = _by_name(load(folder / "after.json").functions) if status_after == 0 else {}
         applied = {str(s["kind"]) for f in before.functions for s in f.plan if s.get("edits")}
         output = judge(out_before, out_again, out_after, applied)
         if fix.returncode != 0:
@@ -130,10 +143,12 @@ def measure(script: Path) -> list[Row]:
         for f in before.functions:
             if f.retraces == 0:
                 continue
-            now = after.get(f.name)
+            same = after.get(f.name, [])
+            # By name; by place only between rows of one name (an edit above them shifts lines).
+            now = same[0] if len(same) == 1 else next((g for g in same if g.location == f.location), None)
             plan = list(f.plan)
             rows.append(Row(
-                rel, f.display_name(), f.traces, predicted.get(f.name), now.traces if now else None,
+                rel, f.display_name(), f.traces, predicted.get((f.name, f.location)), now.traces if now else None,
                 minimum(plan, f.traces - f.retraces), by_hand(plan), output,
             ))
         return rows

@@ -73,3 +73,11 @@ def test_output_is_judged_only_when_the_program_repeats_itself() -> None:
     assert judge("4 steps\n", "4 steps\n", "3 steps\n", {"drop-remainder", "zero-state"}) == (
         "changed as drop-remainder says"
     )
+
+
+def test_framework_advice_is_by_hand_and_leaves_the_minimum_at_no_retrace() -> None:
+    # A tf.data pipeline rebuilt per epoch: the plan can only advise (TensorFlow's code traced).
+    advice = step(3, 3, "advice, by hand (the traced code is TensorFlow's: tfretrace cannot check a fix for it)",
+                  edits=False, kind="statement")
+    assert fix_effect.minimum([advice], expected=1) == 1
+    assert fix_effect.by_hand([advice])
