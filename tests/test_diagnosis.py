@@ -15,7 +15,7 @@ tf = pytest.importorskip("tensorflow")
 keras = pytest.importorskip("keras")
 
 import tfretrace  # noqa: E402
-from keras_roles import batch_step, iterator_per_call  # noqa: E402
+from keras_roles import batch_step, iterator_per_call, tf_functions  # noqa: E402
 from tfretrace.events import FunctionReport  # noqa: E402
 from tfretrace.session import Session  # noqa: E402
 
@@ -33,35 +33,8 @@ def tf_count(*functions: Any) -> int:
 
 
 def trainer_functions(model: Any) -> list[Any]:
-    """The tf.functions behind model.train_function / test_function, nested ones included.
-
-    Keras 3.7+ makes them Python closures over the tf.functions; Keras 3.4-3.6 makes them a
-    tf.function whose Python function closes over another (one_step_on_data); in Keras 2 they are
-    the tf.functions.
-    """
-    found: list[Any] = []
-    seen: list[Any] = []
-
-    def visit(fn: Any, depth: int = 0) -> None:
-        # Through tf.functions' Python functions and plain wrappers (do_not_convert), a few levels.
-        if fn is None or depth > 4 or any(fn is f for f in seen):
-            return
-        seen.append(fn)
-        if hasattr(fn, "experimental_get_tracing_count"):
-            found.append(fn)
-            fn = getattr(fn, "python_function", None)
-        for cell in getattr(fn, "__closure__", None) or ():
-            try:
-                value = cell.cell_contents
-            except ValueError:  # an empty cell
-                continue
-            for candidate in (value, getattr(value, "__wrapped__", None)):
-                if callable(candidate) and not isinstance(candidate, type):
-                    visit(candidate, depth + 1)
-
-    for fn in (model.train_function, model.test_function):
-        visit(fn)
-    return found
+    """The tf.functions behind model.train_function / test_function, nested ones included."""
+    return [f for role in ("train", "test") for f in tf_functions(model, role).values()]
 
 
 def assert_no_retrace(session: Session) -> None:
