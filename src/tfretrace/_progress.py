@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from tfretrace._text import one_line
+from tfretrace._text import one_line, plural
 from tfretrace.events import TraceEvent
 
 # At most this many redraws a second: a retrace storm must not become a terminal storm.
@@ -49,8 +49,8 @@ class Progress:
 
     def line(self) -> str:
         """``tfretrace: 3 functions, 41 traces (38 retraces), last: train_step``, cut to the width."""
-        functions, traces = _count(len(self.functions), "function"), _count(self.traces, "trace")
-        text = f"tfretrace: {functions}, {traces} ({_count(self.retraces, 'retrace')})"
+        functions, traces = plural(len(self.functions), "function"), plural(self.traces, "trace")
+        text = f"tfretrace: {functions}, {traces} ({plural(self.retraces, 'retrace')})"
         if self.last_name:
             text += f", last: {one_line(self.last_name)}"  # one line, whatever the name holds
         # One column short of the width: a full line would wrap on some terminals.
@@ -74,7 +74,3 @@ class Progress:
                 except (OSError, ValueError):
                     pass
                 self._shown = False
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"

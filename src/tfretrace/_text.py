@@ -1,4 +1,5 @@
-"""Making recorded strings safe to show: no terminal control sequences, nothing unencodable."""
+"""Text every output shares: recorded strings made safe to show (no terminal control sequences,
+nothing unencodable), and counted nouns."""
 
 from __future__ import annotations
 
@@ -32,3 +33,8 @@ def encodable(text: str) -> str:
 def one_line(text: str) -> str:
     """``printable(text)`` with newlines and tabs escaped too: for messages that must stay one line."""
     return printable(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def plural(count: int, word: str) -> str:
+    """``1 retrace``, ``2 retraces``."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"

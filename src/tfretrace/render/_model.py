@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from tfretrace import catalogue
 from tfretrace._cause import Cause
-from tfretrace._text import printable
+from tfretrace._text import plural, printable
 from tfretrace.events import FunctionReport, KerasInfo, TraceEvent
 from tfretrace.fix.plan import PlanStep, plan_steps, render_counts
 from tfretrace.session import Session
@@ -153,11 +153,6 @@ def fmt_seconds(seconds: float) -> str:
     if seconds < 100.0:
         return f"{seconds:.2f} s"
     return f"{seconds:.0f} s"
-
-
-def plural(count: int, word: str) -> str:
-    """``1 retrace``, ``2 retraces``."""
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def fmt_share(share: float) -> str:

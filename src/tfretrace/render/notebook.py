@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+from tfretrace._text import plural
 from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix.plan import PlanStep
 from tfretrace.render import _model
@@ -59,7 +60,7 @@ class CellRetraces:
 
     def text(self) -> str:
         """The compact report as plain text (terminal IPython, and the HTML's text fallback)."""
-        lines = [f"tfretrace: this cell retraced {_model.plural(self.retraces, 'time')}"]
+        lines = [f"tfretrace: this cell retraced {plural(self.retraces, 'time')}"]
         for report, events in self.functions:
             lines.append(f"  {_model.label(report)} ({report.location}): {self._causes(events)}")
             for event in [e for e in events if e.is_retrace][:3]:
@@ -78,7 +79,7 @@ class CellRetraces:
         parts = [
             '<div class="tfretrace-cell" style="border-left:3px solid #dc2626;padding:4px 10px;'
             'margin:4px 0;font:13px/1.45 system-ui,sans-serif">',
-            f"<strong>tfretrace: this cell retraced {_model.plural(self.retraces, 'time')}</strong>",
+            f"<strong>tfretrace: this cell retraced {plural(self.retraces, 'time')}</strong>",
         ]
         for report, events in self.functions:
             parts.append(

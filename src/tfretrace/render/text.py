@@ -14,6 +14,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from tfretrace._text import plural
 from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.render import _model
 from tfretrace.session import Session
@@ -161,8 +162,8 @@ class TextRenderer:
             where.append("  " + _model.keras_line(report.keras), style="cyan")
         parts.append(where)
         stats = (
-            f"{_model.plural(report.calls, 'call')}, {_model.plural(report.traces, 'trace')} "
-            f"({_model.plural(report.retraces, 'retrace')}), "
+            f"{plural(report.calls, 'call')}, {plural(report.traces, 'trace')} "
+            f"({plural(report.retraces, 'retrace')}), "
             f"{_model.fmt_seconds(report.trace_seconds)} tracing "
             f"({_model.fmt_share(_model.share_of_wall(report, session))} of wall)"
         )
