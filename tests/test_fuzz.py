@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -222,10 +223,27 @@ def mutated_records(draw: st.DrawFn) -> Any:
     return data
 
 
+def _with_empty_edit() -> dict[str, Any]:
+    data = copy.deepcopy(VALID)
+    data["functions"][0]["plan"][0]["edits"] = [{}]
+    return data
+
+
 @settings(max_examples=300, deadline=3000, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_records())
+# Found by this test: an edit emptied to {} loaded, and the session saved again broke the schema.
+@example(_with_empty_edit())
 def test_any_field_of_any_record_loads_or_fails_in_one_line(data: Any) -> None:
     _check_loads_or_one_line(data)
+
+
+def test_an_incomplete_edit_fails_the_load_naming_what_it_lacks() -> None:
+    data = copy.deepcopy(VALID)
+    data["functions"][0]["plan"][0]["edits"] = [{"path": "train.py", "text": "x"}]
+    with pytest.raises(SessionFormatError) as info:
+        Session.from_dict(data, "fuzz.json")
+    assert "functions[0].plan[0].edits[0]" in str(info.value)
+    assert "lacks line, col, end_line, end_col" in str(info.value)
 
 
 @pytest.mark.parametrize("document", ["[" * 50_000, "9" * 5000, '{"a": NaN}', "\ud800"])

@@ -109,8 +109,18 @@ def _plan_step(value: Any, where: str) -> dict[str, Any]:
     step = _typed(value, where, _STEP_FIELDS)
     if "edits" in step:
         edits = C.items(step["edits"], f"{where}.edits")
-        step["edits"] = [_typed(e, f"{where}.edits[{i}]", _EDIT_FIELDS) for i, e in enumerate(edits)]
+        step["edits"] = [_edit(e, f"{where}.edits[{i}]") for i, e in enumerate(edits)]
     return step
+
+
+def _edit(value: Any, where: str) -> dict[str, Any]:
+    # Unlike a step's prose fields, an edit is applied to the user's file: every field is needed
+    # (the session schema requires them all), so an incomplete one fails the load.
+    edit = _typed(value, where, _EDIT_FIELDS)
+    missing = [name for name in _EDIT_FIELDS if name not in edit]
+    if missing:
+        raise C.FieldError(f"{where} lacks {', '.join(missing)}")
+    return edit
 
 
 def _typed(value: Any, where: str, fields: dict[str, Any]) -> dict[str, Any]:
