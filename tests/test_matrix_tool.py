@@ -1,5 +1,6 @@
 """tools/matrix.py's bookkeeping on hand-built records: which examples equal the reference run,
-which differ as a Keras generation is known to, and when a row is green (no TensorFlow needed)."""
+which differ as a Keras generation is known to, when a row is green (no TensorFlow needed), and
+that the reference run writes its record on a fresh checkout (TensorFlow needed)."""
 
 from __future__ import annotations
 
@@ -79,3 +80,21 @@ def test_rows_are_green_only_with_no_failure_and_no_unexplained_difference() -> 
     assert not failing.green
     text = matrix.table([result, keras3, failing], total=2)
     assert text.count("green") == 1 and text.count("FAIL") == 2
+
+
+def test_reference_examples_run_on_a_checkout_without_matrix_dir(tmp_path: Path, monkeypatch: Any) -> None:
+    # CI starts from a fresh clone: the reference row (the main environment) is the first to write
+    # under .matrix/, which must then be made rather than assumed.
+    matrix = _tool()
+    root = tmp_path / "checkout"
+    (root / "examples").mkdir(parents=True)
+    (root / "examples" / "context_changed.py").write_text((ROOT / "examples" / "context_changed.py").read_text())
+    (root / "tests").symlink_to(ROOT / "tests")
+    monkeypatch.setattr(matrix, "ROOT", root)
+    monkeypatch.setattr(matrix, "MATRIX", root / ".matrix")
+    row = next(r for r in matrix.ROWS if r.name == matrix.REFERENCE)
+    result = matrix.Result(row)
+    matrix.run_examples(Path(sys.executable), result)
+    assert result.problem is None
+    assert result.examples is not None and list(result.examples) == ["context_changed.py"]
+    assert result.examples["context_changed.py"]["functions"]

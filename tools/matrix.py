@@ -157,6 +157,9 @@ def run_tests(python: Path, result: Result) -> None:
 def run_examples(python: Path, result: Result) -> None:
     """All examples in one process, through tests/test_examples.py's runner."""
     out = MATRIX / f"{result.row.name}.examples.json"
+    # The reference row uses the main environment, so on a fresh checkout nothing else has made
+    # .matrix/ yet when its examples write their record there.
+    out.parent.mkdir(parents=True, exist_ok=True)
     examples = sorted((ROOT / "examples").glob("*.py"))
     first = ROOT / "examples" / "context_changed.py"  # splits the CPU: must run first
     ordered = [first, *(p for p in examples if p != first)]
