@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from edit_helpers import apply_edits
-from tfretrace.events import FunctionReport, KerasInfo, Leaf, TraceEvent
+from tfretrace.events import BY_TYPE, LITERAL_RULE, FunctionReport, KerasInfo, Leaf, TraceEvent
 from tfretrace.fix.plan import PlanStep, plan_for, render_counts, with_plan
 from tfretrace.fix.predict import Config, calls_of, count
 from tfretrace.fix.rules import covers, fold_all, generalize, literal_key
@@ -72,6 +72,24 @@ def test_subtyping_follows_tensorspec_and_literal_rules() -> None:
     assert literal_key(py("n", 1)) == literal_key(py("n", True)) == literal_key(py("n", 1.0))
     assert covers((py("n", 1),), (py("n", True),))
     assert not covers((py("n", 1),), (py("n", 2),))
+    assert covers((py("n", float("nan")),), (py("n", float("nan")),))  # TF matches NaNs
+
+
+def typed(path: str, value: object) -> Leaf:
+    """A Python leaf as TF 2.23 records it: its Literal matches one type and sign only."""
+    return Leaf(path, "python", value=repr(value), type_name=type(value).__name__, extra=((LITERAL_RULE, BY_TYPE),))
+
+
+def test_literals_recorded_on_tf_2_23_replay_by_type_and_sign() -> None:
+    assert not covers((typed("n", 1),), (typed("n", True),))
+    assert not covers((typed("n", 1),), (typed("n", 1.0),))
+    assert not covers((typed("n", 0.0),), (typed("n", -0.0),))
+    assert covers((typed("n", 2.5),), (typed("n", 2.5),))
+    # f(1), f(1.0), f(True): one trace up to TF 2.21, three from 2.23; the replay agrees with each.
+    calls = [(py("n", 1),), (py("n", 1.0),), (py("n", True),)]
+    assert count(calls_of(report(calls)), Config()) == 1
+    typed_calls = [(typed("n", 1),), (typed("n", 1.0),), (typed("n", True),)]
+    assert count(calls_of(report(typed_calls)), Config()) == 3
 
 
 def test_reduce_retracing_folds_with_every_cached_trace_that_allows_it() -> None:

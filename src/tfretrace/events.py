@@ -17,6 +17,10 @@ PYTHON = "python"
 OBJECT = "object"
 SPEC = "spec"
 CONTAINERS = frozenset({"list", "tuple", "dict", "namedtuple", "attrs"})
+# A Python leaf whose extra holds (LITERAL_RULE, BY_TYPE) was recorded by a TensorFlow whose
+# Literal matches only values of the same type and sign (TF 2.23 on), not equal values.
+LITERAL_RULE = "literal"
+BY_TYPE = "by-type"
 
 # Causes that are part of normal operation, never a retrace to fix (a SavedModel's serialization
 # traces come with every save).

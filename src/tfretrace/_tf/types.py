@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from tfretrace._tf.frames import truncate
-from tfretrace.events import OBJECT, PYTHON, SPEC, TENSOR, VARIABLE, Leaf
+from tfretrace.events import BY_TYPE, LITERAL_RULE, OBJECT, PYTHON, SPEC, TENSOR, VARIABLE, Leaf
 
 _collect = threading.local()
 
@@ -50,12 +50,21 @@ def signature_leaves(function_type: Any) -> Iterator[Leaf]:
             yield leaf if path == leaf.path else replace(leaf, path=path)
 
 
+def leaves_of(trace_type: Any, path: str) -> list[Leaf]:
+    """The leaves of one TraceType at ``path`` (what a parameter of that type records)."""
+    return list(_describe(trace_type, path))
+
+
 def _describe(trace_type: Any, path: str) -> Iterator[Leaf]:
     cls = type(trace_type).__name__
     if cls in ("TensorSpec", "VariableSpec"):
         yield _tensor_leaf(trace_type, path)
     elif cls == "Literal":
-        yield _python_leaf(trace_type.value, path)
+        leaf = _python_leaf(_literal_value(trace_type), path)
+        # TF 2.23 (nightly) Literals match only values of the same type and sign (1, 1.0 and
+        # True trace apart); up to 2.21 they match equal values. The leaf says which rule made
+        # it, so a plan replays the rule of the TensorFlow that recorded the session.
+        yield replace(leaf, extra=(*leaf.extra, (LITERAL_RULE, BY_TYPE))) if _keyed_by_type(trace_type) else leaf
     elif cls == "Weakref":
         yield _object_leaf(trace_type._ref, path)
     elif cls == "TensorArrayTraceType":
@@ -159,6 +168,19 @@ def _shape(shape: Any) -> tuple[int | None, ...] | None:
     if shape.rank is None:
         return None
     return tuple(shape.as_list())
+
+
+def _keyed_by_type(literal: Any) -> bool:
+    return "_value_type" in getattr(literal, "__dict__", {})
+
+
+def _literal_value(literal: Any) -> Any:
+    # A NaN Literal holds a bare object() marker in .value (NaNs match each other); the NaN it
+    # was made from is kept beside it from TF 2.23 on, and is a float NaN before.
+    value = literal.value
+    if type(value) is object:
+        return literal.__dict__.get("_nan_value", float("nan"))
+    return value
 
 
 def _python_leaf(value: Any, path: str) -> Leaf:

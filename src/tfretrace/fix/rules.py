@@ -7,6 +7,7 @@ These mirror TF 2.21's TraceType semantics, read from its source:
   rank unless the trace has unknown rank, every dimension equal unless the trace has None there;
   a VariableSpec also needs the same ``trainable`` flag and ``alias_id``.
 - ``Literal`` (default_types.py): equal values only (``1 == 1.0 == True``); never generalized.
+  TF 2.23 also requires the same type and sign; leaves recorded there say so (``literal_key``).
 - ``Weakref``: the same live object. Containers: the same kind and length/keys, children by path.
 - ``try_generalizing_function_type``: reduce_retracing folds ``most_specific_common_supertype``
   of the request with every cached trace of the same context, skipping those with none.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tfretrace.events import CONTAINERS, OBJECT, PYTHON, SPEC, TENSOR, VARIABLE, Leaf
+from tfretrace.events import BY_TYPE, CONTAINERS, LITERAL_RULE, OBJECT, PYTHON, SPEC, TENSOR, VARIABLE, Leaf
 
 Signature = tuple[Leaf, ...]
 Shape = tuple[int | None, ...] | None
@@ -27,15 +28,21 @@ _NUMERIC = {"int", "float", "bool"}
 
 
 def literal_key(leaf: Leaf) -> object:
-    """The value TF's Literal compares: numbers by value (``1 == 1.0 == True``), the rest by repr."""
-    if leaf.type_name in _NUMERIC and leaf.value is not None:
+    """The value TF's Literal compares.
+
+    Up to TF 2.21, numbers by value (``1 == 1.0 == True``, and every NaN alike), the rest by repr;
+    from 2.23, every value by type and repr (the repr tells -0.0 from 0.0).
+    """
+    if leaf.type_name in _NUMERIC and leaf.value is not None and (LITERAL_RULE, BY_TYPE) not in leaf.extra:
         text = leaf.value
         if text in ("True", "False"):
             return ("num", 1.0 if text == "True" else 0.0)
         try:
-            return ("num", float(text))
+            number = float(text)
         except ValueError:
             pass
+        else:
+            return ("num", "nan" if number != number else number)
     # Long values are shown cut, with a hash of the whole text in ``extra``: compare both.
     return (leaf.type_name, leaf.value, leaf.extra)
 
