@@ -26,6 +26,7 @@ from tfretrace.fix.source import Replacement  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from edit_helpers import apply_edits  # noqa: E402
+from keras_roles import role_of  # noqa: E402
 
 
 def _p(text: str) -> str:
@@ -352,7 +353,7 @@ SCENARIOS: dict[str, tuple[str, str, str | None]] = {
     ),
     "keras_predict": (
         _example("keras_predict"),
-        "TensorFlowTrainer.make_predict_function.<locals>.one_step_on_data_distributed",
+        "keras:predict",
         _p("""
         import numpy as np
         import keras
@@ -367,6 +368,14 @@ SCENARIOS: dict[str, tuple[str, str, str | None]] = {
 }
 
 
+def _is_named(report: Any, name: str) -> bool:
+    # "keras:<role>" picks Keras' own step by role: its name differs between Keras releases
+    # (TensorFlowTrainer.make_predict_function... up to 3.15, Trainer... from 3.16).
+    if name.startswith("keras:"):
+        return bool(role_of(report) == name.removeprefix("keras:"))
+    return bool(report.name == name)
+
+
 def measure(folder: Path, name: str) -> tuple[int, dict[str, Any], int | None]:
     """Run folder/prog.py under the monitor from inside folder: traces of ``name``, its report, the
     traces predicted with only the mechanical edits applied."""
@@ -376,7 +385,7 @@ def measure(folder: Path, name: str) -> tuple[int, dict[str, Any], int | None]:
         with tfretrace.watch(warn=False, log=False) as monitor:
             runpy.run_path("prog.py", run_name="__main__")
         session = monitor.session()
-        found = [f for f in session.functions if f.name == name]
+        found = [f for f in session.functions if _is_named(f, name)]
         applied = predict_applied(found[0]) if found else None
     finally:
         os.chdir(here)

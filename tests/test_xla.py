@@ -156,11 +156,26 @@ def test_keras_jit_predict_on_batch_and_ragged_fit(run: dict[str, Any]) -> None:
     # Keras 2 (TF 2.15): the step's first trace creates the optimizer's slots, so it is traced
     # again without variable creation (an expected trace) and that third trace is the one compiled.
     step = 3 if run["keras2"] else 2
-    for name in ("sequential.fit", "sequential_1.fit"):
-        fit = run["functions"][name]
-        assert (fit["traces"], fit["retraces"], fit["xla_compiles"]) == (step, 0, 2)
-        assert _changes(fit) == [[], ragged]
-        assert [e["trace"] for e in fit["xla_events"]] == [step, step]  # the nested step's trace
+    for model in ("sequential", "sequential_1"):
+        fit = run["functions"][f"{model}.fit"]
+        assert fit["traces"] == step and fit["xla_compiles"] == 2
+        if not run["keras2"]:
+            # TensorFlow's own count (TF 2.15's is its cache's length, without the dropped
+            # variable-creation trace, so only Keras 3's is comparable).
+            assert fit["traces"] == run["tf_train_traces"][model]
+        compiled = [(e["trace"], e["cause"]) for e in fit["xla_events"]]
+        if fit["retraces"] == 0:
+            # Keras up to 3.15 (and 2) trace the jit step inside the loop function, whose
+            # iterator input hides the ragged batch: the nested step's one trace compiles twice,
+            # the second time for the ragged shapes.
+            assert compiled == [(step, "xla-first-compile"), (step, "xla-recompile")]
+            assert _changes(fit) == [[], ragged]
+        else:
+            # Keras 3.16 calls the jit step itself per batch: the ragged batch retraces it (TF's
+            # count above agrees) and each trace compiles once.
+            assert compiled == [(1, "xla-first-compile"), (2, "xla-first-compile")]
+            assert [e["cause"] for e in fit["events"]] == ["first-trace", "shape-changed"]
+            assert [c["text"] for c in fit["events"][1]["changes"]] == ragged
     assert b"out of the last" not in run["stderr"]
 
 
@@ -174,7 +189,9 @@ def test_xla_budgets_in_a_block_a_decorator_a_test_and_a_keras_callback(run: dic
     summary = budgets["marker_summary"][0]
     assert "traces=1 causes=first-trace xla_compiles=2 compile_s=" in summary
     assert "refused" not in summary  # a compile over budget happened: nothing was refused
-    assert budgets["keras"][0] == "xla-recompile"
+    # The callback stops at model2's second compile, a recompile or a retrace's first compile
+    # depending on how this Keras calls its jit step (above).
+    assert budgets["keras"][0] == run["functions"]["sequential_1.fit"]["xla_events"][1]["cause"]
     assert "2 XLA compiles > max_xla_compiles=1" in budgets["keras"][1]
 
 

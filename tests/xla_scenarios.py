@@ -134,6 +134,12 @@ except tfretrace.RetraceError as exc:
 
 session = tfretrace.stop()
 sys.stderr.flush()
+from keras_roles import tf_counts  # noqa: E402
+
+# TensorFlow's own trace counts behind each model's train function, to check the fit rows with.
+models = {"sequential": model, "sequential_1": model2}
+tf_train_traces = {name: sum(tf_counts(m, "train").values()) for name, m in models.items()}
 out = {f.display_name(): f.to_dict() for f in session.functions}
 print(json.dumps({"functions": out, "session": session.to_dict(), "notes": list(session.notes), "budgets": budgets,
-                  "internal_errors": session.internal_errors, "keras2": keras.__version__.startswith("2.")}))
+                  "internal_errors": session.internal_errors, "keras2": keras.__version__.startswith("2."),
+                  "tf_train_traces": tf_train_traces}))
