@@ -17,7 +17,7 @@ import warnings
 
 # tfretrace before TensorFlow: the first monitor asks TensorFlow to log XLA compiles.
 import tfretrace
-from tfretrace import monitor as monitor_module
+from tfretrace import _dispatch as dispatch_module
 
 # The first monitor imports TensorFlow after setting TF_CPP_VMODULE, as `tfretrace run` does; a
 # TF_CPP_MIN_LOG_LEVEL above 0 would silence the compile log, so it is left alone here.
@@ -92,7 +92,7 @@ def explanation_share(leaves: int, retraces: int) -> tuple[float, float, float, 
     fn = tf.function(scope["body"])
 
     ours: list[float] = []
-    registry = monitor_module._registry
+    registry = dispatch_module.dispatch
     on_trace, after_trace = registry._on_trace, registry._after_trace
     pending_time: dict[int, float] = {}
 

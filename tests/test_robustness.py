@@ -10,7 +10,7 @@ import weakref
 import numpy as np
 import pytest
 
-from tfretrace import analyzer, monitor
+from tfretrace import _intake, analyzer, monitor
 from tfretrace._tf.reading import RawTrace
 from tfretrace.events import Leaf
 
@@ -71,7 +71,7 @@ def test_internal_error_is_counted_and_the_call_goes_on(monkeypatch: pytest.Monk
     def user_fn(x: tf.Tensor) -> tf.Tensor:
         return x * 3.0
 
-    monkeypatch.setattr(monitor, "explain", broken)
+    monkeypatch.setattr(_intake, "explain", broken)
     with monitor.watch(warn=False, log=False) as mon:
         first = user_fn(tf.constant([1.0, 2.0]))
         second = user_fn(tf.constant([1.0, 2.0, 3.0]))

@@ -9,31 +9,19 @@ import threading
 import time
 import traceback
 import warnings
-import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from tfretrace import __version__
-from tfretrace._earlier import record_earlier
-from tfretrace._records import (
-    _MAX_OBJECTS,
-    COMPARE_WINDOW,
-    DEFAULT_MAX_EVENTS,
-    HEAD_EVENTS,
-    FunctionState,
-    _keras_cause,
-    _origin_cause,
-    _per_replica,
-    _variable_creation_clone,
-)
-from tfretrace._tf import logfilter
-from tfretrace._xla_watch import XlaWatch, build_event
-from tfretrace.analyzer import Explanation, Prior, explain
-from tfretrace.errors import RetraceError, RetracingWarning, UntestedVersionWarning
-from tfretrace.events import EXPECTED_CAUSES, FunctionReport, TraceEvent
+from tfretrace._dispatch import dispatch
+from tfretrace._intake import CallCounting, Pending, make_event, prepare
+from tfretrace._records import COMPARE_WINDOW, DEFAULT_MAX_EVENTS, HEAD_EVENTS, FunctionState
+from tfretrace._xla_watch import build_event
+from tfretrace.analyzer import Prior
+from tfretrace.errors import RetraceError, RetracingWarning
+from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix.apply import source_hashes
 from tfretrace.fix.plan import PlanCache
 from tfretrace.messages import _split_site, format_event
@@ -57,18 +45,6 @@ __all__ = [
 logger = logging.getLogger("tfretrace")
 
 Listener = Callable[["FunctionState", TraceEvent], None]
-
-
-@dataclass
-class _Pending:
-    state: FunctionState
-    explanation: Explanation
-    calls_total: int
-    calls_since: int | None
-    object_index: int
-    note: str | None = None
-    index: int = 0
-    expected: bool | None = None
 
 
 class Monitor:
@@ -98,9 +74,7 @@ class Monitor:
         self._stopped_at: float | None = None
         self.internal_errors = 0
         self._error_messages: deque[str] = deque(maxlen=10)
-        self._refs: dict[int, Any] = {}
-        self._counting_since = self._t0
-        self._call_base: dict[int, int] = {}
+        self._counting = CallCounting(self._lock)
         self._plans = PlanCache()
         self.active = False
         # Set by `tfretrace run`: tfretrace.stop() called by the program does not end it.
@@ -110,20 +84,19 @@ class Monitor:
 
     def start(self) -> Monitor:
         """Begin receiving traces (installs the TensorFlow hooks on first use)."""
-        _registry.add(self)
+        dispatch.add(self)
         from tfretrace._tf import counters
 
         # Calls made before this start belong to no one here: remember where each counter was.
-        self._counting_since = time.perf_counter()
-        self._call_base = counters.snapshot()
+        self._counting.restart(counters.snapshot())
         self.active = True
         return self
 
     def stop(self) -> Session:
         """Stop receiving traces and return the session."""
         if self.active:
-            _registry.xla.sync()  # compiles already logged belong to this session
-            _registry.remove(self)
+            dispatch.xla.sync()  # compiles already logged belong to this session
+            dispatch.remove(self)
             self.active = False
             self._stopped_at = time.perf_counter()
         return self.session()
@@ -151,11 +124,11 @@ class Monitor:
 
     def rearm_xla(self) -> None:
         """Read TensorFlow's compile log again if something (pytest's capture) replaced fd 2."""
-        _registry.xla.rearm(self.internal_error)
+        dispatch.xla.rearm(self.internal_error)
 
     def sync_xla(self) -> None:
         """Wait until the XLA compiles TensorFlow has logged so far are recorded."""
-        _registry.xla.sync()
+        dispatch.xla.sync()
 
     def remove_listener(self, listener: Listener) -> None:
         """Stop calling a listener added with :meth:`add_listener`."""
@@ -169,7 +142,7 @@ class Monitor:
         from tfretrace._tf import counters, versions
 
         end = self._stopped_at if self._stopped_at is not None else time.perf_counter()
-        _registry.xla.sync()  # compiles TensorFlow logged before now are recorded
+        dispatch.xla.sync()  # compiles TensorFlow logged before now are recorded
         with self._lock:
             functions = tuple(self._report(s, counters.counter_value) for s in self._functions.values())
         functions = self._plans.planned(functions, self.internal_error)
@@ -185,7 +158,7 @@ class Monitor:
             started_at=self._started,
             internal_errors=self.internal_errors,
             internal_error_messages=tuple(self._error_messages),
-            notes=tuple(_registry.notes()),
+            notes=tuple(dispatch.notes()),
             keras_package=versions.keras_package(),
             root=self._root,
             sources=source_hashes(functions, self._root),
@@ -265,19 +238,19 @@ class Monitor:
         self._error_messages.append(text)
         logger.debug("tfretrace internal error", exc_info=exc)
 
-    def before_trace(self, raw: Any) -> _Pending | None:
+    def before_trace(self, raw: Any) -> Pending | None:
         """Explain the trace about to happen; budgets may raise RetraceError here."""
         from tfretrace._tf import counters
 
         try:
             with self._lock:
-                pending = self._prepare(raw, counters.counter_value)
+                pending = prepare(self._functions, self.max_events, raw, counters.counter_value, self._counting)
         except Exception as exc:
             self.internal_error(exc)
             return None
         before = [f for f, b in self._listeners if b]
         if before:
-            event = self._event(raw, pending, 0.0, 0.0)
+            event = make_event(raw, pending, 0.0, 0.0, time.perf_counter() - self._t0)
             for listener in before:
                 try:
                     listener(pending.state, event)
@@ -289,13 +262,13 @@ class Monitor:
                     self.internal_error(exc)
         return pending
 
-    def refuse(self, pending: _Pending) -> None:
+    def refuse(self, pending: Pending) -> None:
         """A budget (this monitor's or another's) refused the trace begun with ``pending``."""
         with self._lock:
             self._release(pending)
             pending.state.refused += 1
 
-    def _release(self, pending: _Pending) -> None:
+    def _release(self, pending: Pending) -> None:
         """Forget a trace that began but will not be recorded; its number is reused if last."""
         state = pending.state
         state.inflight.pop(pending.index, None)
@@ -303,7 +276,7 @@ class Monitor:
             state.begun -= 1
 
     def after_trace(
-        self, raw: Any, pending: _Pending, seconds: float, ok: bool, cluster: str | None = None,
+        self, raw: Any, pending: Pending, seconds: float, ok: bool, cluster: str | None = None,
         own: float | None = None, announce: bool = True,
     ) -> bool:
         """Record the finished trace, then warn and log (a failed trace is only counted).
@@ -321,7 +294,7 @@ class Monitor:
                     return False
                 state.inflight.pop(pending.index, None)
                 own = seconds if own is None else own
-                event = self._event(raw, pending, own, seconds)
+                event = make_event(raw, pending, own, seconds, time.perf_counter() - self._t0)
                 state.traces += 1
                 state.retraces += event.is_retrace
                 state.count_cause(event.cause)
@@ -334,7 +307,7 @@ class Monitor:
                 state.add_event(event)
                 listeners = [f for f, b in self._listeners if not b]
             if cluster is not None:
-                _registry.xla.watch(cluster, self, state, event.index, raw.signature)
+                dispatch.xla.watch(cluster, self, state, event.index, raw.signature)
         except Exception as exc:
             self.internal_error(exc)
             return False
@@ -348,126 +321,6 @@ class Monitor:
         if not event.expected and announce:
             return self._announce(state, event)
         return False
-
-    def _prepare(self, raw: Any, read: Callable[[Any], int]) -> _Pending:
-        state = self._functions.get(raw.key)
-        if state is None:
-            state = FunctionState(raw.key, raw.name, raw.location, self.max_events)
-            self._functions[raw.key] = state
-        if raw.keras is not None and state.keras is None:
-            state.keras = raw.keras
-        object_index = state.object_index.get(raw.token)
-        if object_index is None:
-            state.objects += 1
-            object_index = state.objects
-            state.object_index[raw.token] = object_index
-            if len(state.object_index) > _MAX_OBJECTS:
-                state.object_index.popitem(last=False)
-            if state.objects <= _MAX_OBJECTS:
-                # First meeting: what its cache already holds was traced before. (Past the bound
-                # a forgotten object may come back, and its traces must not be counted twice.)
-                record_earlier(state, raw, object_index)
-        else:
-            state.object_index.move_to_end(raw.token)
-        # Traces still running count as earlier traces: a recursive tf.function traces itself
-        # again inside its first trace, and those nested traces are retraces.
-        priors = [p.as_seen_now() if p.refs else p for p in (*state.priors, *state.inflight.values())]
-        folded = False
-        if raw.keras is not None:
-            # A Keras row holds the loop function and the step function: each is compared with
-            # its own earlier traces; one begun inside a trace of this row is part of that trace.
-            folded = bool(state.inflight)
-            if raw.token not in state.codes:
-                state.codes[raw.token] = raw.name
-                if len(state.codes) > _MAX_OBJECTS:
-                    del state.codes[next(iter(state.codes))]
-            priors = [p for p in priors if state.codes.get(p.token) == raw.name]
-        if not folded:
-            # The row's calls are the user's calls: a step function called only from inside the
-            # loop function's trace is not called by anyone else.
-            self._track_counter(state, raw, read)
-        if raw.origin == "data":
-            state.dead_calls += 1  # tf.data calls its functions in C++: its calls are the builds
-        explanation = _variable_creation_clone(explain(raw.token, raw.signature, raw.context, priors))
-        state.begun += 1
-        index = state.begun
-        state.inflight[index] = Prior(index, raw.token, raw.traced_as or raw.signature, raw.context, raw.object_refs)
-        note = None
-        expected = None
-        if raw.keras is not None:
-            explanation, note, expected = _keras_cause(state, raw, explanation, folded)
-        elif raw.origin is not None or raw.saving:
-            explanation, note, expected = _origin_cause(raw, explanation)
-        elif _per_replica(explanation):
-            note = "expected: under a distribution strategy a function called from replica code traces once per device"
-        calls_total = state.calls(read)
-        # Calls since an earlier trace (made before the monitor met the object) are unknown.
-        since = calls_total - state.last_calls_total if state.traces and not state.after_earlier else None
-        # No fix at trace time: a fix is shown only once the plan has checked it against every
-        # call of the run (Session's events carry it, from the plan).
-        return _Pending(state, explanation, calls_total, since, object_index, note, index, expected)
-
-    def _track_counter(self, state: FunctionState, raw: Any, read: Callable[[Any], int]) -> None:
-        counter = raw.counter
-        if counter is None or raw.token in state.counters:
-            return
-        if any(known is counter for known, _ in state.counters.values()):
-            return  # a copy of a tf.function object shares its counter: count its calls once
-        # Calls made before this monitor started do not count: a counter born after the start has
-        # seen only monitored calls; an older one counts from its value at the start.
-        if raw.counter_born >= self._counting_since:
-            base = 0
-        else:
-            base = self._call_base.get(id(counter), max(read(counter) - 1, 0))
-        state.counters[raw.token] = (counter, base)
-        owner_ref = raw.owner_ref
-        if owner_ref is None:
-            return
-        token = raw.token
-        monitor_ref = weakref.ref(self)
-
-        def fold(_: Any) -> None:
-            # The tf.function object died: keep its call count, drop the counter.
-            monitor = monitor_ref()
-            if monitor is None:
-                return
-            with monitor._lock:
-                entry = state.counters.pop(token, None)
-                monitor._refs.pop(id(fold), None)
-                if entry is not None:
-                    state.dead_calls += read(entry[0]) - entry[1]
-
-        target = owner_ref()
-        if target is not None:
-            self._refs[id(fold)] = weakref.ref(target, fold)
-        del target
-
-    def _event(self, raw: Any, pending: _Pending, seconds: float, inclusive: float) -> TraceEvent:
-        explanation = pending.explanation
-        return TraceEvent(
-            index=pending.index,
-            cause=explanation.cause,
-            seconds=seconds,
-            inclusive_seconds=inclusive,
-            time=time.perf_counter() - self._t0,
-            call_site=raw.call_site,
-            signature=raw.signature,
-            changes=explanation.changes,
-            fix=None,
-            calls_since_previous=pending.calls_since,
-            calls_total=pending.calls_total,
-            object_index=pending.object_index,
-            closest=explanation.closest,
-            traced_as=raw.traced_as,
-            context=raw.context,
-            thread=raw.thread,
-            raw_key=raw.raw_key() if explanation.cause == "unexplained" else None,
-            nested=raw.nested,
-            keras=raw.keras,
-            note=pending.note,
-            expected=explanation.cause in EXPECTED_CAUSES or _per_replica(explanation)
-            if pending.expected is None else pending.expected,
-        )
 
     def _announce(self, state: FunctionState, event: TraceEvent) -> bool:
         if not (self.warn or (self.log and logger.isEnabledFor(logging.INFO))):
@@ -483,104 +336,6 @@ class Monitor:
         return True
 
 
-class _Registry:
-    """The active monitors and the one set of TensorFlow hooks they share."""
-
-    def __init__(self) -> None:
-        self._monitors: list[Monitor] = []
-        self._hooks: Any = None
-        self._lock = threading.Lock()
-        self._unavailable: str | None = None
-        self._tf_filter = logfilter.TFRetracingFilter(
-            lambda: any(not m.keep_tf_warning for m in self._monitors)
-        )
-        self.xla = XlaWatch()
-
-    def add(self, monitor: Monitor) -> None:
-        from tfretrace._tf import hooks
-        from tfretrace._tf.frames import call_site
-
-        # Before TensorFlow loads (hooks.install imports it): ask it to log XLA compiles.
-        self.xla.prepare()
-        self.xla.arm(monitor.internal_error)
-        with self._lock:
-            if self._hooks is None:
-                self._hooks = hooks.Hooks(self._on_trace, self._after_trace)
-            if not monitor.keep_tf_warning:
-                self._tf_filter.attach()
-            try:
-                self._hooks.install()
-                self._unavailable = None
-                self.xla.loaded()
-            except hooks.HookUnavailable as exc:
-                # Nothing was patched: the program runs on unobserved and the session says so.
-                if self._unavailable != str(exc):
-                    filename, lineno = _split_site(call_site(sys._getframe(1)))
-                    text = f"tfretrace: {exc}"
-                    warnings.warn_explicit(text, UntestedVersionWarning, filename, lineno, module="tfretrace")
-                self._unavailable = str(exc)
-            if monitor not in self._monitors:
-                self._monitors.append(monitor)
-
-    def notes(self) -> list[str]:
-        """Version notes and what could not be observed, for the session."""
-        notes = list(self._hooks.notes) if self._hooks is not None else []
-        if self._unavailable is not None:
-            notes.append(self._unavailable)
-        if self.xla.note is not None:
-            notes.append(self.xla.note)
-        return notes
-
-    def remove(self, monitor: Monitor) -> None:
-        with self._lock:
-            if monitor in self._monitors:
-                self._monitors.remove(monitor)
-            if all(m.keep_tf_warning for m in self._monitors):
-                self._tf_filter.detach()  # on TensorFlow's logger only while some monitor hides
-            if not self._monitors and self._hooks is not None:
-                self._hooks.uninstall()
-        if not self._monitors:
-            self.xla.stop()
-
-    def _on_trace(self, read: Callable[[], Any]) -> Any:
-        monitors = list(self._monitors)
-        if not monitors:
-            return None
-        try:
-            raw = read()
-        except Exception as exc:
-            for monitor in monitors:
-                monitor.internal_error(exc)
-            return None
-        pendings: list[tuple[Monitor, _Pending | None]] = []
-        refused: RetraceError | None = None
-        for monitor in monitors:
-            try:
-                pendings.append((monitor, monitor.before_trace(raw)))
-            except RetraceError as exc:
-                refused = refused or exc
-        if refused is not None:
-            # A budget refused the trace: every monitor records it as refused, none as traced.
-            for monitor, pending in pendings:
-                if pending is not None:
-                    monitor.refuse(pending)
-            raise refused
-        return raw, pendings
-
-    def _after_trace(
-        self, token: Any, seconds: float, ok: bool, cluster: str | None, own: float | None = None
-    ) -> None:
-        raw, pendings = token
-        announced = False
-        for monitor, pending in pendings:
-            if pending is not None:
-                # Nested watch() blocks record the trace each, and announce it once.
-                announced = (
-                    monitor.after_trace(raw, pending, seconds, ok, cluster, own, not announced) or announced
-                )
-
-
-_registry = _Registry()
 _process_monitor: Monitor | None = None
 
 
@@ -612,13 +367,13 @@ def stop() -> Session:
 
 def prepare_xla() -> None:
     """Ask TensorFlow to log XLA compiles, if it is not loaded yet (the pytest plugin's configure)."""
-    _registry.xla.prepare()
+    dispatch.xla.prepare()
 
 
 def xla_unavailable() -> str | None:
     """Why XLA compiles cannot be recorded in this process, or None when they can."""
-    _registry.xla.prepare()
-    return _registry.xla.unavailable()
+    dispatch.xla.prepare()
+    return dispatch.xla.unavailable()
 
 
 def current() -> Monitor | None:
