@@ -16,7 +16,7 @@ LAYERS = [
     {"_io", "_text", "_traceback", "_checked", "errors", "events", "_cause", "catalogue", "_lint_catalogue",
      "session", "xla_events"},
     {"analyzer", "fix", "render", "lint", "_tf", "messages"},
-    {"_records", "_earlier", "_intake", "xla_budget", "_xla_watch", "_dispatch", "monitor", "budget",
+    {"_records", "_earlier", "_intake", "xla_budget", "_xla_watch", "_dispatch", "monitor", "_limit", "budget",
      "_pytest_support"},
     {"cli", "_program", "_progress", "_ipython", "_tensorboard", "fix_command", "pytest_plugin", "keras",
      "__main__", "__init__"},

@@ -33,7 +33,7 @@ class XlaLimit:
 
     def on_compile(self, state: Any, event: Any) -> None:
         """Count one compile (log reader thread); keep a breach for the next check."""
-        from tfretrace.budget import BudgetExceededError
+        from tfretrace._limit import BudgetExceededError
 
         owner = self._owner
         limit = owner.max_xla_compiles
