@@ -14,7 +14,7 @@ import pytest
 
 import sessions as S
 from cli_fakes import FakeMonitor
-from tfretrace import _io, _program, cli
+from tfretrace import _cli_output, _io, _program, cli
 from tfretrace.events import Change
 from tfretrace.messages import format_event
 from tfretrace.render import TextRenderer
@@ -74,7 +74,7 @@ def test_a_failed_write_keeps_the_program_status_and_the_old_file(
     def full_disk(path: object, text: str, **_: object) -> Path:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(cli, "atomic_write_text", full_disk)
+    monkeypatch.setattr(_cli_output, "atomic_write_text", full_disk)
     assert cli.main(["run", "-o", str(report), str(script), "--exit", exit_code]) == expected
     err = capsys.readouterr().err
     assert "could not write" in err and "No space left" in err and "Traceback" not in err
@@ -184,7 +184,7 @@ def test_a_failed_rerender_never_truncates_the_existing_report(
     def broken(self: TextRenderer, session: Session) -> str:
         return "half a report \udc80"  # not encodable: the write fails midway
 
-    monkeypatch.setattr(cli, "encodable", lambda text: text)
+    monkeypatch.setattr(_cli_output, "encodable", lambda text: text)
     monkeypatch.setattr(TextRenderer, "render", broken)
     with pytest.raises(UnicodeEncodeError):
         cli.main(["report", str(saved), "-o", str(report)])

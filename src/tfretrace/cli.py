@@ -11,20 +11,19 @@ import shlex
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from tfretrace import __version__, catalogue, fix_command
-from tfretrace._io import atomic_write_text
+from tfretrace._cli_output import UsageError, checked_output, emit, save_session, terminal_style
 from tfretrace._program import EXIT_OK, Target, execute, find_module, runnable, wait_for_threads
 from tfretrace._progress import Progress
-from tfretrace._text import encodable, one_line, printable
+from tfretrace._text import one_line, printable
 from tfretrace.errors import TensorFlowMissingError, UnsupportedVersionError
 from tfretrace.fix.apply import FixError
-from tfretrace.render import UnknownFormatError, renderer_for
-from tfretrace.render._model import hide_below
-from tfretrace.render.text import TextRenderer, render_plans
+from tfretrace.render import UnknownFormatError
+from tfretrace.render.text import render_plans
 from tfretrace.session import Session, SessionFormatError, load, merge
 
 # --fail-on-retrace uses the status linters use for "found something"; the program's own
@@ -34,17 +33,6 @@ EXIT_USAGE = 2
 # What a shell reports for a process ended by SIGPIPE (128 + 13), the status `cat` gives in `| head`.
 EXIT_BROKEN_PIPE = 141
 COMMANDS = ("run", "report", "explain", "fix", "lint")
-
-
-class UsageError(Exception):
-    """Bad input from the user: reported as one line, exit status 2.
-
-    ``hint`` adds "(see 'tfretrace CMD --help')"; messages that carry their own hint turn it off.
-    """
-
-    def __init__(self, message: str, *, hint: bool = True) -> None:
-        super().__init__(message)
-        self.hint = hint
 
 
 class _Parser(argparse.ArgumentParser):
@@ -250,8 +238,8 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     """Run the program under the monitor; report and save even when it fails."""
     # Check every output before spending minutes on the program, and pin relative paths to
     # this folder: the program may chdir() away.
-    outputs = [_output(text, "-o") for text in ns.output]
-    save = None if ns.save is None else _output(ns.save, "--save", check_format=False)
+    outputs = [checked_output(text, "-o") for text in ns.output]
+    save = None if ns.save is None else checked_output(ns.save, "--save", check_format=False)
     if target.script is not None and not runnable(Path(target.script)):
         raise UsageError(f"can't open file {target.script!r}: no such file")
     if target.module is not None and find_module(target.module) is None:
@@ -291,7 +279,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     program = target.script if target.script is not None else f"-m {target.module}"
     session = replace(session, argv=(program, *target.args), label=ns.label or session.label)
     sys.stdout.flush()
-    saved = _save(session, save)
+    saved = save_session(session, save)
     if tensorboard is not None:
         _write_tensorboard(session, tensorboard)
     written = emit(session, ns, sys.stderr, saved, outputs)
@@ -346,86 +334,12 @@ def _live_status(monitor: Any, ns: argparse.Namespace) -> Progress | None:
     return progress
 
 
-@dataclass(frozen=True)
-class Output:
-    """A file to write: as the user typed it (for messages) and as an absolute path."""
-
-    shown: str
-    path: Path
-
-
-def _output(text: str, option: str, *, check_format: bool = True) -> Output:
-    """Check an output path before any work: known format, existing writable folder, not a folder."""
-    if check_format:
-        renderer_for(text)
-    path = Path(os.path.abspath(text))
-    if path.is_dir():
-        raise UsageError(f"{option} {text!r} is a folder, not a file")
-    if path.exists() and not path.is_file():  # /dev/stdout, a FIFO: never replaced by a file
-        raise UsageError(f"{option} {text!r} is not a regular file")
-    if not path.parent.is_dir():
-        raise UsageError(f"{option} {text!r}: folder {str(path.parent)!r} does not exist")
-    if not os.access(path.parent, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {text!r}: folder {str(path.parent)!r} is not writable")
-    return Output(text, path)
-
-
-def _save(session: Session, output: Output | None) -> str | None:
-    """Save to ``--save``; without it nothing is written (no temporary file left behind)."""
-    if output is None:
-        return None
-    try:
-        session.save(output.path)
-        return output.shown
-    except OSError as exc:
-        print(f"tfretrace: could not save the session: {exc}", file=sys.stderr)
-        return None
-
-
 def command_report(ns: argparse.Namespace) -> int:
     """Load, merge and render saved sessions."""
-    outputs = [_output(text, "-o") for text in ns.output]
+    outputs = [checked_output(text, "-o") for text in ns.output]
     session = merge([load(path) for path in ns.files])
     written = emit(session, ns, sys.stdout, None, outputs, sources=list(ns.files))
     return _final_status(EXIT_OK, session, ns, sys.stderr) if written else EXIT_USAGE
-
-
-def emit(
-    session: Session,
-    ns: argparse.Namespace,
-    stream: TextIO,
-    saved: str | None,
-    outputs: Sequence[Output] = (),
-    sources: list[str] | None = None,
-) -> bool:
-    """Write each ``-o`` file, or the terminal report followed by the re-render command.
-
-    Returns False when a file could not be written (one line says why; an earlier file of
-    that name is left as it was).
-    """
-    view = hide_below(session, ns.min_traces)
-    ok = True
-    for output in outputs:
-        try:
-            atomic_write_text(output.path, encodable(renderer_for(output.shown).render(view)))
-        except OSError as exc:
-            print(f"tfretrace: error: could not write {output.shown!r}: {exc.strerror or exc}",
-                  file=sys.stderr)
-            ok = False
-            continue
-        print(f"tfretrace: wrote {printable(output.shown)}", file=sys.stderr)
-    if outputs:
-        return ok
-    width, color = terminal_style(stream, os.environ)
-    stream.write(TextRenderer(width=width, color=color).render(view))
-    files = sources if sources is not None else ([saved] if saved else [])
-    if files:
-        quoted = " ".join(shlex.quote(f) for f in files)
-        print(f"\nRe-render: tfretrace report {printable(quoted)} -o report.html", file=stream)
-    elif sources is None:
-        print("\nTo re-render this run later (HTML, JSON), run it with --save run.json", file=stream)
-    stream.flush()
-    return ok
 
 
 def emit_plans(session: Session, stream: TextIO, saved: str | None) -> None:
@@ -441,28 +355,6 @@ def emit_plans(session: Session, stream: TextIO, saved: str | None) -> None:
 
 def _has_command(name: str) -> bool:
     return any(isinstance(a.choices, Mapping) and name in a.choices for a in build_parser()._actions)
-
-
-def terminal_style(stream: TextIO, environ: Mapping[str, str]) -> tuple[int, bool]:
-    """Width and colour for ``stream``: FORCE_COLOR, then NO_COLOR, then whether it is a tty."""
-    try:
-        tty = stream.isatty()
-    except (AttributeError, ValueError):
-        tty = False
-    if environ.get("FORCE_COLOR"):
-        color = True
-    elif environ.get("NO_COLOR") or environ.get("TERM") == "dumb":
-        color = False
-    else:
-        color = tty
-    width = 100
-    columns = environ.get("COLUMNS", "")
-    if columns.isascii() and columns.isdigit():  # not '²', which int() refuses
-        width = int(columns)
-    elif tty:
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            width = os.get_terminal_size(stream.fileno()).columns
-    return width, color
 
 
 def _final_status(status: int, session: Session, ns: argparse.Namespace, err: TextIO) -> int:

@@ -1,0 +1,127 @@
+"""What the command line writes: checked output files, the saved session, the terminal report."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from tfretrace._io import atomic_write_text
+from tfretrace._text import encodable, printable
+from tfretrace.render import renderer_for
+from tfretrace.render._model import hide_below
+from tfretrace.render.text import TextRenderer
+from tfretrace.session import Session
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line, exit status 2.
+
+    ``hint`` adds "(see 'tfretrace CMD --help')"; messages that carry their own hint turn it off.
+    """
+
+    def __init__(self, message: str, *, hint: bool = True) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class Output:
+    """A file to write: as the user typed it (for messages) and as an absolute path."""
+
+    shown: str
+    path: Path
+
+
+def checked_output(text: str, option: str, *, check_format: bool = True) -> Output:
+    """Check an output path before any work: known format, existing writable folder, not a folder."""
+    if check_format:
+        renderer_for(text)
+    path = Path(os.path.abspath(text))
+    if path.is_dir():
+        raise UsageError(f"{option} {text!r} is a folder, not a file")
+    if path.exists() and not path.is_file():  # /dev/stdout, a FIFO: never replaced by a file
+        raise UsageError(f"{option} {text!r} is not a regular file")
+    if not path.parent.is_dir():
+        raise UsageError(f"{option} {text!r}: folder {str(path.parent)!r} does not exist")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {text!r}: folder {str(path.parent)!r} is not writable")
+    return Output(text, path)
+
+
+def save_session(session: Session, output: Output | None) -> str | None:
+    """Save to ``--save``; without it nothing is written (no temporary file left behind)."""
+    if output is None:
+        return None
+    try:
+        session.save(output.path)
+        return output.shown
+    except OSError as exc:
+        print(f"tfretrace: could not save the session: {exc}", file=sys.stderr)
+        return None
+
+
+def emit(
+    session: Session,
+    ns: argparse.Namespace,
+    stream: TextIO,
+    saved: str | None,
+    outputs: Sequence[Output] = (),
+    sources: list[str] | None = None,
+) -> bool:
+    """Write each ``-o`` file, or the terminal report followed by the re-render command.
+
+    Returns False when a file could not be written (one line says why; an earlier file of
+    that name is left as it was).
+    """
+    view = hide_below(session, ns.min_traces)
+    ok = True
+    for output in outputs:
+        try:
+            atomic_write_text(output.path, encodable(renderer_for(output.shown).render(view)))
+        except OSError as exc:
+            print(f"tfretrace: error: could not write {output.shown!r}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            ok = False
+            continue
+        print(f"tfretrace: wrote {printable(output.shown)}", file=sys.stderr)
+    if outputs:
+        return ok
+    width, color = terminal_style(stream, os.environ)
+    stream.write(TextRenderer(width=width, color=color).render(view))
+    files = sources if sources is not None else ([saved] if saved else [])
+    if files:
+        quoted = " ".join(shlex.quote(f) for f in files)
+        print(f"\nRe-render: tfretrace report {printable(quoted)} -o report.html", file=stream)
+    elif sources is None:
+        print("\nTo re-render this run later (HTML, JSON), run it with --save run.json", file=stream)
+    stream.flush()
+    return ok
+
+
+def terminal_style(stream: TextIO, environ: Mapping[str, str]) -> tuple[int, bool]:
+    """Width and colour for ``stream``: FORCE_COLOR, then NO_COLOR, then whether it is a tty."""
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if environ.get("FORCE_COLOR"):
+        color = True
+    elif environ.get("NO_COLOR") or environ.get("TERM") == "dumb":
+        color = False
+    else:
+        color = tty
+    width = 100
+    columns = environ.get("COLUMNS", "")
+    if columns.isascii() and columns.isdigit():  # not '²', which int() refuses
+        width = int(columns)
+    elif tty:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            width = os.get_terminal_size(stream.fileno()).columns
+    return width, color
