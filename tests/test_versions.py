@@ -211,9 +211,12 @@ def test_version_parsing_and_untested_notes(monkeypatch: pytest.MonkeyPatch) -> 
     assert versions.parse_version("2.23.0-dev20261026") == (2, 23)
     assert versions.parse_version("3.16.0.dev2026102704") == (3, 16)
     assert versions.parse_version("nightly") is None
-    monkeypatch.setattr(versions, "keras_in_use", lambda: ("keras", "3.16.0.dev2026"))
-    notes = versions.untested_notes("2.23.0-dev20261026")
-    assert [n.split()[:2] for n in notes] == [["TensorFlow", "2.23.0-dev20261026"], ["Keras", "3.16.0.dev2026"]]
+    monkeypatch.setattr(versions, "keras_in_use", lambda: ("keras", "3.17.0.dev2027"))
+    notes = versions.untested_notes("2.24.0-dev20270101")
+    assert [n.split()[:2] for n in notes] == [["TensorFlow", "2.24.0-dev20270101"], ["Keras", "3.17.0.dev2027"]]
+    # The matrix's nightly row is tested.
+    monkeypatch.setattr(versions, "keras_in_use", lambda: ("keras", "3.16.0.dev2026102704"))
+    assert versions.untested_notes("2.23.0-dev20261026") == []
     monkeypatch.setattr(versions, "keras_in_use", lambda: ("keras", "2.15.0"))
     assert versions.untested_notes("2.15.1") == []
     monkeypatch.setattr(versions, "keras_in_use", lambda: ("tf_keras", "2.21.0"))
