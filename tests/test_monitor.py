@@ -94,6 +94,11 @@ def test_python_values_including_kwargs_and_equal_literals() -> None:
     assert paths(fn, 3) == [("training", "python-value")]
     assert fn.traces == value_fn.experimental_get_tracing_count() == (4 if by_type else 3)
     assert fn.calls == 4
+    # The fix plan's replay of TF's cache rules, over the recorded calls, gives TF's count on
+    # either rule (the leaves say which one recorded them).
+    from tfretrace.fix.predict import Config, calls_of, count
+
+    assert count(calls_of(fn), Config()) == value_fn.experimental_get_tracing_count()
 
 
 def test_nested_dicts_and_lists() -> None:
