@@ -134,10 +134,16 @@ def _versions(python: Path, extra_env: dict[str, str]) -> str:
     return done.stdout.strip().splitlines()[-1] if done.returncode == 0 and done.stdout.strip() else "?"
 
 
+def _record_path(row: Row, suffix: str) -> Path:
+    """Where a row's results are written, under .matrix/, which this makes if needed: the
+    reference row uses the main environment, so on a fresh checkout nothing else has made it."""
+    MATRIX.mkdir(parents=True, exist_ok=True)
+    return MATRIX / f"{row.name}.{suffix}"
+
+
 def run_tests(python: Path, result: Result) -> None:
     """The whole suite but the browser test, with its JUnit XML read back."""
-    report = MATRIX / f"{result.row.name}.junit.xml"
-    report.parent.mkdir(parents=True, exist_ok=True)
+    report = _record_path(result.row, "junit.xml")
     command = [str(python), "-m", "pytest", "-q", "-m", "not browser", f"--junitxml={report}", "-p", "no:cacheprovider"]
     subprocess.run(command, env=_env(result.row.env), cwd=ROOT, capture_output=True, text=True)
     if not report.exists():
@@ -156,10 +162,7 @@ def run_tests(python: Path, result: Result) -> None:
 
 def run_examples(python: Path, result: Result) -> None:
     """All examples in one process, through tests/test_examples.py's runner."""
-    out = MATRIX / f"{result.row.name}.examples.json"
-    # The reference row uses the main environment, so on a fresh checkout nothing else has made
-    # .matrix/ yet when its examples write their record there.
-    out.parent.mkdir(parents=True, exist_ok=True)
+    out = _record_path(result.row, "examples.json")
     examples = sorted((ROOT / "examples").glob("*.py"))
     first = ROOT / "examples" / "context_changed.py"  # splits the CPU: must run first
     ordered = [first, *(p for p in examples if p != first)]
