@@ -377,3 +377,13 @@ def test_a_refused_trace_shows_the_checked_fix_for_the_users_own_def(tf: Any) ->
         widen(tf.ones([2, 4]))
     # The plan over the history and the refused call: one signature, dim 1 open, on widen's decorator.
     assert "@tf.function(input_signature=[tf.TensorSpec(shape=[2, None], dtype=tf.float32)])" in str(info.value)
+
+
+def test_a_detached_budget_leaves_no_listener_behind() -> None:
+    # A bound method is a new object at every access: removal must find the one added earlier.
+    monitor = tfretrace.Monitor(warn=False, log=False)
+    limit = Limit(1, max_xla_compiles=1)
+    limit.attach(monitor)
+    assert (len(monitor._listeners), len(monitor._xla_listeners)) == (2, 1)
+    limit.detach(monitor)
+    assert (len(monitor._listeners), len(monitor._xla_listeners)) == (0, 0)

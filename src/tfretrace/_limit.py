@@ -139,9 +139,6 @@ class Limit:
         self.violation_count = 0
         self.refused: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
-        # Bound methods are new objects at every access: keep one of each to remove them later.
-        self._before = self._check
-        self._after = self._record
 
     def matches(self, state: FunctionState) -> bool:
         """Whether traces of this function count against the budget."""
@@ -159,15 +156,15 @@ class Limit:
 
     def attach(self, monitor: Monitor) -> None:
         """Enforce on the traces (and XLA compiles) this monitor receives."""
-        monitor.add_listener(self._before, before_trace=True)
-        monitor.add_listener(self._after)
+        monitor.add_listener(self._check, before_trace=True)
+        monitor.add_listener(self._record)
         if self.max_xla_compiles is not None:
             monitor.add_xla_listener(self.xla.on_compile)
 
     def detach(self, monitor: Monitor) -> None:
         """Stop enforcing on this monitor."""
-        monitor.remove_listener(self._before)
-        monitor.remove_listener(self._after)
+        monitor.remove_listener(self._check)
+        monitor.remove_listener(self._record)
         monitor.remove_xla_listener(self.xla.on_compile)
 
     def reset(self) -> None:

@@ -120,7 +120,9 @@ class Monitor:
     def remove_xla_listener(self, listener: Callable[[FunctionState, Any], None]) -> None:
         """Stop calling a listener added with :meth:`add_xla_listener`."""
         with self._lock:
-            self._xla_listeners = [f for f in self._xla_listeners if f is not listener]
+            # Equality, not identity: a bound method is a new object at every access, and two
+            # of the same method on the same object are equal.
+            self._xla_listeners = [f for f in self._xla_listeners if f != listener]
 
     def rearm_xla(self) -> None:
         """Read TensorFlow's compile log again if something (pytest's capture) replaced fd 2."""
@@ -133,7 +135,7 @@ class Monitor:
     def remove_listener(self, listener: Listener) -> None:
         """Stop calling a listener added with :meth:`add_listener`."""
         with self._lock:
-            self._listeners = [(f, b) for f, b in self._listeners if f is not listener]
+            self._listeners = [(f, b) for f, b in self._listeners if f != listener]  # as above
 
     # -- reading -----------------------------------------------------------------------------
 
