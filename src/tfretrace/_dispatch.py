@@ -8,10 +8,10 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from tfretrace._text import split_site
 from tfretrace._tf import logfilter
 from tfretrace._xla_watch import XlaWatch
 from tfretrace.errors import RetraceError, UntestedVersionWarning
-from tfretrace.messages import _split_site
 
 if TYPE_CHECKING:
     from tfretrace._intake import Pending
@@ -50,7 +50,7 @@ class Dispatch:
             except hooks.HookUnavailable as exc:
                 # Nothing was patched: the program runs on unobserved and the session says so.
                 if self._unavailable != str(exc):
-                    filename, lineno = _split_site(call_site(sys._getframe(1)))
+                    filename, lineno = split_site(call_site(sys._getframe(1)))
                     text = f"tfretrace: {exc}"
                     warnings.warn_explicit(text, UntestedVersionWarning, filename, lineno, module="tfretrace")
                 self._unavailable = str(exc)

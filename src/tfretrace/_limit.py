@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from tfretrace._text import printable
+from tfretrace._text import printable, split_site
 from tfretrace.errors import RetraceError, RetracingWarning
 from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix.plan import fix_for
@@ -144,9 +144,9 @@ class Limit:
         """Whether traces of this function count against the budget."""
         if self.thread is not None and threading.get_ident() != self.thread:
             return False
-        return self._covers(state)
+        return self.covers(state)
 
-    def _covers(self, state: FunctionState) -> bool:
+    def covers(self, state: FunctionState) -> bool:
         """Whether the budget is about this function, whatever the thread."""
         if not self.keys and not self.names:
             return True
@@ -158,8 +158,9 @@ class Limit:
         """Enforce on the traces (and XLA compiles) this monitor receives."""
         monitor.add_listener(self._check, before_trace=True)
         monitor.add_listener(self._record)
-        if self.max_xla_compiles is not None:
-            monitor.add_xla_listener(self.xla.on_compile)
+        # Always: a re-declared decorator budget may gain max_xla_compiles later, and the
+        # listener returns at once while the budget has none.
+        monitor.add_xla_listener(self.xla.on_compile)
 
     def detach(self, monitor: Monitor) -> None:
         """Stop enforcing on this monitor."""
@@ -211,9 +212,8 @@ class Limit:
         warning = RetracingWarning.create(
             WARN_PREFIX + str(error)[len(PREFIX):], function=state.name, cause=event.cause, event=event
         )
-        filename, _, line = (event.call_site or "<unknown>:0").rpartition(":")
-        lineno = int(line) if line.isdigit() else 0
-        warnings.warn_explicit(warning, RetracingWarning, filename or "<unknown>", lineno, module="tfretrace")
+        filename, lineno = split_site(event.call_site)
+        warnings.warn_explicit(warning, RetracingWarning, filename, lineno, module="tfretrace")
 
     def count_violation(self, error: BudgetExceededError) -> None:
         """Count a breach found outside the trace path (an XLA compile: it happened, not refused)."""
@@ -240,7 +240,7 @@ class Limit:
         return count
 
     def _record(self, state: FunctionState, event: TraceEvent) -> None:
-        if not self.armed or event.cause in UNCOUNTED or not self._covers(state):
+        if not self.armed or event.cause in UNCOUNTED or not self.covers(state):
             return
         with self._lock:
             if not self.matches(state):

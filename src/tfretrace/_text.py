@@ -38,3 +38,11 @@ def one_line(text: str) -> str:
 def plural(count: int, word: str) -> str:
     """``1 retrace``, ``2 retraces``."""
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def split_site(site: str | None) -> tuple[str, int]:
+    """A call site ``path:line`` as (path, line) for warnings.warn_explicit; ("<unknown>", 0) if unknown."""
+    if not site or ":" not in site:
+        return "<unknown>", 0
+    filename, _, line = site.rpartition(":")
+    return filename or "<unknown>", int(line) if line.isdigit() else 0

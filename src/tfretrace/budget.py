@@ -71,8 +71,6 @@ class _Hub:
                 # Re-decorating the same code (a tf.function built in a loop or a factory) keeps
                 # the count: that is how new-function-object retracing is caught.
                 limit.max_traces, limit.warn_only, limit.origin = max_traces, warn_only, origin
-                if max_xla_compiles is not None and limit.max_xla_compiles is None and self.monitor is not None:
-                    self.monitor.add_xla_listener(limit.xla.on_compile)
                 limit.max_xla_compiles = max_xla_compiles
             return limit
 

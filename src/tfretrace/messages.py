@@ -31,9 +31,3 @@ def format_event(name: str, location: str, event: TraceEvent) -> str:
     # Warnings and logs reach a terminal: names and paths must not carry escape sequences.
     return printable("\n".join(lines))
 
-
-def _split_site(site: str | None) -> tuple[str, int]:
-    if not site or ":" not in site:
-        return "<unknown>", 0
-    filename, _, line = site.rpartition(":")
-    return filename, int(line) if line.isdigit() else 0

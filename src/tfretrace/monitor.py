@@ -18,13 +18,14 @@ from tfretrace import __version__
 from tfretrace._dispatch import dispatch
 from tfretrace._intake import CallCounting, Pending, make_event, prepare
 from tfretrace._records import COMPARE_WINDOW, DEFAULT_MAX_EVENTS, HEAD_EVENTS, FunctionState
+from tfretrace._text import split_site
 from tfretrace._xla_watch import build_event
 from tfretrace.analyzer import Prior
 from tfretrace.errors import RetraceError, RetracingWarning
 from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix.apply import source_hashes
 from tfretrace.fix.plan import PlanCache
-from tfretrace.messages import _split_site, format_event
+from tfretrace.messages import format_event
 from tfretrace.session import Session
 from tfretrace.xla_events import megamorphic
 
@@ -331,7 +332,7 @@ class Monitor:
         if self.log:
             logger.info(message)
         if self.warn:
-            filename, lineno = _split_site(event.call_site)
+            filename, lineno = split_site(event.call_site)
             warning = RetracingWarning.create(message, function=state.name, cause=event.cause, event=event)
             # warn_explicit with no registry: every retrace is shown, at the user's call site.
             warnings.warn_explicit(warning, RetracingWarning, filename, lineno, module="tfretrace")

@@ -39,7 +39,7 @@ class XlaLimit:
         limit = owner.max_xla_compiles
         # The thread filter of a block budget is about who traces; compiles arrive on the
         # reader's thread, so only the function filter applies.
-        if limit is None or not owner.armed or not _matches(owner, state):
+        if limit is None or not owner.armed or not owner.covers(state):
             return
         with self._lock:
             count = self.counts.get(state.key, 0) + 1
@@ -61,8 +61,10 @@ class XlaLimit:
 
     def message(self, state: Any, event: Any, count: int) -> str:
         """The error text: which budget, which compile, what changed against the closest one."""
+        from tfretrace._limit import PREFIX
+
         lines = [
-            f"budget exceeded: {state.name} ({state.location}) was XLA-compiled "
+            f"{PREFIX} {state.name} ({state.location}) was XLA-compiled "
             f"{count} times, cause {event.cause}; budget {self._owner.origin} allows "
             f"{self._owner.max_xla_compiles} XLA compiles",
             f"  {event.line()}",
@@ -81,16 +83,11 @@ class XlaLimit:
             return
         if not self._owner.warn_only:
             raise pending[0]
+        from tfretrace._limit import PREFIX, WARN_PREFIX
+
         for error in pending:
-            warning = RetracingWarning("budget exceeded (warn only):" + str(error).split(":", 1)[1])
-            warning.cause = error.cause
-            warning.function, warning.event = getattr(error, "function", None), getattr(error, "event", None)
+            warning = RetracingWarning.create(
+                WARN_PREFIX + str(error)[len(PREFIX):], function=error.function, cause=error.cause, event=error.event
+            )
             warnings.warn(warning, stacklevel=3)
 
-
-def _matches(owner: Any, state: Any) -> bool:
-    if not owner.keys and not owner.names:
-        return True
-    if state.key in owner.keys:
-        return True
-    return any(state.name == n or state.name.endswith("." + n) for n in owner.names)

@@ -8,6 +8,7 @@ import sys
 import warnings
 from typing import Any
 
+from tfretrace._text import split_site
 from tfretrace.errors import TensorFlowMissingError, UnsupportedVersionError, UntestedVersionWarning
 
 # The range the test matrix (make test-matrix) runs. Older TensorFlow fails clearly (its tracing
@@ -133,7 +134,6 @@ def warn_once(message: str, site: str | None) -> None:
         return
     _warned.add(message)
     # Attributed to the user's call site, not to tfretrace's own frames (which the user cannot fix).
-    filename, _, line = (site or "<unknown>:0").rpartition(":")
+    filename, lineno = split_site(site)
     text = f"tfretrace: {message}; results may be incomplete"
-    lineno = int(line) if line.isdigit() else 0
     warnings.warn_explicit(text, UntestedVersionWarning, filename, lineno, module="tfretrace")
