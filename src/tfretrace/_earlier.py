@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from tfretrace._records import FunctionState, _per_replica, _variable_creation_clone, framework_cause
+from tfretrace._records import FunctionState, _variable_creation_clone, expected_by_default, framework_cause
 from tfretrace.analyzer import Explanation, Prior, explain
-from tfretrace.events import EXPECTED_CAUSES, TraceEvent
+from tfretrace.events import TraceEvent
 
 NOTE = "traced before this monitor met the function: read from TensorFlow's cache (call site and cost unknown)"
 
@@ -32,9 +32,9 @@ def record_earlier(state: FunctionState, raw: Any, object_index: int) -> int:
     traces = cached_traces(owner)
     del owner  # no reference to the user's tf.function beyond this call
     for trace in traces:
-        priors = [p.as_seen_now() if p.refs else p for p in (*state.priors, *state.inflight.values())]
         explanation = _saved_earlier(
-            trace.context, _variable_creation_clone(explain(raw.token, trace.signature, trace.context, priors))
+            trace.context,
+            _variable_creation_clone(explain(raw.token, trace.signature, trace.context, state.comparable_priors())),
         )
         if raw.origin is not None:  # a restored function called before the monitor met it
             explanation = framework_cause(raw.origin, explanation)
@@ -52,15 +52,11 @@ def record_earlier(state: FunctionState, raw: Any, object_index: int) -> int:
             context=trace.context,
             note=NOTE,
             nested=False,
-            expected=explanation.cause in EXPECTED_CAUSES or _per_replica(explanation),
+            expected=expected_by_default(explanation),
             earlier=True,
         )
-        state.traces += 1
         state.earlier += 1
-        state.retraces += event.is_retrace
-        state.count_cause(event.cause)
-        state.priors.append(Prior(event.index, raw.token, trace.signature, trace.context, trace.object_refs))
-        state.add_event(event)
+        state.record(event, Prior(event.index, raw.token, trace.signature, trace.context, trace.object_refs))
     if traces:
         state.after_earlier = True
     return len(traces)

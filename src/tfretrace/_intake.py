@@ -17,9 +17,10 @@ from tfretrace._records import (
     _origin_cause,
     _per_replica,
     _variable_creation_clone,
+    expected_by_default,
 )
 from tfretrace.analyzer import Explanation, Prior, explain
-from tfretrace.events import EXPECTED_CAUSES, TraceEvent
+from tfretrace.events import TraceEvent
 
 
 @dataclass
@@ -109,9 +110,7 @@ def prepare(
             record_earlier(state, raw, object_index)
     else:
         state.object_index.move_to_end(raw.token)
-    # Traces still running count as earlier traces: a recursive tf.function traces itself
-    # again inside its first trace, and those nested traces are retraces.
-    priors = [p.as_seen_now() if p.refs else p for p in (*state.priors, *state.inflight.values())]
+    priors = state.comparable_priors()
     folded = False
     if raw.keras is not None:
         # A Keras row holds the loop function and the step function: each is compared with
@@ -172,6 +171,5 @@ def make_event(raw: Any, pending: Pending, seconds: float, inclusive: float, at:
         nested=raw.nested,
         keras=raw.keras,
         note=pending.note,
-        expected=explanation.cause in EXPECTED_CAUSES or _per_replica(explanation)
-        if pending.expected is None else pending.expected,
+        expected=expected_by_default(explanation) if pending.expected is None else pending.expected,
     )

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tfretrace.analyzer import Explanation, Prior, diff_signatures
-from tfretrace.events import TENSOR, VARIABLE, Change, KerasInfo, Leaf, TraceEvent
+from tfretrace.events import EXPECTED_CAUSES, TENSOR, VARIABLE, Change, KerasInfo, Leaf, TraceEvent
 from tfretrace.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
 
 # Bounded history per function (documented in the README): the first HEAD_EVENTS events and the
@@ -75,6 +75,22 @@ class FunctionState:
         """Count one recorded trace of this cause."""
         self.by_cause[cause] = self.by_cause.get(cause, 0) + 1
 
+    def record(self, event: TraceEvent, prior: Prior) -> None:
+        """Count a finished trace and keep it: its event, and its key to compare later traces with."""
+        self.traces += 1
+        self.retraces += event.is_retrace
+        self.count_cause(event.cause)
+        self.priors.append(prior)
+        self.add_event(event)
+
+    def comparable_priors(self) -> list[Prior]:
+        """The traces a new trace is compared with: finished ones and those still running.
+
+        A recursive tf.function traces itself again inside its first trace: those nested traces
+        are retraces of the one still running.
+        """
+        return [p.as_seen_now() if p.refs else p for p in (*self.priors, *self.inflight.values())]
+
     def add_xla_event(self, event: Any) -> None:
         """Keep an XLA event within the same bound as trace events."""
         self.xla_by_trace.setdefault(event.trace, deque(maxlen=COMPARE_WINDOW)).append(event)
@@ -111,6 +127,11 @@ class FunctionState:
         if len(self.tail) > self.max_events - HEAD_EVENTS:
             self.tail.popleft()
             self.dropped += 1
+
+
+def expected_by_default(explanation: Explanation) -> bool:
+    """Whether a trace with this explanation is normal operation (a first trace, a device per replica...)."""
+    return explanation.cause in EXPECTED_CAUSES or _per_replica(explanation)
 
 
 def _per_replica(explanation: Explanation) -> bool:

@@ -20,7 +20,6 @@ from tfretrace._intake import CallCounting, Pending, make_event, prepare
 from tfretrace._records import COMPARE_WINDOW, DEFAULT_MAX_EVENTS, HEAD_EVENTS, FunctionState
 from tfretrace._text import split_site
 from tfretrace._xla_watch import build_event
-from tfretrace.analyzer import Prior
 from tfretrace.errors import RetraceError, RetracingWarning
 from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix.apply import source_hashes
@@ -295,19 +294,14 @@ class Monitor:
                     state.failed_traces += 1
                     self._release(pending)
                     return False
-                state.inflight.pop(pending.index, None)
+                # The key prepare() kept for the running trace becomes a finished trace's key.
+                prior = state.inflight.pop(pending.index)
                 own = seconds if own is None else own
                 event = make_event(raw, pending, own, seconds, time.perf_counter() - self._t0)
-                state.traces += 1
-                state.retraces += event.is_retrace
-                state.count_cause(event.cause)
+                state.record(event, prior)
                 state.after_earlier = False
                 state.seconds += own
                 state.last_calls_total = pending.calls_total
-                state.priors.append(
-                    Prior(event.index, raw.token, raw.traced_as or raw.signature, raw.context, raw.object_refs)
-                )
-                state.add_event(event)
                 listeners = [f for f, b in self._listeners if not b]
             if cluster is not None:
                 dispatch.xla.watch(cluster, self, state, event.index, raw.signature)
