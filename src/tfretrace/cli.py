@@ -346,15 +346,11 @@ def emit_plans(session: Session, stream: TextIO, saved: str | None) -> None:
     """The fix plans, then the command that applies their edits to the program's files."""
     width, color = terminal_style(stream, os.environ)
     print("\n" + render_plans(session, width=width, color=color).rstrip(), file=stream)
-    # The command that applies the plan's edits (tfretrace fix), once this tfretrace has it.
+    # The command that applies the plan's edits.
     editable = any(step.get("edits") for f in session.functions for step in f.plan)
-    if saved is not None and editable and _has_command("fix"):
+    if saved is not None and editable:
         print(f"\nApply: tfretrace fix {printable(shlex.quote(saved))} --apply", file=stream)
     stream.flush()
-
-
-def _has_command(name: str) -> bool:
-    return any(isinstance(a.choices, Mapping) and name in a.choices for a in build_parser()._actions)
 
 
 def _final_status(status: int, session: Session, ns: argparse.Namespace, err: TextIO) -> int:

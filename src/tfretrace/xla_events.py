@@ -11,7 +11,6 @@ from tfretrace.events import Change, Leaf
 # The first compile of a trace is expected; every further one is a recompile to explain.
 FIRST_COMPILE = "xla-first-compile"
 RECOMPILE = "xla-recompile"
-XLA_CAUSES = frozenset({FIRST_COMPILE, RECOMPILE})
 
 # TensorFlow's DeviceCompilationProfiler calls a cluster megamorphic when it was compiled more
 # than 10 times with fewer than 50 executions per compile; under auto-clustering it then stops

@@ -12,7 +12,7 @@ from typing import Any
 
 from tfretrace._io import atomic_write_text
 from tfretrace.events import FunctionReport
-from tfretrace.fix.plan import PlanStep, plan_steps
+from tfretrace.fix.plan import plan_steps
 from tfretrace.fix.source import Replacement, is_user_path
 from tfretrace.session import Session
 
@@ -77,11 +77,6 @@ def _inside(path: Path, root: str | os.PathLike[str] | None) -> bool:
     return True
 
 
-def steps_of(report: FunctionReport) -> list[PlanStep]:
-    """The plan steps of one function as records (a malformed step in a loaded file is skipped)."""
-    return plan_steps(report)
-
-
 def edits_by_file(session: Session) -> tuple[dict[str, list[Replacement]], list[Advice]]:
     """The mechanical edits of every plan, per file, and the steps that are advice.
 
@@ -91,7 +86,7 @@ def edits_by_file(session: Session) -> tuple[dict[str, list[Replacement]], list[
     files: dict[str, list[Replacement]] = {}
     advice: list[Advice] = []
     for report in session.functions:
-        for step in steps_of(report):
+        for step in plan_steps(report):
             if not step.edits:
                 if step.kind != "statement" and step.traces_after < step.traces_before:
                     advice.append(Advice(report.display_name(), step.summary, report.location))

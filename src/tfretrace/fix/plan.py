@@ -392,12 +392,3 @@ def render_counts(steps: tuple[PlanStep, ...]) -> str:
         return ""
     return f"{changing[0].traces_before} traces -> " + " -> ".join(str(s.traces_after) for s in changing)
 
-
-def main_cause(steps: tuple[PlanStep, ...]) -> str | None:
-    """The cause whose fix saves the most seconds, or None when no step saves any."""
-    best = max(
-        (s for s in steps if s.seconds_saved > 0 or s.traces_after < s.traces_before),
-        key=lambda s: (s.traces_before - s.traces_after, s.seconds_saved),
-        default=None,
-    )
-    return None if best is None else best.cause

@@ -192,15 +192,3 @@ def mean_seconds(replay: Replay) -> float:
     seconds = [c.seconds for c in replay.calls if c.seconds > 0]
     return sum(seconds) / len(seconds) if seconds else 0.0
 
-
-def leaf_at(signature: Sequence[Leaf], path: str) -> Leaf | None:
-    """The leaf at ``path`` in a signature."""
-    for leaf in signature:
-        if leaf.path == path:
-            return leaf
-    return None
-
-
-def replace_leaves(signature: Signature, new: dict[str, Leaf]) -> Signature:
-    """The signature with the leaves at the given paths replaced."""
-    return tuple(new.get(leaf.path, leaf) for leaf in signature)

@@ -269,7 +269,7 @@ def fixes_to_show(report: FunctionReport) -> dict[int, str]:
     """
     shown: dict[int, str] = {}
     previous: str | None = None
-    in_plan = {step.code for step in plan_of(report) if step.code}
+    in_plan = {step.code for step in plan_steps(report) if step.code}
     for event in report.events:
         if event.fix and event.fix != previous and event.fix not in in_plan:
             shown[event.index] = event.fix
@@ -284,11 +284,6 @@ def cause_title(slug: str) -> str:
         return catalogue.get(slug).title
     except KeyError:
         return slug
-
-
-def plan_of(report: FunctionReport) -> list[PlanStep]:
-    """The function's fix plan as steps; a malformed step (foreign session) is left out."""
-    return plan_steps(report)
 
 
 def plan_headline(steps: list[PlanStep]) -> str:

@@ -14,6 +14,7 @@ from markupsafe import Markup, escape
 
 from tfretrace import __version__
 from tfretrace.events import FunctionReport, TraceEvent
+from tfretrace.fix.plan import plan_steps
 from tfretrace.render import _model
 from tfretrace.render.timeline import timeline_svg
 from tfretrace.session import Session
@@ -112,7 +113,7 @@ def _function_view(
     """What the template shows for one function, computed here so the template stays dumb."""
     fixes = _model.fixes_to_show(report)
     groups, cut = _model.group_events(report.events)
-    steps = _model.plan_of(report)
+    steps = plan_steps(report)
     plan = []
     step_number = 0
     for step in steps:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from tfretrace._text import plural
 from tfretrace.events import FunctionReport, TraceEvent
-from tfretrace.fix.plan import PlanStep
+from tfretrace.fix.plan import PlanStep, plan_steps
 from tfretrace.render import _model
 from tfretrace.render.html import HtmlRenderer
 from tfretrace.session import Session
@@ -32,19 +32,9 @@ def report_frame(session: Session) -> str:
     )
 
 
-def function_session(report: FunctionReport, within: Session | None = None) -> Session:
+def function_session(report: FunctionReport) -> Session:
     """A session holding one function, for showing that function alone."""
-    base = within if within is not None else Session(functions=(), wall_seconds=0.0)
-    return Session(
-        functions=(report,),
-        wall_seconds=base.wall_seconds,
-        tool_version=base.tool_version,
-        tensorflow=base.tensorflow,
-        keras=base.keras,
-        python=base.python,
-        label=base.label,
-        argv=base.argv,
-    )
+    return Session(functions=(report,), wall_seconds=0.0)
 
 
 @dataclass(frozen=True)
@@ -116,5 +106,5 @@ class CellRetraces:
 
     @staticmethod
     def _first_step(report: FunctionReport) -> PlanStep | None:
-        steps = [s for s in _model.plan_of(report) if s.kind != "statement"]
+        steps = [s for s in plan_steps(report) if s.kind != "statement"]
         return steps[0] if steps else None

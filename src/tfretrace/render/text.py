@@ -16,6 +16,7 @@ from rich.text import Text
 
 from tfretrace._text import plural
 from tfretrace.events import FunctionReport, TraceEvent
+from tfretrace.fix.plan import plan_steps
 from tfretrace.render import _model
 from tfretrace.session import Session
 
@@ -214,7 +215,7 @@ class TextRenderer:
 
     def plan(self, report: FunctionReport) -> list[RenderableType]:
         """The function's fix plan: headline, then each step with its code and where it edits."""
-        steps = _model.plan_of(report)
+        steps = plan_steps(report)
         if not steps:
             return []
         out: list[RenderableType] = [_indent(_prose(_model.plan_headline(steps), "bold green"), 2, hang=2)]
