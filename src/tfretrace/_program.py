@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from tfretrace._traceback import unlink_frames
+from tfretrace._traceback import PACKAGE_DIR, unlink_frames
 
 EXIT_OK = 0
 
@@ -155,12 +155,9 @@ def _print_user_traceback(exc: BaseException) -> None:
     traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
 
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
 def _ours(filename: str) -> bool:
     """A frame of tfretrace (the CLI, the trace hooks) or of runpy, frozen or not."""
-    return filename.startswith((_PACKAGE, "<frozen runpy")) or filename == runpy.__file__
+    return filename.startswith((PACKAGE_DIR, "<frozen runpy")) or filename == runpy.__file__
 
 
 def drop_our_frames(exc: BaseException, seen: set[int]) -> None:

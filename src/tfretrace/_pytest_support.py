@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tfretrace._text import printable
-from tfretrace._traceback import unlink_frames
+from tfretrace._traceback import PACKAGE_DIR, unlink_frames
 from tfretrace.budget import BudgetExceededError, Limit, function_key
 from tfretrace.monitor import Monitor
 
@@ -121,7 +121,6 @@ def _counted(causes: Counter[str]) -> str:
     return ",".join(c if n == 1 else f"{c}*{n}" for c, n in causes.items())
 
 
-_OURS = os.path.dirname(os.path.abspath(__file__)) + os.sep
 # TensorFlow's own error filter re-raises every error from a tf.function call; for a budget error
 # its frame only shows TensorFlow's plumbing between the test's line and the explanation.
 _TF_RERAISE = os.path.join("tensorflow", "python", "util", "traceback_utils.py")
@@ -132,4 +131,4 @@ def hide_plumbing(exc: BaseException) -> None:
 
     pytest then shows the test's line and the explanation, nothing of either library.
     """
-    unlink_frames(exc, lambda name: name.startswith(_OURS) or name.endswith(_TF_RERAISE))
+    unlink_frames(exc, lambda name: name.startswith(PACKAGE_DIR) or name.endswith(_TF_RERAISE))

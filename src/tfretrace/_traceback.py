@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
+
+# The folder of tfretrace's own modules (with a trailing separator), to tell its frames apart.
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def unlink_frames(exc: BaseException, drop: Callable[[str], bool]) -> None:

@@ -12,8 +12,9 @@ import weakref
 from types import CodeType, FrameType
 from typing import Any
 
+from tfretrace._traceback import PACKAGE_DIR
+
 # The tfretrace package folder: its own frames are never the user's call site.
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _user_code: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
@@ -78,7 +79,7 @@ def innermost_code(function: Any) -> tuple[CodeType | None, str]:
         if code is None and not isinstance(function, type):
             # tf.function(callable_object): the traced code is its class's __call__. Looked up on
             # the class without descriptors, so no user code runs.
-            call = _static(type(function), "__call__")
+            call = static_attr(type(function), "__call__")
             if isinstance(call, (staticmethod, classmethod)):
                 call = call.__func__
             if getattr(call, "__code__", None) is not None:
@@ -89,13 +90,14 @@ def innermost_code(function: Any) -> tuple[CodeType | None, str]:
     if isinstance(function, (types.FunctionType, types.BuiltinFunctionType, type)):
         qualname = getattr(function, "__qualname__", None) or getattr(function, "__name__", "?")
     else:  # any other callable: its class's name, read without running its properties
-        qualname = _static(function, "__qualname__")
+        qualname = static_attr(function, "__qualname__")
         if not isinstance(qualname, str):
             qualname = f"{type(function).__qualname__} object"
     return code, str(qualname)
 
 
-def _static(obj: Any, name: str) -> Any:
+def static_attr(obj: Any, name: str) -> Any:
+    """An attribute as stored (inspect.getattr_static): no property or __getattr__ runs; None if absent."""
     try:
         return inspect.getattr_static(obj, name)
     except AttributeError:
@@ -166,7 +168,7 @@ def _is_framework_file(filename: str) -> bool:
         or "/keras/" in parts
         or "/tf_keras/" in parts
         or "__autograph_generated" in parts
-        or parts.startswith(_PKG_DIR.replace("\\", "/"))
+        or parts.startswith(PACKAGE_DIR.replace("\\", "/"))
         or parts.endswith(("/threading.py", "/contextlib.py", "/functools.py"))
         or "/absl/" in parts
         or "/optree/" in parts

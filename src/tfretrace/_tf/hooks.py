@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -16,6 +15,7 @@ from tfretrace._tf.origins import origin_of
 from tfretrace._tf.reading import RawTrace, read_trace
 from tfretrace._tf.versions import load_tensorflow, untested_notes, warn_once
 from tfretrace._tf.xla import cluster_of
+from tfretrace._traceback import PACKAGE_DIR
 
 
 class HookUnavailable(Exception):
@@ -144,9 +144,6 @@ class Hooks:
         return _create_concrete_function
 
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 def _raising(exc: Exception) -> Callable[[], RawTrace]:
     def read() -> RawTrace:
         raise exc
@@ -171,8 +168,8 @@ def _filtered_call_hook(orig_call: Any) -> Any:
             raise AttributeError("traceback filter changed")
     except (ImportError, AttributeError):
         return make_call_hook(orig_call)  # no filter to hide in: the hook's frame shows
-    if _PKG_DIR not in excluded:
-        traceback_utils._EXCLUDED_PATHS = (*excluded, _PKG_DIR)
+    if PACKAGE_DIR not in excluded:
+        traceback_utils._EXCLUDED_PATHS = (*excluded, PACKAGE_DIR)
     hooked = traceback_utils.filter_traceback(make_call_hook(inner))
     # What the hook replaced is TensorFlow's own __call__, filter included.
     hooked.__wrapped__ = orig_call

@@ -93,7 +93,7 @@ def keras_info(frame: FrameType | None, code: CodeType) -> tuple[KerasInfo | Non
     epoch = step = None
     while frame is not None:
         name = frame.f_code.co_name
-        if name in _KERAS_METHODS and _is_keras_file(frame.f_code.co_filename):
+        if name in _KERAS_METHODS and is_keras_file(frame.f_code.co_filename):
             # The innermost Keras method is the one that owns this function: evaluate, when fit
             # runs validation. The epoch comes from the enclosing fit, if any.
             if method is None:
@@ -162,7 +162,8 @@ def was_trained(model: Any) -> bool:
         return False
 
 
-def _is_keras_file(filename: str) -> bool:
+def is_keras_file(filename: str) -> bool:
+    """Whether a source file belongs to Keras (keras or tf_keras)."""
     parts = filename.replace("\\", "/")
     return "/keras/" in parts or "/tf_keras/" in parts
 

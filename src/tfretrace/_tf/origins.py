@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import re
 import sys
 from dataclasses import dataclass
@@ -10,7 +9,8 @@ from types import CodeType, FrameType
 from typing import Any
 
 from tfretrace._tf.frames import _closure_value, _is_tf_internal, call_site, innermost_code
-from tfretrace._tf.keras import is_keras_functions_file
+from tfretrace._tf.keras import is_keras_file, is_keras_functions_file
+from tfretrace._tf.types import static_name
 
 # Origin kinds: the user's call that made TensorFlow or Keras trace code of its own.
 PFOR = "pfor"  # tf.vectorized_map / tf.pfor called eagerly: a new tf.function per call
@@ -50,7 +50,7 @@ def origin_of(options: Any, caller: FrameType, user: bool) -> Origin | None:
     if user:
         # Keras' train/test/predict functions are closures in its trainer file (keras_info
         # attributes them); Keras 2's Model.__call__ lives in that same file.
-        if not _is_keras_file(filename) or (is_keras_functions_file(filename) and "<locals>" in qualname):
+        if not is_keras_file(filename) or (is_keras_functions_file(filename) and "<locals>" in qualname):
             return None
         return _export(caller)
     if filename.endswith("/parallel_for/control_flow_ops.py") and code.co_name == "f":
@@ -106,7 +106,7 @@ def _dataset(caller: FrameType) -> Origin | None:
         return None
     func = frame.f_locals.get("func")
     code, qualname = innermost_code(func)
-    if code is None or _is_tf_internal(code.co_filename) or _is_keras_file(code.co_filename.replace("\\", "/")):
+    if code is None or _is_tf_internal(code.co_filename) or is_keras_file(code.co_filename.replace("\\", "/")):
         return None
     transformation = str(frame.f_locals.get("transformation_name") or "Dataset.map()")
     short = qualname.rsplit("<locals>.", 1)[-1]  # parse, <lambda>, Parser.parse
@@ -121,24 +121,12 @@ def _export(caller: FrameType) -> Origin | None:
     if export is not None:
         # Named like the Keras rows (clf.fit, clf.predict): the model's name, read as a plain
         # attribute so that no user property runs here.
-        name = _static_name(export.f_locals.get("model"))
+        name = static_name(export.f_locals.get("model"))
         return _at_site(EXPORT, f"{name or 'model'}.export", caller)
     if _frame(caller, "write_out", "/export/") is not None:
         return _at_site(EXPORT, "ExportArchive.write_out", caller)
     if saving():
         return _at_site(EXPORT, "tf.saved_model.save", caller)
-    return None
-
-
-def _static_name(model: Any) -> str | None:
-    # Keras 3 keeps the name in an attribute; Keras 2 behind a property, in _name.
-    for attribute in ("name", "_name"):
-        try:
-            value = inspect.getattr_static(model, attribute)
-        except AttributeError:
-            continue
-        if isinstance(value, str):
-            return value
     return None
 
 
@@ -152,6 +140,3 @@ def _frame(frame: FrameType | None, name: str, path_part: str) -> FrameType | No
         frame = frame.f_back
     return None
 
-
-def _is_keras_file(filename: str) -> bool:
-    return "/keras/" in filename or "/tf_keras/" in filename

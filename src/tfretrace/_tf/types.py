@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import inspect
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from tfretrace._tf.frames import truncate
+from tfretrace._tf.frames import static_attr, truncate
 from tfretrace.events import BY_TYPE, LITERAL_RULE, OBJECT, PYTHON, SPEC, TENSOR, VARIABLE, Leaf
 
 _collect = threading.local()
@@ -214,8 +213,8 @@ def _object_leaf(ref: Any, path: str, *, weak: bool = True) -> Leaf:
     if target is None:
         return Leaf(path, OBJECT, value="<collected>", type_name="?", ident=None, alive=False)
     cls = type(target)
-    label = f" name={_static_name(target)!r}" if _static_name(target) is not None else ""
-    compares = "identity" if _static(cls, "__eq__") is _static(object, "__eq__") else "eq"
+    label = f" name={static_name(target)!r}" if static_name(target) is not None else ""
+    compares = "identity" if static_attr(cls, "__eq__") is static_attr(object, "__eq__") else "eq"
     return Leaf(
         path,
         OBJECT,
@@ -223,21 +222,14 @@ def _object_leaf(ref: Any, path: str, *, weak: bool = True) -> Leaf:
         type_name=cls.__name__,
         ident=id(target),
         alive=True,
-        extra=(("compared_by", compares), ("module", str(_static(cls, "__module__")))),
+        extra=(("compared_by", compares), ("module", str(static_attr(cls, "__module__")))),
     )
 
 
-def _static(obj: Any, name: str) -> Any:
-    try:
-        return inspect.getattr_static(obj, name)
-    except AttributeError:
-        return None
-
-
-def _static_name(target: Any) -> str | None:
+def static_name(target: Any) -> str | None:
     """The object's ``name`` (or Keras' ``_name``) if stored as plain data: no property runs."""
     for attribute in ("name", "_name"):
-        value = _static(target, attribute)
+        value = static_attr(target, attribute)
         if isinstance(value, str):
             return value
     return None
