@@ -13,7 +13,7 @@ from typing import Any
 from tfretrace._io import atomic_write_text
 from tfretrace.events import FunctionReport
 from tfretrace.fix.plan import plan_steps
-from tfretrace.fix.source import Replacement, is_user_path
+from tfretrace.fix.source import Replacement, is_user_path, resolve
 from tfretrace.session import Session
 
 
@@ -54,17 +54,12 @@ def source_hashes(functions: Iterable[FunctionReport], root: str | os.PathLike[s
             paths.update(str(e.get("path")) for e in step.get("edits") or () if isinstance(e, dict))
     found = []
     for path in sorted(p for p in paths if p and is_user_path(p)):
-        disk = _resolve(path, root)
+        disk = resolve(path, root)
         try:
             found.append((path, digest(disk.read_text(encoding="utf-8"))))
         except (OSError, UnicodeDecodeError):
             continue  # gone or not text: nothing a fix could edit
     return tuple(found)
-
-
-def _resolve(path: str, root: str | os.PathLike[str] | None) -> Path:
-    candidate = Path(path)
-    return candidate if candidate.is_absolute() or root is None else Path(root) / candidate
 
 
 def _inside(path: Path, root: str | os.PathLike[str] | None) -> bool:
@@ -116,7 +111,7 @@ def prepare(session: Session, root: str | os.PathLike[str] | None = None) -> tup
     for path, edits in sorted(files.items()):
         if not is_user_path(path):
             raise FixError(f"{path}: an edit points outside the program (TensorFlow or Keras source); not applied")
-        disk = _resolve(path, base)
+        disk = resolve(path, base)
         if not _inside(disk, base):
             # A session is data from elsewhere: it must not steer a write outside the program's folder.
             raise FixError(f"{path}: outside the program's folder {base or '.'}; not applied (see --root)")
@@ -160,7 +155,7 @@ def write_all(changes: Sequence[FileChange], base: Path | None = None) -> list[P
 
     ``base`` writes the files under another folder (a copy of the program) at their recorded paths.
     """
-    targets = [(c, _resolve(c.path, base) if base is not None else c.disk) for c in changes]
+    targets = [(c, resolve(c.path, base) if base is not None else c.disk) for c in changes]
     for _change, target in targets:
         if not os.access(target, os.W_OK):
             raise FixError(f"{target}: not writable; nothing was changed")

@@ -318,7 +318,7 @@ def _zero_edits(
     missing: list[str] = []
     for site in ctx.sites(calls):
         info = ctx.call_info(site)
-        found = None if info is None else next((a for a in info.args if a[0] == path), None)
+        found = None if info is None else info.arg(path)
         if found is None:
             missing.append(site)
             continue

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from tfretrace.events import PYTHON, FunctionReport, Leaf
 from tfretrace.fix.predict import Call, Config, Replay
+from tfretrace.fix.rules import literal_key
 from tfretrace.fix.source import CallInfo, DefInfo, Replacement, SourceReader, is_user_path
 
 
@@ -106,7 +107,7 @@ class FunctionContext:
         recorded = set(self.sites(calls))
         for site in self.all_sites(calls):
             info = self.call_info(site)
-            found = None if info is None else next((a for a in info.args if a[0] == param), None)
+            found = None if info is None else info.arg(param)
             if found is None:
                 if site in recorded:
                     missing.append(site)
@@ -139,8 +140,6 @@ def varying_paths(calls: Sequence[Call], kind: str | None = None) -> list[str]:
 
 def _key(leaf: Leaf) -> object:
     if leaf.kind == PYTHON:
-        from tfretrace.fix.rules import literal_key
-
         return ("py", literal_key(leaf))
     return (leaf.kind, leaf.dtype, leaf.shape, leaf.value, leaf.type_name, leaf.ident, leaf.extra)
 

@@ -359,7 +359,8 @@ def _loop_source(ctx: FunctionContext, site: str | None, param: str) -> str | No
     info = ctx.call_info(site)
     if info is None or ctx.definition is None:
         return None
-    expr = next((a[1] for a in info.args if a[0] == param), None)
+    found = info.arg(param)
+    expr = None if found is None else found[1]
     parsed = ctx.reader.module(info.path)
     if expr is None or parsed is None:
         return None

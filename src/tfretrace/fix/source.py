@@ -39,6 +39,12 @@ class DefInfo:
     node: ast.FunctionDef | ast.AsyncFunctionDef | None = field(default=None, compare=False, repr=False)
 
 
+def resolve(path: str, root: str | os.PathLike[str] | None) -> Path:
+    """The file on disk for a recorded path: relative paths start at ``root`` (None: here)."""
+    candidate = Path(path)
+    return candidate if candidate.is_absolute() or root is None else Path(root) / candidate
+
+
 @dataclass(frozen=True)
 class CallInfo:
     """One call of the function at a call site: the expressions passed for each parameter."""
@@ -48,6 +54,10 @@ class CallInfo:
     span: Span
     args: tuple[tuple[str, str, Span], ...]  # (parameter, expression source, span of the expression)
     func_text: str
+
+    def arg(self, parameter: str) -> tuple[str, str, Span] | None:
+        """What this call passes for ``parameter``, or None when it passes nothing for it."""
+        return next((a for a in self.args if a[0] == parameter), None)
 
 
 @dataclass(frozen=True)
@@ -70,10 +80,7 @@ class SourceReader:
 
     def resolve(self, path: str) -> Path:
         """The file on disk for a recorded path."""
-        candidate = Path(path)
-        if not candidate.is_absolute() and self.root is not None:
-            candidate = self.root / candidate
-        return candidate
+        return resolve(path, self.root)
 
     def module(self, path: str) -> tuple[str, ast.Module] | None:
         """Source text and tree of a user file, or None when it is missing, foreign or unparsable."""
