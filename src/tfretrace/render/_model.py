@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -12,7 +13,7 @@ from tfretrace._text import plural, printable
 from tfretrace.events import FunctionReport, KerasInfo, TraceEvent
 from tfretrace.fix.plan import PlanStep, plan_steps, render_counts
 from tfretrace.session import Session
-from tfretrace.xla_events import RECOMPILE, XlaEvent
+from tfretrace.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
 
 # Expected traces: shown for the timeline, never counted as something to fix.
 # A run of identical causes shows this many events before collapsing into "… N more like this".
@@ -77,6 +78,11 @@ def xla_recompiles(report: FunctionReport) -> int:
     """XLA compiles beyond the first of each trace (the ones to fix)."""
     firsts = {e.trace for e in report.xla_events}
     return max(report.xla_compiles - len(firsts), 0)
+
+
+def recompile_events(report: FunctionReport) -> list[XlaEvent]:
+    """The kept XLA events that are recompiles (a trace's first compile is expected, not shown)."""
+    return [e for e in report.xla_events if e.cause != FIRST_COMPILE]
 
 
 def retracing_functions(session: Session) -> list[FunctionReport]:
@@ -300,6 +306,15 @@ def plan_headline(steps: list[PlanStep]) -> str:
                     f"saves {fmt_seconds(best.seconds_saved)}")
         return "Fix plan: no fix is predicted to remove a trace"
     return f"Fix plan: {counts}, saves {fmt_seconds(saved)}"
+
+
+def numbered_steps(steps: Sequence[PlanStep]) -> list[tuple[int, PlanStep]]:
+    """Each step with its number: fix steps count 1, 2, ...; a note keeps the number before it."""
+    numbered, number = [], 0
+    for step in steps:
+        number += step.kind != "statement"
+        numbered.append((number, step))
+    return numbered
 
 
 def step_line(number: int, step: PlanStep) -> str:

@@ -115,9 +115,7 @@ def _function_view(
     groups, cut = _model.group_events(report.events)
     steps = plan_steps(report)
     plan = []
-    step_number = 0
-    for step in steps:
-        step_number += step.kind != "statement"
+    for step_number, step in _model.numbered_steps(steps):
         plan.append({
             "line": _model.step_line(step_number, step),
             "code": step.code,
@@ -149,7 +147,7 @@ def _function_view(
         "megamorphic": _model.megamorphic_line(report),
         "xla_events": [
             {"line": _model.xla_event_line(e), "changes": [c.line() for c in e.changes]}
-            for e in report.xla_events if e.cause != "xla-first-compile"
+            for e in _model.recompile_events(report)
         ][: _model.MAX_SHOWN],
         "refused_traces": report.refused_traces,
         "dropped_events": report.dropped_events,

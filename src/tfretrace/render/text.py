@@ -19,6 +19,7 @@ from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix.plan import plan_steps
 from tfretrace.render import _model
 from tfretrace.session import Session
+from tfretrace.xla_events import RECOMPILE
 
 # Terminal width from which the location gets its own table column.
 WIDE = 110
@@ -148,7 +149,7 @@ class TextRenderer:
                     Text(str(report.xla_compiles), style="bold red" if recompiling else ""),
                     Text(f"{report.xla_compile_seconds:.3f}"),
                 ]
-            main = report.main_cause or ("xla-recompile" if _model.xla_recompiles(report) else None)
+            main = report.main_cause or (RECOMPILE if _model.xla_recompiles(report) else None)
             cells.append(Text(main or "-", style="red" if main else "dim"))
             table.add_row(*cells)
         return _Natural(table)
@@ -202,7 +203,7 @@ class TextRenderer:
     def xla_events(self, report: FunctionReport) -> list[RenderableType]:
         """The XLA recompiles with what changed (first compiles only counted), runs folded."""
         out: list[RenderableType] = []
-        recompiles = [e for e in report.xla_events if e.cause != "xla-first-compile"]
+        recompiles = _model.recompile_events(report)
         for number, event in enumerate(recompiles):
             if number >= _model.MAX_SHOWN:
                 more = len(recompiles) - number
@@ -219,10 +220,7 @@ class TextRenderer:
         if not steps:
             return []
         out: list[RenderableType] = [_indent(_prose(_model.plan_headline(steps), "bold green"), 2, hang=2)]
-        number = 0
-        for step in steps:
-            if step.kind != "statement":
-                number += 1
+        for number, step in _model.numbered_steps(steps):
             line = _model.step_line(number, step)
             style = "yellow" if step.kind == "statement" else ""
             out.append(_indent(_prose(line, style), 4, hang=_hang_of(line)))
