@@ -105,12 +105,17 @@ def emit(
     return ok
 
 
+def is_tty(stream: TextIO) -> bool:
+    """Whether the stream is a terminal; False for a stream that is closed or replaced by a stand-in."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 def terminal_style(stream: TextIO, environ: Mapping[str, str]) -> tuple[int, bool]:
     """Width and colour for ``stream``: FORCE_COLOR, then NO_COLOR, then whether it is a tty."""
-    try:
-        tty = stream.isatty()
-    except (AttributeError, ValueError):
-        tty = False
+    tty = is_tty(stream)
     if environ.get("FORCE_COLOR"):
         color = True
     elif environ.get("NO_COLOR") or environ.get("TERM") == "dumb":

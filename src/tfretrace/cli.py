@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from tfretrace import __version__, catalogue, fix_command
-from tfretrace._cli_output import UsageError, checked_output, emit, save_session, terminal_style
+from tfretrace._cli_output import UsageError, checked_output, emit, is_tty, save_session, terminal_style
 from tfretrace._program import EXIT_OK, Target, execute, find_module, runnable, wait_for_threads
 from tfretrace._progress import Progress
 from tfretrace._text import one_line, printable
@@ -322,11 +322,7 @@ def _write_tensorboard(session: Session, logdir: Path) -> None:
 def _live_status(monitor: Any, ns: argparse.Namespace) -> Progress | None:
     """A one-line live status on stderr when it is a terminal (never when piped or --no-progress)."""
     stream = sys.stderr
-    try:
-        tty = stream.isatty()
-    except (AttributeError, ValueError):
-        tty = False
-    if ns.no_progress or not tty or os.environ.get("TERM") == "dumb":
+    if ns.no_progress or not is_tty(stream) or os.environ.get("TERM") == "dumb":
         return None
     width, _ = terminal_style(stream, os.environ)
     progress = Progress(stream, width)
