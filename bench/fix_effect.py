@@ -120,9 +120,9 @@ def measure(script: Path) -> list[Row]:
         folder = Path(tmp) / "examples"
         shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns("__pycache__"))
         status, out_before, why = run(folder, rel, "before.json")
-        _, out_again, _ = run(folder, rel, "again.json")
         if status != 0:
             return [Row(rel, "(program failed)", 0, None, None, 0, False, f"FAILED (exit {status}): {why}")]
+        _, out_again, _ = run(folder, rel, "again.json")
         before: Session = load(folder / "before.json")
         reader = SourceReader(folder)
         # Keyed by name and place: two pipelines may map the same function (one row each).
