@@ -14,7 +14,12 @@ from tfretrace.render.comparison import reason_line
 
 
 def test_counts(monitor: Monitor) -> tuple[Counts, ...]:
-    """What the test traced so far: per function, its own traces (not those before the test), by cause."""
+    """What the test traced so far: per function, its own traces (not those before the test), by cause.
+
+    A test's first trace of a function counts as its first trace even when an earlier test (in
+    the same process) traced the function before: which tests ran before in a worker changes
+    with ``pytest -n``, and must not change a test's retraces.
+    """
     out = []
     for state in monitor.states():
         events = state.events()
@@ -24,6 +29,9 @@ def test_counts(monitor: Monitor) -> tuple[Counts, ...]:
             continue
         # Exact retraces whatever the bounded history kept, less those made before the test.
         retraces = state.retraces - sum(1 for e in events if e.earlier and e.is_retrace)
+        if state.earlier and own and own[0].is_retrace:
+            retraces -= 1
+            own = own[1:]
         key = state.function_key
         if not isinstance(key, FunctionKey):
             key = FunctionKey(module_of_path(state.location.rpartition(":")[0] or state.location), state.name)

@@ -96,7 +96,10 @@ class RunGate:
             width, color = terminal_style(err, os.environ)
             err.write("\n" + render_comparisons([comparison], "text", width=width, color=color))
             worse = bool(comparison.worse)
-        if self.save is not None:
+        if self.save is not None and status != EXIT_OK:
+            # A failed run's counts would become the standard every later run is held to.
+            print("tfretrace: baseline not saved: the program failed", file=err)
+        elif self.save is not None:
             try:
                 baseline_of(session).save(self.save.path)
                 print(f"tfretrace: baseline saved to {printable(self.save.shown)}", file=err)
