@@ -160,7 +160,8 @@ def test_json_format(files: tuple[str, str], capsys: pytest.CaptureFixture[str])
 def test_markdown_is_a_table_with_the_reasons(files: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run_cli("compare", *files, "--format", "markdown", capsys=capsys)
     rows = [line for line in out.splitlines() if line.startswith("| `")]
-    assert len(rows) == 1 and rows[0].startswith("| `train_step` `train.py:32` | same |")
+    assert len(rows) == 1
+    assert rows[0].startswith("| `train_step` `train.py:32` | same (was `train.py:12`) | 1 → 5 (+4) | 0 → 4 (+4) |")
     assert rows[0].count("|") == 8
     assert "- **python-value-changed** +3: `lr: Python 0.1 -> 0.2`" in out
     assert "TensorFlow 2.21.0 → 2.23.0" in out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rich import box
 from rich.console import RenderableType
@@ -51,6 +51,15 @@ def headline(comparison: Comparison) -> str:
     versions = "; ".join(f"{what} {base} -> {head}" for what, base, head in comparison.version_changes())
     tolerance = f" (tolerance {comparison.tolerance})" if comparison.tolerance else ""
     return f"{lead}{tolerance}, {tail}" + (f"; {versions}" if versions else "")
+
+
+def match_word(delta: Delta, quote: Callable[[str], str] = str) -> str:
+    """The match column: how the function was found in the base run, and where it was if it moved."""
+    word = _MATCH_WORDS.get(delta.how, delta.how)
+    moved = delta.base is not None and delta.head is not None and delta.base.location != delta.head.location
+    if moved and delta.base is not None and delta.base.location:
+        word += f" (was {quote(delta.base.location)})"
+    return word
 
 
 def _pair(values: tuple[int, int]) -> str:
@@ -112,7 +121,7 @@ def text_blocks(comparison: Comparison) -> list[RenderableType]:
         verdict = _verdict(delta)
         table.add_row(
             f"{delta.name} ({delta.location})" if delta.location else delta.name,
-            _MATCH_WORDS.get(delta.how, delta.how),
+            match_word(delta),
             _pair(delta.traces), _pair(delta.retraces), _seconds(delta), _pair(delta.xla_compiles),
             Text(verdict, style="bold red" if verdict == "worse" else "green"),
         )
@@ -150,7 +159,7 @@ def markdown(comparison: Comparison) -> str:
             where = f" {_md(delta.location)}" if delta.location else ""
             verdict = _verdict(delta)
             lines.append(
-                f"| {_md(delta.name)}{where} | {_MATCH_WORDS.get(delta.how, delta.how)} | "
+                f"| {_md(delta.name)}{where} | {match_word(delta, _md)} | "
                 f"{_arrow(_pair(delta.traces))} | {_arrow(_pair(delta.retraces))} | {_arrow(_seconds(delta))} | "
                 f"{_arrow(_pair(delta.xla_compiles))} | {'**worse**' if verdict == 'worse' else verdict} |"
             )
