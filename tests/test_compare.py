@@ -225,3 +225,53 @@ def test_text_output_fits_the_width_and_lists_only_changed_functions() -> None:
     text = render_comparisons([comparison], "text", width=80)
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "train_step" in text and "eval_step" not in text  # unchanged: counted, not listed
+
+
+def test_pytest_gate_fails_only_a_worse_test_and_update_keeps_the_others(tmp_path: Path) -> None:
+    from tfretrace._pytest_baseline import BaselineGate
+    from tfretrace.compare import counts_of
+
+    path = tmp_path / "tests.json"
+    with pytest.raises(ValueError, match="no such file"):
+        BaselineGate.open(str(path), update=False)
+    updater = BaselineGate.open(str(path), update=True)
+    steady_counts, eval_counts = counts_of(steady()), counts_of(replace(S.healthy(), key=EVAL))
+    entries = {"functions": json.loads(baseline_of(session(steady())).to_json())["functions"],
+               "tensorflow": "2.21.0", "keras": "3.15.1"}
+    others = {"functions": json.loads(baseline_of(session(replace(S.healthy(), key=EVAL))).to_json())["functions"]}
+    assert updater.write([("t.py::test_a", entries), ("t.py::test_b", others)]) == 2
+    gate = BaselineGate.open(str(path), update=False)
+    assert gate.failure("t.py::test_a", (steady_counts,)) is None
+    assert gate.failure("t.py::test_b", (eval_counts,)) is None
+    assert gate.failure("t.py::test_new", (counts_of(worse()),)) is None  # not in the baseline
+    message = gate.failure("t.py::test_a", (counts_of(worse()),))
+    assert message is not None and "lr: Python 0.1 -> 0.2" in message and "retraces 0 -> 4" in message
+    # Updating one test rewrites its entry only.
+    BaselineGate.open(str(path), update=True).write([("t.py::test_a", {"functions": []})])
+    stored = json.loads(path.read_text())
+    assert stored["tests"]["t.py::test_a"] == [] and stored["tests"]["t.py::test_b"] == others["functions"]
+    assert stored["tensorflow"] == "2.21.0"
+    path.write_text('{"tfretrace_baseline": 1, "tests": {"t": 3}}', encoding="utf-8")
+    with pytest.raises(ValueError, match="malformed"):
+        BaselineGate.open(str(path), update=False)
+
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_upgrade_sessions_from_two_versions_compare_like_two_commits() -> None:
+    # Real sessions of tests/data/upgrade.py, recorded under TF 2.18.1 + Keras 3.6.0 and under
+    # TF 2.21.0 + Keras 3.15.1 (`tfretrace run --save`): Keras renamed its train function between
+    # them, and the rows still pair by their model's key.
+    old, new = load_run(DATA / "upgrade_tf2.18.json"), load_run(DATA / "upgrade_tf2.21.json")
+    result = compare(old, new)
+    assert result.version_changes() == [("TensorFlow", "2.18.1", "2.21.0"), ("Keras", "3.6.0", "3.15.1")]
+    assert result.new == result.vanished == result.worse == ()
+    raw = {c.key.qualname: c.name for c in old.functions}
+    assert raw["keras:Sequential.train"] == "sequential.fit"
+    names = [json.loads((DATA / f).read_text())["functions"] for f in ("upgrade_tf2.18.json", "upgrade_tf2.21.json")]
+    trains = [next(f["name"] for f in fs if f["key"]["qualname"] == "keras:Sequential.train") for fs in names]
+    assert trains[0] != trains[1]  # make_train_function's closure then, _make_function's now
+    assert sorted((d.name, d.how) for d in result.deltas) == [
+        ("sequential.fit", EXACT), ("sequential.predict", EXACT), ("step", EXACT)]
+    assert "TensorFlow 2.18.1 -> 2.21.0; Keras 3.6.0 -> 3.15.1" in render_comparisons([result], "text")

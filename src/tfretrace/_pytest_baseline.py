@@ -49,6 +49,20 @@ class BaselineGate:
         self.update = update
         self._baseline: Baseline | None = None
 
+    @classmethod
+    def open(cls, path: str, update: bool) -> BaselineGate:
+        """The gate of ``--tfretrace-baseline path``; ValueError (one line) for a missing or damaged file.
+
+        Updating may start from no file; checking needs one, and reads it now.
+        """
+        gate = cls(path, update)
+        if not update:
+            if not os.path.isfile(path):
+                raise ValueError(f"--tfretrace-baseline {path}: no such file (write it with "
+                                 "--tfretrace-update-baseline)")
+            gate.baseline()  # SessionFormatError is a ValueError
+        return gate
+
     def baseline(self) -> Baseline:
         """The stored baseline, read once per process (an empty one when updating a missing file)."""
         if self._baseline is None:

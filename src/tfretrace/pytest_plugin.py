@@ -103,21 +103,12 @@ def _configure_baseline(config: pytest.Config) -> None:
         if update:
             raise pytest.UsageError("--tfretrace-update-baseline needs --tfretrace-baseline FILE")
         return
-    import os
-
-    if not update and not os.path.isfile(path):
-        raise pytest.UsageError(f"--tfretrace-baseline {path}: no such file "
-                                "(write it with --tfretrace-update-baseline)")
     from tfretrace._pytest_baseline import BaselineGate
 
-    gate = BaselineGate(path, update)
-    if not update:
-        from tfretrace.session import SessionFormatError
-
-        try:
-            gate.baseline()  # a damaged file is one usage error, not a failure in every test
-        except SessionFormatError as exc:
-            raise pytest.UsageError(str(exc)) from None
+    try:
+        gate = BaselineGate.open(path, update)
+    except ValueError as exc:  # no such file, or a damaged one: one line, not a failure per test
+        raise pytest.UsageError(str(exc)) from None
     config.stash[_GATE] = gate
     config.stash[_RECORDED] = {}
     if update:
