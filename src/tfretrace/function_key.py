@@ -185,7 +185,8 @@ def _path_of_site(site: str) -> str:
     return path if sep and line.isdigit() else site
 
 
-# Keras methods as recorded (KerasInfo.method) -> the role the monitor keys rows by.
+# Keras methods as recorded (KerasInfo.method) -> the role the monitor keys rows by: the same
+# table as tfretrace._tf.keras.KERAS_ROLES, which this data-layer module cannot import.
 _ROLES = {"fit": "train", "train_on_batch": "train", "evaluate": "test", "test_on_batch": "test",
           "predict": "predict", "predict_on_batch": "predict"}
 
