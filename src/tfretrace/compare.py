@@ -194,9 +194,11 @@ class Delta:
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         base_seconds, head_seconds = self.seconds
+        side = self.head or self.base
+        assert side is not None
         return {
             "name": self.name,
-            "key": (self.head or self.base).key.to_dict(),  # type: ignore[union-attr]
+            "key": side.key.to_dict(),
             "base_key": None if self.base is None else self.base.key.to_dict(),
             "location": self.location,
             "match": self.how,
