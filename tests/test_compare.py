@@ -162,7 +162,8 @@ def test_markdown_is_a_table_with_the_reasons(files: tuple[str, str], capsys: py
     rows = [line for line in out.splitlines() if line.startswith("| `")]
     assert len(rows) == 1
     assert rows[0].startswith("| `train_step` `train.py:32` | same (was `train.py:12`) | 1 → 5 (+4) | 0 → 4 (+4) |")
-    assert rows[0].count("|") == 8
+    assert rows[0].count("|") == 9
+    assert "| python-value-changed 0 → 3, shape-changed 0 → 1 |" in rows[0]
     assert "- **python-value-changed** +3: `lr: Python 0.1 -> 0.2`" in out
     assert "TensorFlow 2.21.0 → 2.23.0" in out
 
@@ -180,7 +181,7 @@ def test_recorded_strings_cannot_break_the_formats() -> None:
     assert "\x1b" not in render_comparisons([comparison], "text")
     markdown = render_comparisons([comparison], "markdown")
     row = next(line for line in markdown.splitlines() if line.startswith("| `"))
-    assert row.count("|") - row.count("\\|") == 8
+    assert row.count("|") - row.count("\\|") == 9
     github = render_comparisons([comparison], "github")
     assert all(line.startswith("::") for line in github.splitlines())
 

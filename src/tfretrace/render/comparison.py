@@ -62,6 +62,17 @@ def match_word(delta: Delta, quote: Callable[[str], str] = str) -> str:
     return word
 
 
+def by_cause(delta: Delta) -> str:
+    """Retraces per cause, base -> head, for the causes either run has: ``shape-changed 0 -> 3``."""
+    base = dict(delta.base.causes) if delta.base is not None else {}
+    head = dict(delta.head.causes) if delta.head is not None else {}
+    cells = []
+    for cause in sorted(set(base) | set(head), key=lambda c: (-(head.get(c, 0) - base.get(c, 0)), c)):
+        before, after = base.get(cause, 0), head.get(cause, 0)
+        cells.append(f"{cause} {after}" if before == after else f"{cause} {before} -> {after}")
+    return ", ".join(cells)
+
+
 def _pair(values: tuple[int, int]) -> str:
     base, head = values
     if base == head:
@@ -116,7 +127,8 @@ def text_blocks(comparison: Comparison) -> list[RenderableType]:
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for header, justify in (("function", "left"), ("match", "left"), ("traces", "right"), ("retraces", "right"),
                             ("seconds", "right"), ("XLA compiles", "right"), ("", "left")):
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+        # Names and places wrap whole (fold), never cut to an ellipsis.
+        table.add_column(header, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for delta in shown:
         verdict = _verdict(delta)
         table.add_row(
@@ -126,6 +138,10 @@ def text_blocks(comparison: Comparison) -> list[RenderableType]:
             Text(verdict, style="bold red" if verdict == "worse" else "green"),
         )
     blocks.append(table)
+    causes = [(delta.name, by_cause(delta)) for delta in shown if by_cause(delta)]
+    if causes:
+        blocks.append(Text("\nRetraces by cause:", style="bold"))
+        blocks.extend(Text(f"  {name}: {cells}") for name, cells in causes)
     for delta in comparison.worse:
         blocks.append(Text(f"\nWhy {delta.name} got worse:", style="bold"))
         for cause in delta.new_causes:
@@ -153,14 +169,15 @@ def markdown(comparison: Comparison) -> str:
     ]
     shown = _shown(comparison)
     if shown:
-        lines += ["| function | match | traces | retraces | seconds | XLA compiles | |",
-                  "|---|---|--:|--:|--:|--:|---|"]
+        lines += ["| function | match | traces | retraces | by cause | seconds | XLA compiles | |",
+                  "|---|---|--:|--:|---|--:|--:|---|"]
         for delta in shown:
             where = f" {_md(delta.location)}" if delta.location else ""
             verdict = _verdict(delta)
             lines.append(
                 f"| {_md(delta.name)}{where} | {match_word(delta, _md)} | "
-                f"{_arrow(_pair(delta.traces))} | {_arrow(_pair(delta.retraces))} | {_arrow(_seconds(delta))} | "
+                f"{_arrow(_pair(delta.traces))} | {_arrow(_pair(delta.retraces))} | "
+                f"{_arrow(_md_escape(by_cause(delta)))} | {_arrow(_seconds(delta))} | "
                 f"{_arrow(_pair(delta.xla_compiles))} | {'**worse**' if verdict == 'worse' else verdict} |"
             )
         lines.append("")
@@ -177,6 +194,11 @@ def markdown(comparison: Comparison) -> str:
     if unchanged:
         lines += [f"{plural(unchanged, 'function')} unchanged.", ""]
     return "\n".join(lines)
+
+
+def _md_escape(text: str) -> str:
+    # Cause slugs are the catalogue's, but a loaded file could hold anything.
+    return text.replace("|", "\\|").replace("`", "'").replace("\n", " ")
 
 
 def _arrow(text: str) -> str:
