@@ -37,14 +37,16 @@ def render_comparisons(comparisons: Sequence[Comparison], fmt: str, width: int =
     if fmt == "text":
         renderer = TextRenderer(width=width, color=color)
         blocks: list[RenderableType] = []
-        for comparison in safe:
+        for number, comparison in enumerate(safe):
+            if number:
+                blocks.append(Text(""))  # one paragraph per head run
             blocks.extend(text_blocks(comparison))
         return renderer.print(blocks).rstrip() + "\n"
     raise ValueError(f"unknown format {fmt!r}")
 
 
 def headline(comparison: Comparison) -> str:
-    """``2 functions retrace more, 1 new, 0 vanished; TensorFlow 2.21.0 -> 2.23.0``."""
+    """``2 functions got worse, 1 new, 0 vanished; TensorFlow 2.21.0 -> 2.23.0``."""
     worse = len(comparison.worse)
     lead = f"{plural(worse, 'function')} got worse" if worse else "no function got worse"
     tail = f"{len(comparison.new)} new, {len(comparison.vanished)} vanished"
