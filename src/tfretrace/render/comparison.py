@@ -99,16 +99,19 @@ def _verdict(delta: Delta) -> str:
     return "better" if head < base else ""
 
 
-def reason_line(cause: NewCause) -> str:
-    """``shape-changed +3: x shape (32, 10) -> (8, 10), first at trace 3, called at prog.py:40``."""
-    line = f"{cause.cause} +{cause.added}"
+def reason_line(cause: NewCause, quote: Callable[[str], str] = str, strong: Callable[[str], str] = str) -> str:
+    """``shape-changed +3: x: shape (32, 10) -> (8, 10), dim 0, first at trace 3, called at prog.py:40``.
+
+    ``quote`` wraps recorded text (a markdown code span), ``strong`` the cause.
+    """
+    line = f"{strong(cause.cause)} +{cause.added}"
     change = cause.change()
     if change is not None:
-        line += f": {change.line()}"
+        line += f": {quote(change.line())}"
     if cause.trace is not None:
         line += f", first at trace {cause.trace}"
     if cause.call_site:
-        line += f", called at {cause.call_site}"
+        line += f", called at {quote(cause.call_site)}"
     return line
 
 
@@ -187,7 +190,7 @@ def markdown(comparison: Comparison) -> str:
         lines.append(f"**Why {_md(delta.name)} got worse**")
         lines.append("")
         for cause in delta.new_causes:
-            lines.append(f"- {_md_reason(cause)}")
+            lines.append(f"- {reason_line(cause, _md, lambda text: f'**{text}**')}")
         if not delta.new_causes:
             compiles = _arrow(_pair(delta.xla_compiles))
             lines.append(f"- retraces {_arrow(_pair(delta.retraces))}, XLA compiles {compiles}")
@@ -205,18 +208,6 @@ def _md_escape(text: str) -> str:
 
 def _arrow(text: str) -> str:
     return text.replace(" -> ", " → ")
-
-
-def _md_reason(cause: NewCause) -> str:
-    line = f"**{cause.cause}** +{cause.added}"
-    change = cause.change()
-    if change is not None:
-        line += f": {_md(change.line())}"
-    if cause.trace is not None:
-        line += f", first at trace {cause.trace}"
-    if cause.call_site:
-        line += f", called at {_md(cause.call_site)}"
-    return line
 
 
 def _gh_data(text: str) -> str:
