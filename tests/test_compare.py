@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -276,3 +277,21 @@ def test_upgrade_sessions_from_two_versions_compare_like_two_commits() -> None:
     assert sorted((d.name, d.how) for d in result.deltas) == [
         ("sequential.fit", EXACT), ("sequential.predict", EXACT), ("step", EXACT)]
     assert "TensorFlow 2.18.1 -> 2.21.0; Keras 3.6.0 -> 3.15.1" in render_comparisons([result], "text")
+
+
+def test_run_gate_saves_only_after_a_good_run_and_the_programs_status_wins(tmp_path: Path) -> None:
+    import argparse
+
+    from tfretrace.compare_command import RunGate
+
+    path = tmp_path / "baseline.json"
+    ns = argparse.Namespace(save_baseline=str(path), baseline=None)
+    err = io.StringIO()
+    assert RunGate.from_args(ns).finish(session(worse()), 3, 0, err) == 3
+    assert not path.exists() and "baseline not saved" in err.getvalue()
+    assert RunGate.from_args(ns).finish(session(steady()), 0, 0, err) == 0
+    assert json.loads(path.read_text())["functions"][0]["retraces"] == 0
+    check = RunGate.from_args(argparse.Namespace(save_baseline=None, baseline=str(path)))
+    assert check.finish(session(worse()), 0, 0, err) == 1
+    assert check.finish(session(worse()), 0, 4, err) == 0  # within the tolerance
+    assert check.finish(session(worse()), 5, 0, err) == 5  # a failed program keeps its status
