@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -98,3 +100,28 @@ def test_reference_examples_run_on_a_checkout_without_matrix_dir(tmp_path: Path,
     assert result.problem is None
     assert result.examples is not None and list(result.examples) == ["context_changed.py"]
     assert result.examples["context_changed.py"]["functions"]
+
+
+@pytest.mark.tf
+def test_a_row_writes_its_session_for_compare(tmp_path: Path) -> None:
+    # --sessions: each row runs the program under tfretrace and saves its session; two rows'
+    # sessions then compare like two commits (here the reference row twice: nothing changed).
+    matrix = _tool()
+    program = tmp_path / "prog" / "train.py"
+    program.parent.mkdir()
+    program.write_text("import tensorflow as tf\n\n@tf.function\ndef f(x):\n    return x\n\n"
+                       "f(tf.ones([1]))\nf(tf.ones([2]))\n", encoding="utf-8")
+    row = next(r for r in matrix.ROWS if r.name == matrix.REFERENCE)
+    result = matrix.Result(row)
+    path = matrix.write_session(Path(sys.executable), result, program, tmp_path / "sessions")
+    assert result.problem is None and path == tmp_path / "sessions" / f"{matrix.REFERENCE}.json"
+    from tfretrace.baseline import load_run
+    from tfretrace.compare import compare
+
+    run = load_run(path)
+    assert run.tensorflow is not None
+    assert [(c.key.module, c.key.qualname, c.traces, c.retraces) for c in run.functions] == [("train", "f", 2, 1)]
+    assert compare(run, load_run(path)).worse == ()
+    broken = matrix.Result(row)
+    assert matrix.write_session(Path(sys.executable), broken, tmp_path / "nothere.py", tmp_path / "s2") is None
+    assert broken.problem is not None and broken.problem.startswith("no session written")

@@ -3,6 +3,8 @@ and Keras, the test suite and the examples run in each, and a table of the resul
 
     python tools/matrix.py                      # every row
     python tools/matrix.py --rows tf2.15-keras2,tf2.21-tfkeras
+    python tools/matrix.py --sessions upgrade/ --program train.py   # also one session per row:
+    tfretrace compare upgrade/tf2.21-keras3.15.json upgrade/tf2.18-keras3.6.json   # what an upgrade changes
 
 Environments live in .matrix/<row>/ (git-ignored) and are reused while their requirements are
 unchanged. The reference row (TF 2.21 + Keras 3.15) uses the project's own .venv when it has
@@ -174,6 +176,23 @@ def run_examples(python: Path, result: Result) -> None:
     result.examples = json.loads(out.read_text())
 
 
+def write_session(python: Path, result: Result, program: Path, folder: Path) -> Path | None:
+    """Run ``program`` under ``tfretrace run`` with the row's interpreter, saving its session as
+    ``folder/<row>.json``, so that ``tfretrace compare`` shows what moving between rows changes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder.resolve() / f"{result.row.name}.json"
+    target.unlink(missing_ok=True)
+    command = [str(python), "-m", "tfretrace", "run", "--no-progress", "--save", str(target), str(program.resolve())]
+    # From the program's folder: function keys (their modules) are taken from there in every row.
+    done = subprocess.run(command, env=_env(result.row.env), cwd=program.resolve().parent, capture_output=True,
+                          text=True)
+    if not target.exists():
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        result.problem = "no session written: " + (lines[-1] if lines else f"exit status {done.returncode}")
+        return None
+    return target
+
+
 def summary(record: dict[str, Any]) -> Any:
     """What must match between rows: per function (Keras' by role), its causes and trace count."""
     rows = []
@@ -222,7 +241,14 @@ def table(results: list[Result], total: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", help="comma-separated row names (default: all)")
+    parser.add_argument("--sessions", metavar="DIR", type=Path,
+                        help="also run --program in each row and save its session as DIR/<row>.json")
+    parser.add_argument("--program", metavar="SCRIPT", type=Path, default=ROOT / "examples" / "demo_train.py",
+                        help="the program --sessions runs (default examples/demo_train.py)")
     ns = parser.parse_args(argv)
+    if ns.sessions is not None and not ns.program.is_file():
+        print(f"matrix: --program {ns.program}: no such file", file=sys.stderr)
+        return 2
     names = [r.name for r in ROWS]
     wanted = ns.rows.split(",") if ns.rows else names
     unknown = [n for n in wanted if n not in names]
@@ -245,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
             run_examples(python, result)
             if name in wanted:
                 run_tests(python, result)
+            if ns.sessions is not None:  # the reference row's too: it is what the others compare with
+                write_session(python, result, ns.program, ns.sessions)
         except RuntimeError as exc:
             result.problem = f"could not install: {exc}"
         result.seconds = time.perf_counter() - start
@@ -260,6 +288,11 @@ def main(argv: list[str] | None = None) -> int:
             results.append(result)
         print(f"[matrix] {name}: done in {result.seconds:.0f}s", flush=True)
     print(table(results, len(reference or {})))
+    if ns.sessions is not None:
+        base = ns.sessions / f"{REFERENCE}.json"
+        others = [str(ns.sessions / f"{n}.json") for n in order[1:] if (ns.sessions / f"{n}.json").exists()]
+        if base.exists() and others:
+            print(f"What moving from {REFERENCE} changes: tfretrace compare {base} {' '.join(others)}")
     bad = [r for r in results if not r.green and not (r.row.optional and r.problem)]
     return 1 if bad else 0
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from tfretrace import __version__, catalogue, fix_command
+from tfretrace import __version__, catalogue, compare_command, fix_command
 from tfretrace._cli_output import UsageError, checked_output, emit, is_tty, save_session, terminal_style
 from tfretrace._program import EXIT_OK, Target, execute, find_module, runnable, wait_for_threads
 from tfretrace._progress import Progress
@@ -32,7 +32,7 @@ EXIT_RETRACED = 1
 EXIT_USAGE = 2
 # What a shell reports for a process ended by SIGPIPE (128 + 13), the status `cat` gives in `| head`.
 EXIT_BROKEN_PIPE = 141
-COMMANDS = ("run", "report", "explain", "fix", "lint")
+COMMANDS = ("run", "report", "explain", "fix", "compare", "lint")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -80,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--fix-plan", action="store_true",
         help="after the report, print each function's checked fix plan and the command that applies it",
     )
+    compare_command.add_run_options(run)
     _add_output_options(run)
     run.add_argument("program", nargs=argparse.REMAINDER, metavar="script.py [args ...]")
 
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument("--list", action="store_true", help="list every code and slug")
 
     fix_command.add_parser(sub)
+    compare_command.add_parser(sub)
     sub.add_parser("lint", help="check source files statically (see 'tfretrace lint --help')")
     return parser
 
@@ -155,6 +157,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return command_report(ns)
         if ns.command == "explain":
             return command_explain(ns)
+        if ns.command == "compare":
+            return compare_command.command_compare(ns, sys.stdout)
         if ns.command == "fix":
             width, color = terminal_style(sys.stdout, os.environ)
             return fix_command.command_fix(ns, verify_command, sys.stdout, sys.stderr, width, color)
@@ -250,6 +254,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
             if output.path.resolve() == own_file:
                 raise UsageError(f"{output.shown!r} is the program itself: the report would overwrite it")
     tensorboard = None if ns.tensorboard is None else _tensorboard_dir(ns.tensorboard)
+    gate = compare_command.RunGate.from_args(ns)
     monitor = importlib.import_module("tfretrace.monitor")
     strict = importlib.import_module("tfretrace.budget").strict_from_env
     try:
@@ -284,6 +289,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
         _write_tensorboard(session, tensorboard)
     written = emit(session, ns, sys.stderr, saved, outputs)
     status = _final_status(status, session, ns, sys.stderr)
+    status = gate.finish(session, status, ns.tolerance, sys.stderr)
     # A report that could not be written is a failure, but never hides the program's own status.
     if ns.fix_plan:
         emit_plans(session, sys.stderr, saved)

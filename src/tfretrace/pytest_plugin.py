@@ -1,4 +1,4 @@
-"""pytest plugin wiring for trace budgets (registered through the ``pytest11`` entry point)."""
+"""pytest plugin wiring for trace budgets and baselines (registered through the ``pytest11`` entry point)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,21 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from tfretrace._pytest_baseline import BaselineGate
     from tfretrace._pytest_support import TestWatch
     from tfretrace.monitor import Monitor
 
 _WATCH: pytest.StashKey[TestWatch] = pytest.StashKey()
 _SUMMARY: pytest.StashKey[list[tuple[str, list[str]]]] = pytest.StashKey()
+_GATE: pytest.StashKey[BaselineGate] = pytest.StashKey()
+_RECORDED: pytest.StashKey[dict[str, Any]] = pytest.StashKey()
+_UPDATED: pytest.StashKey[str] = pytest.StashKey()
 _FIXTURE = "tfretrace_monitor"
 # The name under which a test's summary lines travel in its teardown report's user_properties:
 # pytest-xdist sends reports (not the workers' config) to the controller that prints the summary.
 _PROPERTY = "tfretrace_traces"
+# The same for a test's counts under --tfretrace-update-baseline, in its call report.
+_COUNTS = "tfretrace_counts"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,6 +51,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="fail a test whose body traces any tf.function more than N times "
         "(a max_traces marker overrides it)",
+    )
+    group.addoption(
+        "--tfretrace-baseline",
+        default=None,
+        metavar="FILE",
+        help="fail the tests that retrace more than the counts stored for them in FILE, with why "
+        "(write FILE with --tfretrace-update-baseline)",
+    )
+    group.addoption(
+        "--tfretrace-update-baseline",
+        action="store_true",
+        default=False,
+        help="record every test's trace counts in the --tfretrace-baseline FILE instead of checking them",
     )
 
 
@@ -74,6 +93,26 @@ def pytest_configure(config: pytest.Config) -> None:
         prepare_xla()
     if config.getoption("tfretrace_summary", False):
         config.pluginmanager.register(_SummaryCollector(config.stash[_SUMMARY]), "tfretrace-summary")
+    _configure_baseline(config)
+
+
+def _configure_baseline(config: pytest.Config) -> None:
+    path = config.getoption("tfretrace_baseline", None)
+    update = config.getoption("tfretrace_update_baseline", False)
+    if path is None:
+        if update:
+            raise pytest.UsageError("--tfretrace-update-baseline needs --tfretrace-baseline FILE")
+        return
+    from tfretrace._pytest_baseline import BaselineGate
+
+    try:
+        gate = BaselineGate.open(path, update)
+    except ValueError as exc:  # no such file, or a damaged one: one line, not a failure per test
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[_GATE] = gate
+    config.stash[_RECORDED] = {}
+    if update:
+        config.pluginmanager.register(_CountsCollector(config.stash[_RECORDED]), "tfretrace-baseline")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -87,7 +126,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     wants_fixture = _FIXTURE in getattr(item, "fixturenames", ())
     config = item.config
     global_max = config.getoption("tfretrace_max_traces")
-    summary = config.getoption("tfretrace_summary")
+    summary = config.getoption("tfretrace_summary") or _GATE in config.stash
     # The options alone never import TensorFlow: before it is loaded nothing can trace.
     options_apply = (global_max is not None or summary) and "tensorflow" in sys.modules
     if marker is None and not wants_fixture and not options_apply:
@@ -162,7 +201,34 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         __tracebackhide__ = True  # the failure shows the budget's explanation, not this hook
         hide_plumbing(swallowed)
         raise swallowed
+    gate = item.config.stash.get(_GATE, None)
+    if gate is not None:
+        _baseline_check(item, watch, gate)
     return result
+
+
+def _baseline_check(item: pytest.Item, watch: TestWatch, gate: BaselineGate) -> None:
+    """After a passing body: record the test's counts (update) or fail it when it got worse."""
+    from tfretrace._pytest_baseline import counts_to_json, test_counts
+
+    counts = test_counts(watch.monitor)
+    if gate.update:
+        item.user_properties.append((_COUNTS, counts_to_json(counts)))
+        return
+    failure = gate.failure(item.nodeid, counts)
+    if failure is not None:
+        __tracebackhide__ = True
+        pytest.fail(failure, pytrace=False)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Write the updated baseline once, in the process that prints the results (xdist's controller)."""
+    config = session.config
+    gate = config.stash.get(_GATE, None)
+    if gate is None or not gate.update or hasattr(config, "workerinput"):
+        return
+    count = gate.write(sorted(config.stash[_RECORDED].items()))
+    config.stash[_UPDATED] = f"tfretrace: baseline {gate.path} updated ({count} tests recorded)"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -179,6 +245,20 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
                 lines = watch.summary_lines()
                 if lines:
                     item.user_properties.append((_PROPERTY, lines))
+
+
+class _CountsCollector:
+    """Collects each test's counts from call reports: this process's, or a worker's under xdist."""
+
+    def __init__(self, recorded: dict[str, Any]) -> None:
+        self.recorded = recorded
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for name, value in report.user_properties:
+            if name == _COUNTS and isinstance(value, dict):
+                self.recorded[report.nodeid] = value
 
 
 class _SummaryCollector:
@@ -209,6 +289,9 @@ def tfretrace_monitor(request: pytest.FixtureRequest) -> Monitor:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """With --tfretrace-summary: every test that traced, with its functions, counts and causes."""
+    updated = config.stash.get(_UPDATED, None)
+    if updated is not None:
+        terminalreporter.write_line(updated)
     if not config.getoption("tfretrace_summary"):
         return
     terminalreporter.section("tfretrace: tf.function traces per test")

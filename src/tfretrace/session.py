@@ -202,6 +202,12 @@ def _brief(value: Any) -> str:
 
 def load(path: str | os.PathLike[str]) -> Session:
     """Read a session saved by :meth:`Session.save`; one-line SessionFormatError on bad input."""
+    data, source = read_document(path)
+    return Session.from_dict(data, source)
+
+
+def read_document(path: str | os.PathLike[str]) -> tuple[Any, str]:
+    """The parsed JSON of a file and its printable name; one-line SessionFormatError on bad input."""
     source = printable(os.fsdecode(path))
     file = Path(path)
     try:
@@ -221,7 +227,7 @@ def load(path: str | os.PathLike[str]) -> Session:
         raise SessionFormatError(f"{source}: not a usable JSON document ({str(exc).splitlines()[0]})") from None
     except RecursionError:
         raise SessionFormatError(f"{source}: not a usable JSON document (nested too deeply)") from None
-    return Session.from_dict(data, source)
+    return data, source
 
 
 def merge(sessions: list[Session]) -> Session:
