@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from tfretrace.lint._module import COMPREHENSIONS, FUNCS, LOOPS, ModuleInfo
 from tfretrace.lint._names import bound_names, dotted
+from tfretrace.lint.findings import CONFIRMED
 
 # Decorator attributes of web frameworks (Flask, FastAPI, aiohttp...): the function runs per request.
 _ROUTE_ATTRS = frozenset({"route", "get", "post", "put", "patch", "delete", "api_route", "websocket"})
@@ -71,6 +72,7 @@ class Ctx:
         "info",
         "loop_names",
         "loop_node",
+        "maybe_counters",
         "shadows",
         "tf_def",
         "tf_locals",
@@ -87,6 +89,9 @@ class Ctx:
         self.loop_names = ScopeChain()
         # Python int loop counters (`for i in range(...)`, enumerate's index, `n += 1` in while).
         self.counters: frozenset[str] = frozenset()
+        # Counters of a `while <tensor test>:` in a plain function: Python ints when the function
+        # runs eagerly, tensors when a tf.function calls it (AutoGraph converts the loop).
+        self.maybe_counters: frozenset[str] = frozenset()
         # The tf.function whose body this node is traced as part of, and its own local names.
         self.tf_def: ast.FunctionDef | ast.AsyncFunctionDef | None = None
         self.tf_locals = ScopeChain()
@@ -125,9 +130,10 @@ class Ctx:
         return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
 
-Finding = tuple[ast.AST, str]
+# (node, detail) or (node, detail, confidence): confidence is "confirmed" unless a rule says less.
+Finding = tuple[ast.AST, str] | tuple[ast.AST, str, str]
 Check = Callable[[ast.AST, Ctx], Iterator[Finding]]
-Emit = Callable[[str, ast.AST, str], None]
+Emit = Callable[[str, ast.AST, str, str], None]
 
 
 def is_handler(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -175,12 +181,6 @@ def _counters(loop: ast.AST) -> set[str]:
             return {target.id}
         return set()
     found: set[str] = set()
-    test = getattr(loop, "test", None)
-    if test is not None and any(
-        isinstance(n, ast.Call) and (dotted(n.func) or [""])[0] in ("tf", "tensorflow") for n in ast.walk(test)
-    ):
-        # `while tf.norm(x) > t:` is a tf.while_loop under AutoGraph: its counters are tensors.
-        return found
     for stmt in getattr(loop, "body", ()):
         for node in ast.walk(stmt):
             if (
@@ -190,6 +190,14 @@ def _counters(loop: ast.AST) -> set[str]:
             ):
                 found.add(node.target.id)
     return found
+
+
+def tensor_test(loop: ast.AST) -> bool:
+    """``while tf.norm(x) > t:``: a tf.while_loop under AutoGraph, whose counters are tensors."""
+    test = getattr(loop, "test", None)
+    return test is not None and any(
+        isinstance(n, ast.Call) and (dotted(n.func) or [""])[0] in ("tf", "tensorflow") for n in ast.walk(test)
+    )
 
 
 # Per node type, the fields that can hold child nodes. `ctx` (Load/Store) never matters, and
@@ -237,8 +245,8 @@ class Walker:
     def visit(self, node: ast.AST, ctx: Ctx) -> None:
         """Check one node, then its children with the context they run in."""
         for code, check in self.checks.get(type(node), ()):
-            for where, detail in check(node, ctx):
-                self.emit(code, where, detail)
+            for found in check(node, ctx):
+                self.emit(code, found[0], found[1], found[2] if len(found) == 3 else CONFIRMED)
         if isinstance(node, FUNCS):
             self._visit_function(node, ctx)
         elif isinstance(node, LOOPS):
@@ -284,6 +292,7 @@ class Walker:
             loop_node=None,
             loop_names=ScopeChain(),
             counters=frozenset(),
+            maybe_counters=frozenset(),
             tf_def=node if is_tf else None,
             tf_locals=ScopeChain((local,)) if is_tf else ScopeChain(),
             guarded=False,
@@ -299,11 +308,22 @@ class Walker:
             head = [node.iter]
             body = [node.target, *node.body]
         # The target is stored like an assignment, so bound_names finds its names too.
+        counters, maybe = ctx.counters, ctx.maybe_counters
+        if not tensor_test(node):
+            counters = counters | _counters(node)
+        elif ctx.tf_def is None and not (ctx.func is not None and ctx.func.name in ctx.info.traced_calls):
+            # Only a traced body's loop is converted: at module level, or in a function no
+            # tf.function here calls, the loop runs in Python and its counter is an int.
+            if ctx.func is None:
+                counters = counters | _counters(node)
+            else:
+                maybe = maybe | _counters(node)
         inner = ctx.derive(
             in_loop=True,
             loop_node=node,
             loop_names=ctx.loop_names + Scope(body),
-            counters=ctx.counters | _counters(node),
+            counters=counters,
+            maybe_counters=maybe,
             guarded=ctx.guarded or ctx.tf_def is not None,
         )
         for child in head:

@@ -4,6 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# How sure a finding is that its callee is what the rule is about: "confirmed" when the file
+# defines or imports it as a tf.function or a Keras model, "likely" when only its name says so.
+CONFIRMED = "confirmed"
+LIKELY = "likely"
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What a recorded session saw at a finding's line: its retraces and their own trace time."""
+
+    retraces: int
+    seconds: float
+    functions: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        """``confirmed: 7 retraces, 0.8 s``."""
+        return f"confirmed: {self.retraces} retrace{'s' if self.retraces != 1 else ''}, {self.seconds:.1f} s"
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -23,6 +41,9 @@ class Finding:
     # Stable across edits elsewhere in the file: a hash of the code and the finding's source line,
     # with ``:N`` counting equal lines (SARIF partialFingerprints, code scanning's alert tracking).
     fingerprint: str = ""
+    confidence: str = CONFIRMED
+    # Set by `lint --session`: the retraces a recorded run saw at this line (None: none seen).
+    observed: Observed | None = None
 
     @property
     def where(self) -> str:

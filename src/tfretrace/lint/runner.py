@@ -26,7 +26,7 @@ __all__ = ["is_excluded", "iter_files", "lint_paths", "parse", "read_source"]
 
 # Below this many files a pool costs more to start than it saves.
 _PARALLEL_FROM = 16
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3  # 3: a finding's confidence
 # The index keeps entries of files other runs linted (pre-commit lints only the staged files),
 # least recently used first, and drops the oldest beyond this many: an edited file leaves its old
 # entry behind, so without a bound the index would grow with every edit.
@@ -204,7 +204,7 @@ class Cache:
 
     def put(self, key: str, result: FileResult) -> None:
         self._new[key] = [
-            [[f.line, f.column, f.code, f.message, f.cell, f.fingerprint] for f in result.findings],
+            [[f.line, f.column, f.code, f.message, f.cell, f.fingerprint, f.confidence] for f in result.findings],
             [result.skipped.reason, result.skipped.error] if result.skipped else None,
             result.lines,
         ]
