@@ -176,3 +176,34 @@ def test_without_session_no_mark_and_a_bad_session_is_a_one_line_error(
         captured = capsys.readouterr()
         assert captured.out == "" and len(captured.err.strip().splitlines()) == 1
         assert captured.err.startswith("tfretrace lint: error: ")
+
+
+def test_the_html_report_shows_the_lint_findings_of_the_sessions_files_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tfretrace.render.html import HtmlRenderer
+
+    hostile = "d<img src=x onerror=alert(1)>"
+    (tmp_path / hostile).mkdir()
+    (tmp_path / hostile / "train.py").write_text(SOURCE, encoding="utf-8")
+    where = f"{hostile}/train.py"
+    session = Session(
+        functions=(
+            _function("step", f"{where}:4", *[f"{where}:14"] * 4, f"{where}:16", f"{where}:16"),
+            _function("fit", "/nowhere/site-packages/keras/trainer.py:9", "/nowhere/site-packages/keras/trainer.py:9"),
+        ),
+        wall_seconds=2.0,
+        root=str(tmp_path),
+    )
+    monkeypatch.chdir(tmp_path.parent)  # rendered from elsewhere: the session's root places the files
+    html = HtmlRenderer().render(session)
+    section = html[html.index('<section class="lint" id="lint">'):html.index("</main>")]
+    assert section.count('class="finding confirmed"') == 1 and 'class="finding static"' not in section
+    assert "confirmed: 3 retraces, 0.8 s" in section and "TFR106" in section
+    assert section.count("<li><code>") == 1 and ":16</code> step: 2 retrace(s)" in section
+    assert "<img src=x" not in html and "d&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "http://" not in section and "https://" not in section  # offline, as the rest of the page
+
+    # Rendered where the files are not: no lint section, nothing else changes.
+    elsewhere = replace(session, root=str(tmp_path / "gone"))
+    assert 'id="lint"' not in HtmlRenderer().render(elsewhere)

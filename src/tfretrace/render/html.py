@@ -16,6 +16,7 @@ from tfretrace import __version__
 from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix.plan import plan_steps
 from tfretrace.render import _model
+from tfretrace.render._lint_view import lint_view
 from tfretrace.render.timeline import timeline_svg
 from tfretrace.session import Session
 
@@ -60,6 +61,7 @@ class HtmlRenderer:
             css=Markup(_asset("report.css")),
             csp=csp,
             tool_version=session.tool_version or __version__,
+            lint=lint_view(session),
         )
 
 
