@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable, Iterator
 
-from tfretrace.lint._module import COMPREHENSIONS, FUNCS, LOOPS, ModuleInfo
+from tfretrace.lint._module import COMPREHENSIONS, FUNCS, LOOPS, SKIP_FIELDS, ModuleInfo
 from tfretrace.lint._names import bound_names, dotted
 from tfretrace.lint.findings import CONFIRMED
 
@@ -200,18 +200,33 @@ def tensor_test(loop: ast.AST) -> bool:
     )
 
 
-# Per node type, the fields that can hold child nodes. `ctx` (Load/Store) never matters, and
-# Name and Constant have no children worth visiting: skipping them halves the walk's cost.
+# Per node type, the fields that can hold child nodes: names, operators and `ctx` (Load/Store)
+# never matter, and Name and Constant have no children worth visiting (half the tree's nodes).
 _FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop)
+_LEAF_TYPES = frozenset(
+    {ast.Name, ast.Constant}
+    | {sub for base in (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)
+       for sub in base.__subclasses__()}
+)
+_SKIP = SKIP_FIELDS | {"simple", "rest", "kwd_attrs"}
+# Nodes that change the context their children run in: see Walker._visit_structure.
+_STRUCTURE = frozenset(
+    {ast.FunctionDef, ast.AsyncFunctionDef, ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp,
+     ast.DictComp, ast.GeneratorExp, ast.Lambda, ast.ClassDef, ast.With, ast.AsyncWith, ast.If, ast.Try,
+     ast.IfExp, ast.BoolOp, ast.Match, *([ast.TryStar] if hasattr(ast, "TryStar") else [])}
+)
+
+
+def _fields(kind: type[ast.AST]) -> tuple[str, ...]:
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SKIP)
+    return fields
 
 
 def _children(node: ast.AST) -> Iterator[ast.AST]:
-    kind = type(node)
-    fields = _FIELDS.get(kind)
-    if fields is None:
-        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in ("ctx", "op"))
-    for name in fields:
+    for name in _fields(type(node)):
         value = getattr(node, name, None)
         if isinstance(value, list):
             for item in value:
@@ -244,9 +259,28 @@ class Walker:
 
     def visit(self, node: ast.AST, ctx: Ctx) -> None:
         """Check one node, then its children with the context they run in."""
-        for code, check in self.checks.get(type(node), ()):
-            for found in check(node, ctx):
-                self.emit(code, found[0], found[1], found[2] if len(found) == 3 else CONFIRMED)
+        kind = type(node)
+        checks = self.checks.get(kind)
+        if checks is not None:
+            for code, check in checks:
+                for found in check(node, ctx):
+                    self.emit(code, found[0], found[1], found[2] if len(found) == 3 else CONFIRMED)
+        if kind in _STRUCTURE:
+            self._visit_structure(node, ctx)
+            return
+        # The common case, inlined: this loop runs once per node of every file.
+        visit = self.visit
+        leaves = _LEAF_TYPES
+        for name in _FIELDS.get(kind) or _fields(kind):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if type(item) not in leaves and isinstance(item, ast.AST):
+                        visit(item, ctx)
+            elif type(value) not in leaves and isinstance(value, ast.AST):
+                visit(value, ctx)
+
+    def _visit_structure(self, node: ast.AST, ctx: Ctx) -> None:
         if isinstance(node, FUNCS):
             self._visit_function(node, ctx)
         elif isinstance(node, LOOPS):

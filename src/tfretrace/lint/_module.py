@@ -15,6 +15,41 @@ COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+# Fields that never hold a node the collection needs: names, operators, load/store contexts.
+SKIP_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "module", "level",
+                          "kind", "type_comment", "is_async", "conversion", "lineno", "col_offset"})
+_NO_CHILDREN = (ast.Name, ast.Constant, ast.alias, ast.expr_context, ast.operator, ast.cmpop,
+                ast.unaryop, ast.boolop)
+_CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+
+
+def inner_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of ``tree`` but names, constants, operators and aliases, in breadth-first order.
+
+    ``ast.walk`` yields the same nodes and those leaves (half the tree) through two generators
+    per node; this loop, with each node type's child fields looked up once, is several times
+    faster, and the module facts need none of the leaves it leaves out.
+    """
+    out: list[ast.AST] = [tree]
+    fields_of = _CHILD_FIELDS
+    skip = _NO_CHILDREN
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        kind = type(node)
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = tuple(f for f in kind._fields if f not in SKIP_FIELDS)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                out.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, skip))
+            elif isinstance(value, ast.AST) and not isinstance(value, skip):
+                out.append(value)
+    return out
+
+
 def is_model_factory(qualname: str | None) -> bool:
     """True for a canonical name that builds a new Keras model (``keras.Sequential``, ...)."""
     if qualname is None or not qualname.startswith("keras."):
@@ -39,7 +74,7 @@ class ModuleInfo:
 
     def __init__(self, tree: ast.Module) -> None:
         # One walk serves the import table and every fact below.
-        nodes = list(ast.walk(tree))
+        nodes = inner_nodes(tree)
         self.imports = Imports(tree, nodes)
         # Names of plain functions known to be tf.functions, and `self.<attr>` ones.
         self.tf_function_names: set[str] = set()
