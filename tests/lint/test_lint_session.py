@@ -63,7 +63,8 @@ def test_a_run_confirms_the_one_hazard_that_retraced(
     (tmp_path / "train.py").write_text(PROGRAM, encoding="utf-8")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1")
     done = subprocess.run(
-        [sys.executable, "-m", "tfretrace", "run", "--save", "run.json", "train.py", "counts.json"],
+        [sys.executable, "-m", "tfretrace", "run", "--save", "run.json", "-o", "report.html", "train.py",
+         "counts.json"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False,
     )
     assert done.returncode == 0, done.stderr
@@ -91,6 +92,12 @@ def test_a_run_confirms_the_one_hazard_that_retraced(
     text = capsys.readouterr().out
     (line,) = [t for t in text.splitlines() if " TFR106 " in t]
     assert line.startswith("train.py:25:") and line.endswith("s]") and "[confirmed: 3 retraces, " in line
+
+    # The run's own HTML report shows the same marks for the files it names.
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    section = html[html.index('<section class="lint" id="lint">'):html.index("</main>")]
+    assert section.count('class="finding confirmed"') == 1 and section.count('class="finding static"') == 2
+    assert "confirmed: 3 retraces, " in section
 
 
 def _event(index: int, call_site: str | None, seconds: float = 0.25) -> TraceEvent:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable, Iterator
 
-from tfretrace.lint._module import COMPREHENSIONS, FUNCS, LOOPS, SKIP_FIELDS, ModuleInfo
+from tfretrace.lint._module import COMPREHENSIONS, FUNCS, LEAF_TYPES, LOOPS, SKIP_FIELDS, ModuleInfo
 from tfretrace.lint._names import bound_names, dotted
 from tfretrace.lint.findings import CONFIRMED
 
@@ -204,11 +204,7 @@ def tensor_test(loop: ast.AST) -> bool:
 # never matter, and Name and Constant have no children worth visiting (half the tree's nodes).
 _FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop)
-_LEAF_TYPES = frozenset(
-    {ast.Name, ast.Constant}
-    | {sub for base in (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)
-       for sub in base.__subclasses__()}
-)
+_LEAF_TYPES = LEAF_TYPES
 _SKIP = SKIP_FIELDS | {"simple", "rest", "kwd_attrs"}
 # Nodes that change the context their children run in: see Walker._visit_structure.
 _STRUCTURE = frozenset(
@@ -268,6 +264,12 @@ class Walker:
         if kind in _STRUCTURE:
             self._visit_structure(node, ctx)
             return
+        if kind is ast.Attribute:  # `tf.keras.layers.Dense`: no call below a plain dotted name
+            value = node.value  # type: ignore[attr-defined]
+            while type(value) is ast.Attribute:
+                value = value.value
+            if type(value) is ast.Name:
+                return
         # The common case, inlined: this loop runs once per node of every file.
         visit = self.visit
         leaves = _LEAF_TYPES

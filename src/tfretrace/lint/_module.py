@@ -18,8 +18,12 @@ FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 # Fields that never hold a node the collection needs: names, operators, load/store contexts.
 SKIP_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "module", "level",
                           "kind", "type_comment", "is_async", "conversion", "lineno", "col_offset"})
-_NO_CHILDREN = (ast.Name, ast.Constant, ast.alias, ast.expr_context, ast.operator, ast.cmpop,
-                ast.unaryop, ast.boolop)
+# Node types with nothing below them worth listing, looked up by exact type (no isinstance).
+LEAF_TYPES = frozenset(
+    {ast.Name, ast.Constant, ast.alias, type(None), str, int}
+    | {sub for base in (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)
+       for sub in base.__subclasses__()}
+)
 _CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
@@ -32,7 +36,8 @@ def inner_nodes(tree: ast.AST) -> list[ast.AST]:
     """
     out: list[ast.AST] = [tree]
     fields_of = _CHILD_FIELDS
-    skip = _NO_CHILDREN
+    leaves = LEAF_TYPES
+    append = out.append
     i = 0
     while i < len(out):
         node = out[i]
@@ -44,9 +49,11 @@ def inner_nodes(tree: ast.AST) -> list[ast.AST]:
         for name in fields:
             value = getattr(node, name, None)
             if type(value) is list:
-                out.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, skip))
-            elif isinstance(value, ast.AST) and not isinstance(value, skip):
-                out.append(value)
+                for item in value:
+                    if type(item) not in leaves and isinstance(item, ast.AST):
+                        append(item)
+            elif type(value) not in leaves and isinstance(value, ast.AST):
+                append(value)
     return out
 
 
