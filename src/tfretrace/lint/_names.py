@@ -114,7 +114,8 @@ class Imports:
                         continue
                     local = alias.asname or alias.name
                     self.aliases[local] = canonical(f"{node.module}.{alias.name}")
-        self.module_shadows = bound_names(tree.body) - set(self.aliases)
+        self._tree = tree
+        self._module_shadows: set[str] | None = None
         self.uses_tensorflow = any(
             q == "tensorflow" or q.startswith(("tensorflow.", "keras")) for q in self.aliases.values()
         )
@@ -145,6 +146,13 @@ class Imports:
         if target is None:
             return base, None
         return base, canonical(".".join([target, *parts[1:]]))
+
+    @property
+    def module_shadows(self) -> set[str]:
+        """Names the module binds other than by import, on demand (only builtin checks need them)."""
+        if self._module_shadows is None:
+            self._module_shadows = bound_names(self._tree.body) - set(self.aliases)
+        return self._module_shadows
 
     def is_builtin(self, name: str, local_shadows: Container[str]) -> bool:
         """True when ``name`` refers to the builtin of that name in this scope."""
