@@ -16,7 +16,6 @@ from tfretrace import __version__
 from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix.plan import plan_steps
 from tfretrace.render import _model
-from tfretrace.render._lint_view import lint_view
 from tfretrace.render.timeline import timeline_svg
 from tfretrace.session import Session
 
@@ -37,6 +36,9 @@ class HtmlRenderer:
             "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
             f"script-src 'sha256-{digest}'"
         )
+        # The linter loads only when a page is drawn: text and JSON reports never need it.
+        from tfretrace.render._lint_view import lint_view
+
         ranked = _model.ranked_functions(session)
         # One shared time axis, so that timelines of different functions line up.
         start = min((e.time for f in session.functions for e in f.events), default=0.0)
