@@ -163,9 +163,8 @@ class Cache:
 
     The index is read once at the start of a run and written once, atomically, at its end: the
     entries this run used last, after the older ones it kept (at most ``MAX_CACHE_ENTRIES``, least
-    recently used dropped first). A hit skips decoding,
-    parsing and every rule; an unreadable or foreign index is empty, and a folder that cannot be
-    written only costs speed.
+    recently used dropped first). A hit skips decoding, parsing and every rule; an unreadable or
+    foreign index is empty, and a folder that cannot be written only costs speed.
     """
 
     def __init__(self, folder: Path, codes: Sequence[str]) -> None:
