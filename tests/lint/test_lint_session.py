@@ -214,3 +214,58 @@ def test_the_html_report_shows_the_lint_findings_of_the_sessions_files_escaped(
     # Rendered where the files are not: no lint section, nothing else changes.
     elsewhere = replace(session, root=str(tmp_path / "gone"))
     assert 'id="lint"' not in HtmlRenderer().render(elsewhere)
+
+
+WHILES = """\
+import json
+import sys
+
+import tensorflow as tf
+
+
+@tf.function
+def eager_step(x, tries):
+    return x * 0.5
+
+
+@tf.function
+def inner_step(x, tries):
+    return x * 0.5
+
+
+@tf.function
+def refine(x):
+    tries = 0
+    while tf.reduce_any(x > 1.0):
+        tries += 1
+        x = inner_step(x, tries)
+    return x
+
+
+x = tf.constant(16.0)
+tries = 0
+while tf.reduce_any(x > 1.0):
+    tries += 1
+    x = eager_step(x, tries)
+for v in (16.0, 64.0, 256.0):
+    refine(tf.constant(v))
+json.dump({"eager_step": eager_step.experimental_get_tracing_count(),
+           "inner_step": inner_step.experimental_get_tracing_count()}, open(sys.argv[1], "w"))
+"""
+
+
+@pytest.mark.tf
+def test_a_tensor_test_while_retraces_only_where_it_runs_in_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The family TFR106 keeps quiet (a traced body's loop) beside the one it reports (eager).
+    (tmp_path / "loops.py").write_text(WHILES, encoding="utf-8")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, "loops.py", "counts.json"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    measured = json.loads((tmp_path / "counts.json").read_text())
+    assert measured == {"eager_step": 4, "inner_step": 1}  # TensorFlow's own tracing counts
+    monkeypatch.chdir(tmp_path)
+    _, doc = linted(["loops.py"], capsys)
+    assert [(f["code"], f["line"]) for f in doc["findings"]] == [("TFR106", 30)]  # eager_step(x, tries)
