@@ -121,3 +121,51 @@ def test_parallel_and_cached_runs_give_the_same_report(
     # A new selection is a new cache key for every file; an edited file is linted again anyway.
     assert len(calls) == 41 and len(changed["findings"]) == 39
     assert (tmp_path / ".tfretrace_cache" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_linting_one_file_keeps_the_cache_of_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # pre-commit passes only the staged files: the other files' entries must survive that run.
+    monkeypatch.chdir(tmp_path)
+    for i in range(5):
+        Path(f"m{i}.py").write_text(BAD + f"\nx = {i}\n")
+    calls: list[str] = []
+    real = runner.lint_content
+
+    def counted(data: bytes, shown: str, codes: list[str]) -> runner.FileResult:
+        calls.append(shown)
+        return real(data, shown, codes)
+
+    monkeypatch.setattr(runner, "lint_content", counted)
+    linted([".", "-j", "1"], capsys)
+    assert len(calls) == 5
+    Path("m0.py").write_text(BAD + "\nx = 'edited'\n")
+    calls.clear()
+    linted(["m0.py", "-j", "1"], capsys)
+    assert calls == ["m0.py"]
+    calls.clear()
+    _, doc = linted([".", "-j", "1"], capsys)
+    assert calls == [] and len(doc["findings"]) == 5  # the four untouched files and the edit: hits
+
+
+def test_the_cache_drops_its_least_recently_used_entries_beyond_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(runner, "MAX_CACHE_ENTRIES", 3)
+    for i in range(3):
+        Path(f"m{i}.py").write_text(f"x = {i}\n")
+        linted([f"m{i}.py", "-j", "1"], capsys)
+    Path("m3.py").write_text("x = 3\n")
+    linted(["m3.py", "-j", "1"], capsys)
+    (index,) = (tmp_path / ".tfretrace_cache").glob("lint-*.json")
+    kept = json.loads(index.read_text())
+    assert len(kept) == 3  # m0's entry, the oldest, went; m3's is last
+    calls: list[str] = []
+    real = runner.lint_content
+    monkeypatch.setattr(
+        runner, "lint_content", lambda d, s, c: calls.append(s) or real(d, s, c)  # type: ignore[func-returns-value]
+    )
+    linted([".", "-j", "1"], capsys)
+    assert calls == ["m0.py"]

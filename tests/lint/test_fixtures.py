@@ -11,25 +11,27 @@ from tfretrace import catalogue
 from tfretrace.lint import ALL_CODES, lint_source
 
 FIXTURES = Path(__file__).parent / "fixtures"
-_EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TFR\d+(?:\s*,\s*TFR\d+)*)")
+_EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TFR\d+(?:\s*,\s*TFR\d+)*)(?:\s*\((?P<sure>likely)\))?")
 
 
-def expected(source: str) -> set[tuple[int, str]]:
+def expected(source: str) -> set[tuple[int, str, str]]:
+    """(line, code, confidence) per `# expect: CODE` (confirmed) or `# expect: CODE (likely)`."""
     found = set()
     for number, line in enumerate(source.splitlines(), start=1):
         match = _EXPECT.search(line)
         if match:
-            found |= {(number, code.strip()) for code in match.group("codes").split(",")}
+            sure = match.group("sure") or "confirmed"
+            found |= {(number, code.strip(), sure) for code in match.group("codes").split(",")}
     return found
 
 
 @pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("TFR*.py")), ids=lambda p: p.stem)
 def test_fixture(fixture: Path) -> None:
     source = fixture.read_text(encoding="utf-8")
-    got = {(f.line, f.code) for f in lint_source(source, str(fixture))}
+    got = {(f.line, f.code, f.confidence) for f in lint_source(source, str(fixture))}
     assert got == expected(source)
     # The fixture exercises its own rule at least once.
-    assert any(code == fixture.stem for _, code in got)
+    assert any(code == fixture.stem for _, code, _ in got)
 
 
 def test_every_lint_code_has_a_fixture() -> None:

@@ -106,3 +106,32 @@ def test_the_schema_rejects_what_the_spec_forbids(repo: Path, capsys: pytest.Cap
         {**doc, "runs": [{**doc["runs"][0], "results": [{**result, "partialFingerprints": {"h": 1}}]}]},
     ):
         assert not VALIDATOR.is_valid(broken)
+
+
+def test_session_marks_and_unpredicted_retraces_are_valid_sarif(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tfretrace.events import FunctionReport, TraceEvent
+    from tfretrace.session import Session
+
+    monkeypatch.chdir(tmp_path)
+    Path("t.py").write_text(
+        "import tensorflow as tf\n\n@tf.function\ndef f(x, i):\n    return x\n\n"
+        "for i in range(3):\n    f(1.0, i)\nfor x in xs:\n    f(x, 0)\n"
+    )
+    sites = ["t.py:8", "t.py:8", "t.py:8", "t.py:10", "t.py:10"]
+    events = tuple(
+        TraceEvent(index=n, cause="python-value-changed", seconds=0.1, time=float(n), call_site=site,
+                   signature=(), expected=n == 1)
+        for n, site in enumerate(sites, start=1)
+    )
+    Session(functions=(FunctionReport(name="f", location="t.py:3", calls=5, traces=5, trace_seconds=0.5,
+                                      objects=1, events=events),),
+            wall_seconds=1.0, root=str(tmp_path)).save("run.json")
+    doc = sarif(["--no-config", "--session", "run.json", "t.py"], capsys)
+    run = doc["runs"][0]
+    (result,) = run["results"]
+    assert result["properties"]["confidence"] == "confirmed"
+    assert result["properties"]["observed"]["retraces"] == 2  # the first trace is expected
+    (missed,) = run["properties"]["unpredictedRetraces"]
+    assert (missed["location"]["uri"], missed["line"], missed["retraces"]) == ("t.py", 10, 2)

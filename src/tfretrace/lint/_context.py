@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable, Iterator
 
-from tfretrace.lint._module import COMPREHENSIONS, FUNCS, LOOPS, ModuleInfo
+from tfretrace.lint._module import COMPREHENSIONS, FUNCS, LEAF_TYPES, LOOPS, SKIP_FIELDS, ModuleInfo
 from tfretrace.lint._names import bound_names, dotted
+from tfretrace.lint.findings import CONFIRMED
 
 # Decorator attributes of web frameworks (Flask, FastAPI, aiohttp...): the function runs per request.
 _ROUTE_ATTRS = frozenset({"route", "get", "post", "put", "patch", "delete", "api_route", "websocket"})
@@ -71,6 +72,7 @@ class Ctx:
         "info",
         "loop_names",
         "loop_node",
+        "maybe_counters",
         "shadows",
         "tf_def",
         "tf_locals",
@@ -87,6 +89,9 @@ class Ctx:
         self.loop_names = ScopeChain()
         # Python int loop counters (`for i in range(...)`, enumerate's index, `n += 1` in while).
         self.counters: frozenset[str] = frozenset()
+        # Counters of a `while <tensor test>:` in a plain function: Python ints when the function
+        # runs eagerly, tensors when a tf.function calls it (AutoGraph converts the loop).
+        self.maybe_counters: frozenset[str] = frozenset()
         # The tf.function whose body this node is traced as part of, and its own local names.
         self.tf_def: ast.FunctionDef | ast.AsyncFunctionDef | None = None
         self.tf_locals = ScopeChain()
@@ -125,9 +130,10 @@ class Ctx:
         return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
 
-Finding = tuple[ast.AST, str]
+# (node, detail) or (node, detail, confidence): confidence is "confirmed" unless a rule says less.
+Finding = tuple[ast.AST, str] | tuple[ast.AST, str, str]
 Check = Callable[[ast.AST, Ctx], Iterator[Finding]]
-Emit = Callable[[str, ast.AST, str], None]
+Emit = Callable[[str, ast.AST, str, str], None]
 
 
 def is_handler(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -175,12 +181,6 @@ def _counters(loop: ast.AST) -> set[str]:
             return {target.id}
         return set()
     found: set[str] = set()
-    test = getattr(loop, "test", None)
-    if test is not None and any(
-        isinstance(n, ast.Call) and (dotted(n.func) or [""])[0] in ("tf", "tensorflow") for n in ast.walk(test)
-    ):
-        # `while tf.norm(x) > t:` is a tf.while_loop under AutoGraph: its counters are tensors.
-        return found
     for stmt in getattr(loop, "body", ()):
         for node in ast.walk(stmt):
             if (
@@ -192,18 +192,37 @@ def _counters(loop: ast.AST) -> set[str]:
     return found
 
 
-# Per node type, the fields that can hold child nodes. `ctx` (Load/Store) never matters, and
-# Name and Constant have no children worth visiting: skipping them halves the walk's cost.
+def tensor_test(loop: ast.AST) -> bool:
+    """``while tf.norm(x) > t:``: a tf.while_loop under AutoGraph, whose counters are tensors."""
+    test = getattr(loop, "test", None)
+    return test is not None and any(
+        isinstance(n, ast.Call) and (dotted(n.func) or [""])[0] in ("tf", "tensorflow") for n in ast.walk(test)
+    )
+
+
+# Per node type, the fields that can hold child nodes: names, operators and `ctx` (Load/Store)
+# never matter, and Name and Constant have no children worth visiting (half the tree's nodes).
 _FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
 _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop)
+_LEAF_TYPES = LEAF_TYPES
+_SKIP = SKIP_FIELDS | {"simple", "rest", "kwd_attrs"}
+# Nodes that change the context their children run in: see Walker._visit_structure.
+_STRUCTURE = frozenset(
+    {ast.FunctionDef, ast.AsyncFunctionDef, ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp,
+     ast.DictComp, ast.GeneratorExp, ast.Lambda, ast.ClassDef, ast.With, ast.AsyncWith, ast.If, ast.Try,
+     ast.IfExp, ast.BoolOp, ast.Match, *([ast.TryStar] if hasattr(ast, "TryStar") else [])}
+)
+
+
+def _fields(kind: type[ast.AST]) -> tuple[str, ...]:
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SKIP)
+    return fields
 
 
 def _children(node: ast.AST) -> Iterator[ast.AST]:
-    kind = type(node)
-    fields = _FIELDS.get(kind)
-    if fields is None:
-        fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in ("ctx", "op"))
-    for name in fields:
+    for name in _fields(type(node)):
         value = getattr(node, name, None)
         if isinstance(value, list):
             for item in value:
@@ -236,9 +255,34 @@ class Walker:
 
     def visit(self, node: ast.AST, ctx: Ctx) -> None:
         """Check one node, then its children with the context they run in."""
-        for code, check in self.checks.get(type(node), ()):
-            for where, detail in check(node, ctx):
-                self.emit(code, where, detail)
+        kind = type(node)
+        checks = self.checks.get(kind)
+        if checks is not None:
+            for code, check in checks:
+                for found in check(node, ctx):
+                    self.emit(code, found[0], found[1], found[2] if len(found) == 3 else CONFIRMED)
+        if kind in _STRUCTURE:
+            self._visit_structure(node, ctx)
+            return
+        if kind is ast.Attribute:  # `tf.keras.layers.Dense`: no call below a plain dotted name
+            value = node.value  # type: ignore[attr-defined]
+            while type(value) is ast.Attribute:
+                value = value.value
+            if type(value) is ast.Name:
+                return
+        # The common case, inlined: this loop runs once per node of every file.
+        visit = self.visit
+        leaves = _LEAF_TYPES
+        for name in _FIELDS.get(kind) or _fields(kind):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if type(item) not in leaves and isinstance(item, ast.AST):
+                        visit(item, ctx)
+            elif type(value) not in leaves and isinstance(value, ast.AST):
+                visit(value, ctx)
+
+    def _visit_structure(self, node: ast.AST, ctx: Ctx) -> None:
         if isinstance(node, FUNCS):
             self._visit_function(node, ctx)
         elif isinstance(node, LOOPS):
@@ -284,6 +328,7 @@ class Walker:
             loop_node=None,
             loop_names=ScopeChain(),
             counters=frozenset(),
+            maybe_counters=frozenset(),
             tf_def=node if is_tf else None,
             tf_locals=ScopeChain((local,)) if is_tf else ScopeChain(),
             guarded=False,
@@ -299,11 +344,22 @@ class Walker:
             head = [node.iter]
             body = [node.target, *node.body]
         # The target is stored like an assignment, so bound_names finds its names too.
+        counters, maybe = ctx.counters, ctx.maybe_counters
+        if not tensor_test(node):
+            counters = counters | _counters(node)
+        elif ctx.tf_def is None and not (ctx.func is not None and ctx.func.name in ctx.info.traced_calls):
+            # Only a traced body's loop is converted: at module level, or in a function no
+            # tf.function here calls, the loop runs in Python and its counter is an int.
+            if ctx.func is None:
+                counters = counters | _counters(node)
+            else:
+                maybe = maybe | _counters(node)
         inner = ctx.derive(
             in_loop=True,
             loop_node=node,
             loop_names=ctx.loop_names + Scope(body),
-            counters=ctx.counters | _counters(node),
+            counters=counters,
+            maybe_counters=maybe,
             guarded=ctx.guarded or ctx.tf_def is not None,
         )
         for child in head:

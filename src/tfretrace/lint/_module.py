@@ -9,9 +9,52 @@ from tfretrace.lint._names import TF_FUNCTION, Imports, dotted
 _MODEL_FACTORIES = frozenset(
     {"Sequential", "Model", "Functional", "clone_model", "model_from_json", "model_from_config"}
 )
+_MODEL_CALLS = frozenset({"load_model", "clone_model", "model_from_json", "model_from_config", "load"})
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+# Fields that never hold a node the collection needs: names, operators, load/store contexts.
+SKIP_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "module", "level",
+                          "kind", "type_comment", "is_async", "conversion", "lineno", "col_offset"})
+# Node types with nothing below them worth listing, looked up by exact type (no isinstance).
+LEAF_TYPES = frozenset(
+    {ast.Name, ast.Constant, ast.alias, type(None), str, int}
+    | {sub for base in (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)
+       for sub in base.__subclasses__()}
+)
+_CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+
+
+def inner_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of ``tree`` but names, constants, operators and aliases, in breadth-first order.
+
+    ``ast.walk`` yields the same nodes and those leaves (half the tree) through two generators
+    per node; this loop, with each node type's child fields looked up once, is several times
+    faster, and the module facts need none of the leaves it leaves out.
+    """
+    out: list[ast.AST] = [tree]
+    fields_of = _CHILD_FIELDS
+    leaves = LEAF_TYPES
+    append = out.append
+    i = 0
+    while i < len(out):
+        node = out[i]
+        i += 1
+        kind = type(node)
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = tuple(f for f in kind._fields if f not in SKIP_FIELDS)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if type(item) not in leaves and isinstance(item, ast.AST):
+                        append(item)
+            elif type(value) not in leaves and isinstance(value, ast.AST):
+                append(value)
+    return out
 
 
 def is_model_factory(qualname: str | None) -> bool:
@@ -38,7 +81,7 @@ class ModuleInfo:
 
     def __init__(self, tree: ast.Module) -> None:
         # One walk serves the import table and every fact below.
-        nodes = list(ast.walk(tree))
+        nodes = inner_nodes(tree)
         self.imports = Imports(tree, nodes)
         # Names of plain functions known to be tf.functions, and `self.<attr>` ones.
         self.tf_function_names: set[str] = set()
@@ -47,9 +90,16 @@ class ModuleInfo:
         self.wrapped_defs: set[str] = set()
         # Classes in this file that subclass a Keras model.
         self.model_classes: set[str] = set()
+        # Names and `self.<attr>`s this file binds to a Keras model it builds, loads or defines.
+        self.model_names: set[str] = set()
+        self.model_attrs: set[str] = set()
         self._loops: list[ast.stmt] = []
         self._loop_called: set[str] | None = None
+        self._traced: list[ast.AST] = []
+        self._traced_calls: set[str] | None = None
+        self._model_assigns: list[ast.Assign] = []
         self._collect(nodes)
+        self._collect_models()
 
     @property
     def loop_called(self) -> set[str]:
@@ -61,6 +111,17 @@ class ModuleInfo:
                     _collect_calls(stmt, called)
             self._loop_called = called
         return self._loop_called
+
+    @property
+    def traced_calls(self) -> set[str]:
+        """Function names called inside the bodies of this file's tf.functions, on demand."""
+        if self._traced_calls is None:
+            called: set[str] = set()
+            for func in self._traced:
+                for stmt in getattr(func, "body", ()):
+                    _collect_calls(stmt, called)
+            self._traced_calls = called
+        return self._traced_calls
 
     def is_tf_function(self, node: ast.expr) -> bool:
         """True for an expression naming tf.function itself (any alias), used bare or called."""
@@ -89,6 +150,7 @@ class ModuleInfo:
         direct = {k for k, v in imports.aliases.items() if v in TF_FUNCTION}
         for node in nodes:
             if isinstance(node, FUNCS):
+                self._traced.append(node)  # kept only if traced: see the end of _collect
                 if any(self.is_tf_function(d) for d in node.decorator_list):
                     self.tf_function_names.add(node.name)
                     self.tf_function_attrs.add(node.name)
@@ -109,9 +171,32 @@ class ModuleInfo:
                     self.model_classes.add(node.name)
             elif isinstance(node, LOOPS):
                 self._loops.append(node)
+        traced = self.tf_function_names | self.wrapped_defs
+        self._traced = [f for f in self._traced if getattr(f, "name", None) in traced]
+
+    def _collect_models(self) -> None:
+        """Record the names assigned a model: ``m = keras.Sequential(...)``, ``load_model(p)``, ``Net()``."""
+        for node in self._model_assigns:
+            assert isinstance(node.value, ast.Call)
+            func = node.value.func
+            qualname = self.imports.resolve(func)
+            if not (
+                is_model_factory(qualname)
+                or is_model_loader(qualname)
+                or (isinstance(func, ast.Name) and func.id in self.model_classes)
+            ):
+                continue
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    self.model_names.add(t.id)
+                elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    self.model_attrs.add(t.attr)
 
     def _collect_assign(self, node: ast.Assign) -> None:
         assert isinstance(node.value, ast.Call)
+        parts = dotted(node.value.func)
+        if parts and (parts[-1][:1].isupper() or parts[-1] in _MODEL_CALLS):
+            self._model_assigns.append(node)  # a model class, factory or loader: resolved later
         if self.creation_target(node.value) is None:
             return
         for t in node.targets:

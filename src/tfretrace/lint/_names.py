@@ -28,12 +28,22 @@ TF_FUNCTION: frozenset[str] = frozenset(
 )
 
 
+_CANONICAL: dict[str, str] = {}
+
+
 def canonical(name: str) -> str:
     """Map an import path to its canonical spelling (``tensorflow.keras.X`` -> ``keras.X``)."""
+    known = _CANONICAL.get(name)
+    if known is not None:
+        return known
+    result = name
     for prefix, repl in _PREFIXES:
         if name == prefix or name.startswith(prefix + "."):
-            return repl + name[len(prefix) :]
-    return name
+            result = repl + name[len(prefix) :]
+            break
+    if len(_CANONICAL) < 100_000:  # names repeat across files; bounded for a huge run
+        _CANONICAL[name] = result
+    return result
 
 
 def dotted(node: ast.expr) -> list[str] | None:
@@ -88,6 +98,7 @@ class Imports:
 
     def __init__(self, tree: ast.Module, nodes: Iterable[ast.AST] | None = None) -> None:
         self.aliases: dict[str, str] = {}
+        self._memo: dict[int, tuple[ast.expr, str, str | None]] = {}
         for node in ast.walk(tree) if nodes is None else nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -103,7 +114,8 @@ class Imports:
                         continue
                     local = alias.asname or alias.name
                     self.aliases[local] = canonical(f"{node.module}.{alias.name}")
-        self.module_shadows = bound_names(tree.body) - set(self.aliases)
+        self._tree = tree
+        self._module_shadows: set[str] | None = None
         self.uses_tensorflow = any(
             q == "tensorflow" or q.startswith(("tensorflow.", "keras")) for q in self.aliases.values()
         )
@@ -114,15 +126,33 @@ class Imports:
         ``local_shadows`` are names bound by the enclosing function scopes (parameters,
         assignments): a parameter called ``tf`` is not TensorFlow.
         """
+        # Rules ask about the same callee several times: the scope-free part is worked out once
+        # per node (the memo keeps the node, so its id cannot be reused while the entry lives).
+        memo = self._memo.get(id(node))
+        if memo is None or memo[0] is not node:
+            memo = self._memo[id(node)] = (node, *self._resolve(node))
+        _node, base, name = memo
+        # Only an imported name can resolve, so the (costlier) shadow check comes second.
+        if name is None or base in local_shadows:
+            return None
+        return name
+
+    def _resolve(self, node: ast.expr) -> tuple[str, str | None]:
         parts = dotted(node)
         if parts is None:
-            return None
+            return "", None
         base = parts[0]
         target = self.aliases.get(base)
-        # Only an imported name can resolve, so the (costlier) shadow check comes second.
-        if target is None or base in local_shadows:
-            return None
-        return canonical(".".join([target, *parts[1:]]))
+        if target is None:
+            return base, None
+        return base, canonical(".".join([target, *parts[1:]]))
+
+    @property
+    def module_shadows(self) -> set[str]:
+        """Names the module binds other than by import, on demand (only builtin checks need them)."""
+        if self._module_shadows is None:
+            self._module_shadows = bound_names(self._tree.body) - set(self.aliases)
+        return self._module_shadows
 
     def is_builtin(self, name: str, local_shadows: Container[str]) -> bool:
         """True when ``name`` refers to the builtin of that name in this scope."""

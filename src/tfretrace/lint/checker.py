@@ -8,10 +8,10 @@ import re
 from collections.abc import Iterable
 
 from tfretrace import catalogue
-from tfretrace.lint import trace_rules  # noqa: F401  (registers the trace-time rules)
+from tfretrace.lint import keras_rules, trace_rules  # noqa: F401  (register their rules)
 from tfretrace.lint._context import Check, Walker
 from tfretrace.lint._module import ModuleInfo
-from tfretrace.lint.findings import Finding
+from tfretrace.lint.findings import CONFIRMED, Finding
 from tfretrace.lint.rules import CHECKS, CODES
 
 _NOQA = re.compile(r"#\s*noqa\b(?P<colon>:(?P<rest>.*))?", re.I)
@@ -140,7 +140,7 @@ def lint_tree(
     at: dict[tuple[int, int, str], ast.AST] = {}
     lines: list[str] = []
 
-    def emit(code: str, node: ast.AST, detail: str) -> None:
+    def emit(code: str, node: ast.AST, detail: str, confidence: str = CONFIRMED) -> None:
         line = getattr(node, "lineno", 1)
         column = getattr(node, "col_offset", 0)
         key = (line, column, code)
@@ -148,7 +148,9 @@ def lint_tree(
             if not lines:
                 lines.extend(python_lines(source))
             text = lines[line - 1] if 0 < line <= len(lines) else ""
-            found[key] = Finding(path, line, char_column(text, column), code, message_for(code, detail))
+            found[key] = Finding(
+                path, line, char_column(text, column), code, message_for(code, detail), confidence=confidence
+            )
             at[key] = node
 
     wanted = set(codes)

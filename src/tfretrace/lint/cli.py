@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--diff", action="store_true", help="print the fixes as a unified diff; write nothing (exit 1 if any)"
     )
     parser.add_argument(
+        "--session", metavar="FILE",
+        help="a saved tfretrace session: mark the findings it saw retrace, list retraces no rule predicted",
+    )
+    parser.add_argument(
         "--unsafe-fixes", action="store_true", help="with --fix/--diff, also make fixes that change behaviour"
     )
     return parser
@@ -156,6 +160,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         print("tfretrace lint: error: --jobs must be 1 or more", file=sys.stderr)
         return EXIT_USAGE
+    session = None
+    if args.session:
+        from tfretrace.session import SessionFormatError, load
+
+        try:
+            session = load(args.session)
+        except SessionFormatError as exc:
+            print(f"tfretrace lint: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     # %SRCROOT% and the cache live at the config's folder, else the repository's top, else here.
     here = Path.cwd().resolve()
     root = cfg.source.parent.resolve() if cfg.source is not None else (repository(here) or here)
@@ -172,6 +185,11 @@ def main(argv: list[str] | None = None) -> int:
         if fixed is None or args.diff:
             return EXIT_USAGE if fixed is None else fixed
         report = run()  # the fixed files linted again: what is left is reported
+    if session is not None:
+        from tfretrace.lint.observed import mark
+
+        report.unpredicted = mark(report, session, args.paths)
+        report.session = args.session
     fmt = args.format or SUFFIXES.get(Path(args.output).suffix, "text") if args.output else None
     text = FORMATS[fmt or args.format or "text"](report, codes)
     if args.output:

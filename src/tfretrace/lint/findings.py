@@ -4,6 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# How sure a finding is that its callee is what the rule is about: "confirmed" when the file
+# defines or imports it as a tf.function or a Keras model, "likely" when only its name says so.
+CONFIRMED = "confirmed"
+LIKELY = "likely"
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What a recorded session saw at a finding's line: its retraces and their own trace time."""
+
+    retraces: int
+    seconds: float
+    functions: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        """``confirmed: 7 retraces, 0.8 s``."""
+        return f"confirmed: {self.retraces} retrace{'s' if self.retraces != 1 else ''}, {self.seconds:.1f} s"
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -23,6 +41,9 @@ class Finding:
     # Stable across edits elsewhere in the file: a hash of the code and the finding's source line,
     # with ``:N`` counting equal lines (SARIF partialFingerprints, code scanning's alert tracking).
     fingerprint: str = ""
+    confidence: str = CONFIRMED
+    # Set by `lint --session`: the retraces a recorded run saw at this line (None: none seen).
+    observed: Observed | None = None
 
     @property
     def where(self) -> str:
@@ -44,6 +65,33 @@ class Skipped:
 
 
 @dataclass
+class RetraceSite:
+    """The retraces a session recorded at one source line (a call site or a function's ``def``)."""
+
+    path: str  # as recorded (relative to the session's root, or absolute)
+    line: int
+    retraces: int = 0
+    seconds: float = 0.0
+    functions: list[str] = field(default_factory=list)
+    causes: list[str] = field(default_factory=list)
+
+    def observed(self) -> Observed:
+        """The mark a finding at this line gets."""
+        return Observed(self.retraces, round(self.seconds, 6), tuple(self.functions))
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON form of an unpredicted site."""
+        return {
+            "path": self.path,
+            "line": self.line,
+            "retraces": self.retraces,
+            "seconds": round(self.seconds, 6),
+            "functions": list(self.functions),
+            "causes": list(self.causes),
+        }
+
+
+@dataclass
 class Report:
     """Everything one lint run found, in path and line order once ``sort`` has run."""
 
@@ -53,6 +101,10 @@ class Report:
     lines: int = 0
     # The folder SARIF URIs are relative to (%SRCROOT%): the config's or the repository's root.
     root: str | None = None
+    # With `lint --session`: the session file, and its retraces in the linted files at lines no
+    # finding names (what the rules missed).
+    session: str | None = None
+    unpredicted: list[RetraceSite] = field(default_factory=list)
 
     def sort(self) -> None:
         """Order findings by path, line, column and code so output is stable."""

@@ -12,7 +12,7 @@ from typing import Any
 from tfretrace import __version__, catalogue
 from tfretrace._cause import Cause
 from tfretrace._text import encodable, printable
-from tfretrace.lint.findings import Report
+from tfretrace.lint.findings import CONFIRMED, Finding, Observed, Report, RetraceSite
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/tfretrace/tfretrace/blob/main/docs/lint.md"
@@ -53,10 +53,32 @@ def statistics(report: Report) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
+def _marks(finding: Finding) -> str:
+    """`` [likely]`` and `` [confirmed: 7 retraces, 0.8 s]`` after a finding's message, when they apply."""
+    marks = f" [{finding.confidence}]" if finding.confidence != CONFIRMED else ""
+    if finding.observed is not None:
+        marks += f" [{finding.observed.line()}]"
+    return marks
+
+
+def _observed_json(observed: Observed | None) -> dict[str, Any] | None:
+    if observed is None:
+        return None
+    return {"retraces": observed.retraces, "seconds": observed.seconds, "functions": list(observed.functions)}
+
+
+def _site_line(site: RetraceSite) -> str:
+    n = site.retraces
+    return (
+        f"{shown_path(site.path)}:{site.line}: {printable(', '.join(site.functions))}: "
+        f"{n} retrace{'s' if n != 1 else ''}, {site.seconds:.1f} s ({', '.join(site.causes)})"
+    )
+
+
 def render_text(report: Report, codes: Sequence[str]) -> str:
     """``path:line:col: CODE message`` lines (1-based column), skipped files, then a summary."""
     lines = [
-        f"{shown_path(f.path)}:{f.where}:{f.column + 1}: {f.code} {printable(f.message)}"
+        f"{shown_path(f.path)}:{f.where}:{f.column + 1}: {f.code} {printable(f.message)}{_marks(f)}"
         for f in report.findings
     ]
     lines += [
@@ -71,6 +93,14 @@ def render_text(report: Report, codes: Sequence[str]) -> str:
     if len(report.skipped) > errors:
         summary += f" ({len(report.skipped) - errors} skipped)"
     lines.append(summary + ".")
+    if report.session is not None:
+        confirmed = sum(f.observed is not None for f in report.findings)
+        lines.append(
+            f"Session {shown_path(report.session)}: {confirmed} of {n} findings retraced in the run; "
+            f"{len(report.unpredicted)} retracing line{'s' if len(report.unpredicted) != 1 else ''} "
+            "no rule predicted" + (":" if report.unpredicted else ".")
+        )
+        lines += ["  " + _site_line(site) for site in report.unpredicted]
     return "\n".join(lines) + "\n"
 
 
@@ -89,6 +119,8 @@ def render_json(report: Report, codes: Sequence[str]) -> str:
                 "slug": catalogue.get(f.code).slug,
                 "cause": catalogue.get(f.code).cause,
                 "message": f.message,
+                "confidence": f.confidence,
+                "observed": _observed_json(f.observed),
             }
             for f in report.findings
         ],
@@ -98,6 +130,15 @@ def render_json(report: Report, codes: Sequence[str]) -> str:
         "files": report.files,
         "lines": report.lines,
         "statistics": dict(statistics(report)),
+        "session": None
+        if report.session is None
+        else {
+            "path": shown_path(report.session),
+            "confirmed": sum(f.observed is not None for f in report.findings),
+            "unpredicted": [
+                {**site.to_dict(), "path": shown_path(site.path)} for site in report.unpredicted
+            ],
+        },
     }
     return json.dumps(doc, indent=2) + "\n"
 
@@ -140,7 +181,11 @@ def render_sarif(report: Report, codes: Sequence[str]) -> str:
             ],
             "partialFingerprints": {"primaryLocationLineHash": f.fingerprint},
             # A notebook's line counts within the code cell named here (cells are not files).
-            **({"properties": {"cell": f.cell}} if f.cell is not None else {}),
+            "properties": {
+                "confidence": f.confidence,
+                **({"cell": f.cell} if f.cell is not None else {}),
+                **({"observed": _observed_json(f.observed)} if f.observed is not None else {}),
+            },
         }
         for f in report.findings
     ]
@@ -170,6 +215,14 @@ def render_sarif(report: Report, codes: Sequence[str]) -> str:
                 ],
                 **({"originalUriBaseIds": {"%SRCROOT%": {"uri": _root_uri(report.root)}}} if report.root else {}),
                 "results": results,
+                **(
+                    {"properties": {"unpredictedRetraces": [
+                        {**site.to_dict(), "location": artifact(site.path, report.root)}
+                        for site in report.unpredicted
+                    ]}}
+                    if report.session is not None
+                    else {}
+                ),
             }
         ],
     }
@@ -193,7 +246,7 @@ def render_github(report: Report, codes: Sequence[str]) -> str:
             f"file={_escape_property(shown_path(f.path))},line={f.line},col={f.column + 1},"
             f"title={_escape_property(f'{f.code} {slug}' + (f' (cell {f.cell})' if f.cell else ''))}"
         )
-        lines.append(f"::warning {props}::{_escape_data(printable(f.message))}")
+        lines.append(f"::warning {props}::{_escape_data(printable(f.message + _marks(f)))}")
     for s in report.skipped:
         kind, word = ("error", "error") if s.error else ("notice", "skipped")
         text = _escape_data(printable(f"{word}: {s.reason}"))

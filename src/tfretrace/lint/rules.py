@@ -1,23 +1,17 @@
-"""The lint rules: one small check function per catalogue code, registered by node type."""
+"""The rule registry, and the rules about creating tf.functions and the Python values passed to them."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator
 
-from tfretrace.lint._context import Check, Ctx, Finding, Scope, is_handler, per_call
-from tfretrace.lint._module import FUNCS, LOOPS, is_model_factory, is_model_loader
+from tfretrace.lint._context import Check, Ctx, Finding, Scope, per_call
+from tfretrace.lint._module import FUNCS, LOOPS
 from tfretrace.lint._names import TF_FUNCTION, dotted
+from tfretrace.lint.findings import CONFIRMED, LIKELY
 
 CHECKS: dict[type[ast.AST], list[tuple[str, Check]]] = {}
 CODES: list[str] = []
-
-_ARCH = ("build", "_build", "make", "_make", "create", "_create")
-_COMPILE_KWARGS = frozenset(
-    {"optimizer", "loss", "metrics", "loss_weights", "run_eagerly", "jit_compile",
-     "steps_per_execution", "weighted_metrics"}
-)  # fmt: skip
-
 
 def rule(code: str, *types: type[ast.AST]) -> Callable[[Check], Check]:
     """Register a check for ``code`` on nodes of ``types``."""
@@ -66,7 +60,7 @@ def _statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _statements(handler.body)
 
 
-def _mentions(node: ast.AST, name: str) -> bool:
+def mentions(node: ast.AST, name: str) -> bool:
     return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node))
 
 
@@ -103,28 +97,33 @@ def _called(name: str, body: list[ast.stmt]) -> bool:
     )
 
 
-def _known_tf_function(func: ast.expr, ctx: Ctx) -> str | None:
-    """The name of a tf.function defined in this file that ``func`` calls, or None."""
+def _known_tf_function(func: ast.expr, ctx: Ctx) -> tuple[str, str] | None:
+    """The name of the tf.function defined in this file that ``func`` calls, and how sure that is.
+
+    ``step(...)`` and ``self.step(...)`` naming one are confirmed; ``trainer.step(...)``, whose
+    receiver's class is unknown but some class here defines ``step`` as a tf.function, is likely.
+    """
     info = ctx.info
     if isinstance(func, ast.Name) and func.id in info.tf_function_names:
-        return func.id
+        return func.id, CONFIRMED
     if (
         isinstance(func, ast.Attribute)
         and isinstance(func.value, ast.Name)
-        and func.value.id == "self"
         and func.attr in info.tf_function_attrs
+        and ctx.resolve(func.value) is None  # not a module's function of that name
     ):
-        return f"self.{func.attr}"
+        sure = CONFIRMED if func.value.id == "self" else LIKELY
+        return f"{func.value.id}.{func.attr}", sure
     return None
 
 
-def _arguments(node: ast.Call) -> Iterator[ast.expr]:
+def arguments(node: ast.Call) -> Iterator[ast.expr]:
     yield from node.args
     for kw in node.keywords:
         yield kw.value
 
 
-def _receiver_name(node: ast.expr) -> str:
+def receiver_name(node: ast.expr) -> str:
     parts = dotted(node)
     return parts[-1] if parts else ""
 
@@ -195,212 +194,10 @@ def tf_function_per_call(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
             yield where, f"tf.function {name!r} is created and called in {node.name!r}"
 
 
-# --- Keras models built, compiled, loaded or predicted per iteration -------------------------
-
-
-def _builds_architecture(func: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
-    """``__init__``, ``build`` and factories: sub-models made in a loop there are layers."""
-    return func is not None and (func.name in ("__init__", "build") or func.name.startswith(_ARCH))
-
-
-@rule("TFR103", ast.Call)
-def keras_model_in_loop(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
-    assert isinstance(node, ast.Call)
-    handler = ctx.func is not None and is_handler(ctx.func)
-    if not (ctx.in_loop or handler) or _builds_architecture(ctx.func):
-        return
-    func = node.func
-    builds = ctx.resolve(func, is_model_factory) is not None or (
-        isinstance(func, ast.Name)
-        and func.id in ctx.info.model_classes
-        and func.id not in ctx.shadows
-    )
-    # A model whose layers or inputs depend on the loop (a grid search) cannot be reused.
-    if builds and not (ctx.in_loop and (ctx.depends_on_loop(node) or _configured_by_loop(node, ctx)
-                                        or _kept_by_loop(node, ctx))):
-        where = "a request handler" if handler and not ctx.in_loop else "a loop"
-        yield node, f"a Keras model is built inside {where}"
-
-
-def _configured_by_loop(node: ast.Call, ctx: Ctx) -> bool:
-    """True when the model built here is then given loop-dependent layers (``m.add(Dense(i))``)."""
-    loop = ctx.loop_node
-    if loop is None:
-        return False
-    body = getattr(loop, "body", ())
-    names = _assigned_names(node, body)
-    return any(
-        isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and isinstance(n.func.value, ast.Name)
-        and n.func.value.id in names
-        and any(ctx.depends_on_loop(a) for a in _arguments(n))
-        for stmt in body
-        for n in ast.walk(stmt)
-    )
-
-
-def _loop_targets(loop: ast.AST | None) -> set[str]:
-    if isinstance(loop, (ast.For, ast.AsyncFor)):
-        return {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
-    if isinstance(loop, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-        return {n.id for g in loop.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
-    return set()
-
-
-def _per_item(data: ast.expr, ctx: Ctx) -> bool:
-    """True when ``data`` is one item or batch of what the loop walks: the loop target, an element
-    picked with it (``x[i]``, ``x[i:i + 8]``), that wrapped (``np.expand_dims(s, 0)``, ``[s]``), or a
-    name the loop body fills from ``next(iterator)``."""
-    loop = ctx.loop_node
-    targets = _loop_targets(loop)
-    fed = {
-        t.id
-        for stmt in getattr(loop, "body", ())
-        for n in ast.walk(stmt)
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
-        and isinstance(n.value.func, ast.Name) and n.value.func.id == "next"
-        for target in n.targets
-        for t in ast.walk(target)
-        if isinstance(t, ast.Name)
-    }
-    names = targets | fed
-
-    def item(expr: ast.expr) -> bool:
-        if isinstance(expr, ast.Name):
-            return expr.id in names
-        if isinstance(expr, ast.Subscript):
-            return item(expr.value) or any(isinstance(n, ast.Name) and n.id in targets for n in ast.walk(expr.slice))
-        if isinstance(expr, (ast.List, ast.Tuple)):
-            return any(item(e) for e in expr.elts)
-        if isinstance(expr, ast.Call):
-            return any(item(a) for a in expr.args)
-        return False
-
-    return item(data)
-
-
-def _assigned_names(node: ast.Call, body: Iterable[ast.stmt]) -> set[str]:
-    return {
-        t.id
-        for stmt in body
-        for n in ast.walk(stmt)
-        if isinstance(n, ast.Assign) and n.value is node
-        for t in n.targets
-        if isinstance(t, ast.Name)
-    }
-
-
-def _kept_by_loop(node: ast.Call, ctx: Ctx) -> bool:
-    """True when each model built here is kept: ``models.append(m)``, ``models[k] = m``, ``yield m``
-    (an ensemble, or one model per task), not built for one use and dropped."""
-    body = list(getattr(ctx.loop_node, "body", ()))
-    names = _assigned_names(node, body)
-    for stmt in body:
-        for n in ast.walk(stmt):
-            if (
-                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                and n.func.attr in ("append", "add", "insert", "extend")
-                and any(isinstance(a, ast.Name) and a.id in names for a in n.args)
-            ):
-                return True
-            if (
-                isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in names
-                and any(isinstance(t, (ast.Subscript, ast.Attribute)) for t in n.targets)
-            ):
-                return True
-            if isinstance(n, (ast.Yield, ast.Return)) and isinstance(n.value, ast.Name) and n.value.id in names:
-                return True
-    return False
-
-
-def _short_loop(loop: ast.AST | None) -> bool:
-    """A loop over a literal of at most three items, range(k) or dataset.take(k) for k <= 3."""
-    if not isinstance(loop, (ast.For, ast.AsyncFor)):
-        return False
-    it = loop.iter
-    if isinstance(it, (ast.List, ast.Tuple, ast.Set)):
-        return len(it.elts) <= 3
-    if (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Attribute)
-        and it.func.attr == "take"
-        and len(it.args) == 1
-        and isinstance(it.args[0], ast.Constant)
-        and isinstance(it.args[0].value, int)
-    ):
-        return it.args[0].value <= 3
-    return (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id == "range"
-        and len(it.args) == 1
-        and isinstance(it.args[0], ast.Constant)
-        and isinstance(it.args[0].value, int)
-        and it.args[0].value <= 3
-    )
-
-
-@rule("TFR104", ast.Call)
-def keras_compile_in_loop(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
-    assert isinstance(node, ast.Call)
-    func = node.func
-    if not (ctx.in_loop and ctx.info.imports.uses_tensorflow):
-        return
-    if not isinstance(func, ast.Attribute) or func.attr != "compile":
-        return
-    receiver = func.value
-    if ctx.resolve(receiver) is not None:  # re.compile, a module function
-        return
-    kwargs = {kw.arg for kw in node.keywords}
-    if not (kwargs & _COMPILE_KWARGS or "model" in _receiver_name(receiver).lower()):
-        return
-    parts = dotted(receiver)
-    # A model rebuilt in this loop must be compiled in it; TFR103 reports the rebuild.
-    if parts and parts[0] in ctx.loop_names:
-        return
-    yield node, f"{'.'.join(parts or ['model'])}.compile() is called inside a loop"
-
-
-@rule("TFR105", ast.Call)
-def keras_load_model_per_call(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
-    assert isinstance(node, ast.Call)
-    if ctx.resolve(node.func, is_model_loader) is None:
-        return
-    args = list(_arguments(node))
-    if ctx.in_loop:
-        # Loading a different checkpoint per iteration is legitimate.
-        if not any(ctx.depends_on_loop(a) for a in args):
-            yield node, "the same model is loaded on every loop iteration"
-    elif ctx.func is not None and per_call(ctx.func, ctx.info):
-        params = ctx.params
-        if not any(_mentions(a, p) for a in args for p in params):
-            yield node, f"a model is loaded on every call of {ctx.func.name!r}"
-
-
-@rule("TFR107", ast.Call)
-def keras_predict_in_loop(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
-    assert isinstance(node, ast.Call)
-    func = node.func
-    if not (ctx.in_loop and ctx.info.imports.uses_tensorflow and ctx.tf_def is None):
-        return
-    if not isinstance(func, ast.Attribute) or func.attr != "predict":
-        return
-    name = _receiver_name(func.value)
-    if "model" not in name.lower() or ctx.resolve(func.value) is not None:
-        return
-    parts = dotted(func.value)
-    if parts and parts[0] in ctx.loop_names:  # a new model per iteration: TFR103's business
-        return
-    # Only predict on data that changes per iteration (a sample, a small batch) retraces; the same
-    # whole dataset predicted once per epoch, or a loop of two or three cases, is not the bug.
-    data = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "x"), None)
-    if data is None or not _per_item(data, ctx) or _short_loop(ctx.loop_node):
-        return
-    yield node, f"{name}.predict() is called inside a loop"
-
-
 # --- Python values passed to tf.functions ----------------------------------------------------
+
+
+_NUMBER_WRAPPERS = frozenset({"int", "float", "min", "max", "abs", "round"})
 
 
 def _is_counter_expr(node: ast.expr, counters: frozenset[str]) -> bool:
@@ -411,20 +208,29 @@ def _is_counter_expr(node: ast.expr, counters: frozenset[str]) -> bool:
         return any(_is_counter_expr(s, counters) for s in sides) and all(
             isinstance(s, ast.Constant) or _is_counter_expr(s, counters) for s in sides
         )
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _NUMBER_WRAPPERS:
+        # float(tries), min(step, 10): still a Python number that changes with the counter
+        return any(_is_counter_expr(a, counters) for a in node.args) and all(
+            isinstance(a, ast.Constant) or _is_counter_expr(a, counters) for a in node.args
+        )
     return False
 
 
 @rule("TFR106", ast.Call)
 def python_counter_argument(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
     assert isinstance(node, ast.Call)
-    if not ctx.counters:
+    if not (ctx.counters or ctx.maybe_counters):
         return
     callee = _known_tf_function(node.func, ctx)
     if callee is None:
         return
-    for arg in _arguments(node):
+    name, sure = callee
+    for arg in arguments(node):
         if _is_counter_expr(arg, ctx.counters):
-            yield arg, f"loop counter passed to tf.function {callee!r}"
+            yield arg, f"loop counter passed to tf.function {name!r}", sure
+        elif _is_counter_expr(arg, ctx.counters | ctx.maybe_counters):
+            # a `while <tensor test>:` that AutoGraph converts if this function runs in a trace
+            yield arg, f"loop counter passed to tf.function {name!r}", LIKELY
 
 
 def _is_python_number(node: ast.expr, ctx: Ctx) -> bool:
@@ -445,9 +251,10 @@ def python_scalar_argument(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
     callee = _known_tf_function(node.func, ctx)
     if callee is None:
         return
-    for arg in _arguments(node):
+    name, sure = callee
+    for arg in arguments(node):
         if _is_python_number(arg, ctx):
-            yield arg, f"data-dependent Python number passed to tf.function {callee!r}"
+            yield arg, f"data-dependent Python number passed to tf.function {name!r}", sure
 
 
 @rule("TFR115", ast.Call)

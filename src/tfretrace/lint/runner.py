@@ -26,7 +26,11 @@ __all__ = ["is_excluded", "iter_files", "lint_paths", "parse", "read_source"]
 
 # Below this many files a pool costs more to start than it saves.
 _PARALLEL_FROM = 16
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3  # 3: a finding's confidence
+# The index keeps entries of files other runs linted (pre-commit lints only the staged files),
+# least recently used first, and drops the oldest beyond this many: an edited file leaves its old
+# entry behind, so without a bound the index would grow with every edit.
+MAX_CACHE_ENTRIES = 20_000
 
 
 @dataclass(frozen=True)
@@ -157,10 +161,10 @@ def fingerprinted(findings: Sequence[Finding], lines: Sequence[str]) -> list[Fin
 class Cache:
     """Findings per file content, tool version and rule selection: one JSON index per folder.
 
-    The index is read once at the start of a run and written once, atomically, at its end, with
-    only the entries this run used (so it never grows beyond the tree). A hit skips decoding,
-    parsing and every rule; an unreadable or foreign index is empty, and a folder that cannot be
-    written only costs speed.
+    The index is read once at the start of a run and written once, atomically, at its end: the
+    entries this run used last, after the older ones it kept (at most ``MAX_CACHE_ENTRIES``, least
+    recently used dropped first). A hit skips decoding, parsing and every rule; an unreadable or
+    foreign index is empty, and a folder that cannot be written only costs speed.
     """
 
     def __init__(self, folder: Path, codes: Sequence[str]) -> None:
@@ -199,21 +203,26 @@ class Cache:
 
     def put(self, key: str, result: FileResult) -> None:
         self._new[key] = [
-            [[f.line, f.column, f.code, f.message, f.cell, f.fingerprint] for f in result.findings],
+            [[f.line, f.column, f.code, f.message, f.cell, f.fingerprint, f.confidence] for f in result.findings],
             [result.skipped.reason, result.skipped.error] if result.skipped else None,
             result.lines,
         ]
 
     def save(self) -> None:
-        """Write the entries this run used; nothing is written when they did not change."""
-        if self._new == self._old:
-            return
+        """Write the kept entries; nothing is written when this run added none."""
+        if all(self._old.get(key) == entry for key, entry in self._new.items()):
+            return  # every entry was a hit: the index already holds them all
+        # Entries this run used go last (most recent); older ones fill what is left of the bound.
+        room = max(0, MAX_CACHE_ENTRIES - len(self._new))
+        older = [key for key in self._old if key not in self._new]
+        kept = {key: self._old[key] for key in older[max(0, len(older) - room):]}
+        kept.update(self._new)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             marker = self.folder / ".gitignore"
             if not marker.exists():
                 atomic_write_text(marker, "# written by tfretrace lint\n*\n")
-            atomic_write_text(self.index, json.dumps(self._new, separators=(",", ":")))
+            atomic_write_text(self.index, json.dumps(kept, separators=(",", ":")))
         except OSError:
             pass
 

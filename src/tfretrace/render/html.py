@@ -36,6 +36,9 @@ class HtmlRenderer:
             "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
             f"script-src 'sha256-{digest}'"
         )
+        # The linter loads only when a page is drawn: text and JSON reports never need it.
+        from tfretrace.render._lint_view import lint_view
+
         ranked = _model.ranked_functions(session)
         # One shared time axis, so that timelines of different functions line up.
         start = min((e.time for f in session.functions for e in f.events), default=0.0)
@@ -60,6 +63,7 @@ class HtmlRenderer:
             css=Markup(_asset("report.css")),
             csp=csp,
             tool_version=session.tool_version or __version__,
+            lint=lint_view(session),
         )
 
 

@@ -1,0 +1,96 @@
+"""Lint findings against a recorded run: which findings the run saw retrace, which retraces none predicted."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from tfretrace.events import TraceEvent
+from tfretrace.lint.findings import Report, RetraceSite
+from tfretrace.session import Session
+
+
+def _split(location: str | None) -> tuple[str, int] | None:
+    if not location:
+        return None
+    path, _, line = location.rpartition(":")
+    return (path, int(line)) if path and line.isdigit() else None
+
+
+def _real(path: str, root: str | None) -> str:
+    candidate = Path(path)
+    if not candidate.is_absolute() and root:
+        candidate = Path(root) / candidate
+    return os.path.realpath(candidate)
+
+
+def _retraces(session: Session) -> list[tuple[str, TraceEvent, list[tuple[str, int]], list[tuple[str, int]]]]:
+    """(function, event, shown places, real places) per retrace: its call site, then its ``def``.
+
+    A retrace counts at its call site (where a changing argument comes from) and at its
+    function's definition (where a tf.function made per call or per iteration is created).
+    """
+    found = []
+    for function in session.functions:
+        name = function.display_name()
+        defined = _split(function.location)
+        for event in function.events:
+            if not event.is_retrace:
+                continue
+            recorded = dict.fromkeys(p for p in (_split(event.call_site), defined) if p is not None)
+            keys = [(_real(path, session.root), line) for path, line in recorded]
+            found.append((name, event, [(_shown(real), line) for real, line in keys], keys))
+    return found
+
+
+def _add(sites: dict[tuple[str, int], RetraceSite], key: tuple[str, int], place: tuple[str, int],
+         name: str, event: TraceEvent) -> None:
+    site = sites.get(key)
+    if site is None:
+        site = sites[key] = RetraceSite(*place)
+    site.retraces += 1
+    site.seconds += event.seconds
+    if name not in site.functions:
+        site.functions.append(name)
+    if event.cause not in site.causes:
+        site.causes.append(event.cause)
+
+
+def _shown(real: str) -> str:
+    """A path for people: relative to the working folder when under it."""
+    rel = os.path.relpath(real)
+    return real if rel == ".." or rel.startswith(".." + os.sep) else rel
+
+
+def _under(real: str, roots: Iterable[str]) -> bool:
+    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def mark(report: Report, session: Session, paths: Iterable[str | os.PathLike[str]]) -> list[RetraceSite]:
+    """Mark the report's findings the session saw retrace; return the retraces no finding names.
+
+    A retrace is predicted by a finding at its call site or at its function's ``def``. Only
+    retraces in the linted ``paths`` can be missed by the linter; a notebook's findings count
+    lines within cells, which a run's call sites do not, so they are never marked.
+    """
+    retraces = _retraces(session)
+    sites: dict[tuple[str, int], RetraceSite] = {}
+    for name, event, places, keys in retraces:
+        for place, key in zip(places, keys):
+            _add(sites, key, place, name, event)
+    flagged = {(os.path.realpath(f.path), f.line) for f in report.findings if f.cell is None}
+    report.findings = [
+        replace(f, observed=sites[key].observed())
+        if f.cell is None and (key := (os.path.realpath(f.path), f.line)) in sites
+        else f
+        for f in report.findings
+    ]
+    roots = [os.path.realpath(p) for p in paths]
+    missed: dict[tuple[str, int], RetraceSite] = {}
+    for name, event, places, keys in retraces:
+        if not keys or any(key in flagged for key in keys) or not _under(keys[0][0], roots):
+            continue
+        _add(missed, keys[0], places[0], name, event)  # where it is called, else where defined
+    return sorted(missed.values(), key=lambda s: (-s.retraces, s.path, s.line))
