@@ -7,6 +7,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tfretrace.fix.files import lines as source_lines
+from tfretrace.fix.files import read_source_file
+
 
 @dataclass(frozen=True)
 class Span:
@@ -89,9 +92,10 @@ class SourceReader:
         found: tuple[str, ast.Module] | None = None
         if is_user_path(path):
             try:
-                text = self.resolve(path).read_text(encoding="utf-8")
+                # Bytes decoded as Python does (a BOM, a coding cookie); FIFOs and devices refused.
+                text = read_source_file(self.resolve(path)).text
                 found = (text, ast.parse(text))
-            except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
                 found = None
         self._cache[path] = found
         return found
@@ -227,7 +231,7 @@ class SourceReader:
             parsed = self.module(path)
             if parsed is None:
                 return None
-            lines = parsed[0].splitlines(keepends=True)
+            lines = source_lines(parsed[0])
             first = min(e.span.line for e in group)
             last = max(e.span.end_line for e in group)
             chunk = "".join(lines[first - 1 : last]).encode("utf-8")
@@ -307,7 +311,7 @@ def _span(path: str, node: ast.expr | ast.stmt) -> Span:
 
 
 def _segment(text: str, span: Span) -> str:
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text)
     if span.line > len(lines):
         return ""
     if span.line == span.end_line:

@@ -6,8 +6,6 @@ import ast
 import hashlib
 import io
 import json
-import os
-import stat
 import tokenize
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -16,6 +14,7 @@ from pathlib import Path
 
 from tfretrace import __version__
 from tfretrace._io import atomic_write_text
+from tfretrace._io import read_regular as _read_regular
 from tfretrace.lint.checker import ALL_CODES, lint_tree, python_lines
 from tfretrace.lint.config import MAX_FILE_SIZE
 from tfretrace.lint.discover import is_excluded, iter_files
@@ -65,34 +64,6 @@ def decode(data: bytes, shown: str) -> str | Skipped:
         return data.decode(encoding)
     except (UnicodeDecodeError, LookupError):
         return Skipped(shown, f"cannot decode as {encoding} (add a coding cookie?)", error=True)
-
-
-def _read_regular(path: Path, max_size: int) -> bytes | str:
-    """The bytes of a regular file of at most ``max_size`` bytes, or why it is not read.
-
-    Opened without blocking and checked on the open descriptor: a FIFO named ``pipe.py``
-    would block forever and a link to /dev/zero never ends, even if swapped in after a stat.
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return "not a regular file"
-        if info.st_size > max_size:
-            return f"file too large ({info.st_size} bytes > {max_size})"
-        chunks = []
-        total = 0
-        while True:  # bounded even when the size lied (a file still growing, /proc)
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > max_size:
-                return f"file too large (more than {max_size} bytes)"
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def parse(source: str, path: str) -> ast.Module | Skipped:
