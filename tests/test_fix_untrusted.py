@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -423,3 +424,100 @@ def test_verify_records_into_a_session_it_cannot_replace_without_a_traceback(
 )
 def test_verify_parses_the_interpreters_options(command: list[str], program: list[str], flags: list[str]) -> None:
     assert program_command(command) == (flags, program)
+
+
+# -- --verify on a real project: data not copied, .gitignore, a log, a timeout ---------------
+
+
+def _project(tmp_path: Path, extra: str) -> tuple[Path, Path]:
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)  # a repository: its .gitignore counts
+    (project / "data").mkdir()
+    with open(project / "data" / "big.bin", "wb") as handle:
+        handle.truncate(200 * 2**20)  # 200 MiB (sparse: cheap to make, not to copy)
+    (project / "outputs").mkdir()
+    (project / "outputs" / "model.ckpt").write_text("weights")
+    (project / ".gitignore").write_text("outputs/\n")
+    saved = recorded(project, [step("reduce-retracing", (DECORATOR,))], {"train.py": PROGRAM + extra})
+    return project, saved
+
+
+def _verify(project: Path, saved: Path, *options: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved), *options, "--verify", "--",
+                           "python", "train.py"], cwd=project, capture_output=True, text=True, timeout=timeout,
+                          env=_env(), check=False)
+
+
+def _can_clone(folder: Path) -> bool:
+    from tfretrace.fix.workcopy import _clone
+
+    (folder / "probe").write_bytes(b"x")
+    return _clone(folder / "probe", folder / "probe.clone")
+
+
+PROBE = (
+    "import os\n"
+    "print('data is a link:', os.path.islink('data'), os.path.getsize('data/big.bin'))\n"
+    "print('ignored output copied:', os.path.exists('outputs/model.ckpt'))\n"
+)
+
+
+def test_verify_never_copies_large_data_it_cannot_clone_unless_named(tmp_path: Path) -> None:
+    project, saved = _project(tmp_path, PROBE)
+    done = _verify(project, saved)
+    if _can_clone(tmp_path):
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode == 2
+        one_line_error(done.stderr)
+        assert "data/big.bin" in done.stderr and "--link-data" in done.stderr
+    done = _verify(project, saved, "--link-data", "data")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"Verified on a copy in \d+\.\d s", done.stdout)
+    log = project / "run.verify.log"
+    assert str(log) in done.stdout  # the program's output is kept, and the log is named
+    output = log.read_text()
+    assert f"data is a link: True {200 * 2**20}" in output
+    assert "ignored output copied: False" in output  # .gitignore honoured
+    assert (project / "train.py").read_text() == PROGRAM + PROBE
+    assert (project / "data" / "big.bin").stat().st_size == 200 * 2**20
+
+
+def test_verify_reports_linked_data_the_program_changed(tmp_path: Path) -> None:
+    project, saved = _project(tmp_path, "open('data/big.bin', 'ab').write(b'x')\n")
+    done = _verify(project, saved, "--link-data", "data")
+    assert done.returncode == 1
+    assert "data/big.bin" in done.stderr and "linked data" in done.stderr
+
+
+def test_verify_stops_the_program_at_the_timeout(tmp_path: Path) -> None:
+    marker = tmp_path / "where"
+    project, saved = _project(
+        tmp_path, f"import os, time\nopen({str(marker)!r}, 'w').write(os.getcwd())\ntime.sleep(120)\n"
+    )
+    started = time.monotonic()
+    done = _verify(project, saved, "--link-data", "data", "--timeout", "15")
+    assert time.monotonic() - started < 90
+    assert done.returncode == 1 and "--timeout" in done.stderr
+    assert not Path(marker.read_text()).exists()  # the copy is gone
+
+
+def test_verify_shows_progress_and_elapsed_time_on_a_terminal() -> None:
+    import io
+
+    from tfretrace.fix.progress import Status
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    with Status(stream) as shown:
+        shown.task("copying the program", 3)
+        shown.advance(3)
+        time.sleep(0.3)
+    assert "copying the program" in stream.getvalue() and "0:00:0" in stream.getvalue()
+    quiet = io.StringIO()
+    with Status(quiet) as shown:
+        shown.task("copying the program", 3)
+    assert quiet.getvalue() == ""

@@ -17,7 +17,7 @@ from tfretrace.fix.files import SourceError, read_source_file
 from tfretrace.fix.files import digest as digest_bytes
 from tfretrace.fix.files import lines as source_lines
 from tfretrace.fix.plan import plan_steps
-from tfretrace.fix.source import Replacement, SourceReader, is_user_path, resolve
+from tfretrace.fix.source import Replacement, SourceReader, Span, is_user_path, resolve
 from tfretrace.session import Session
 
 
@@ -78,12 +78,20 @@ def _inside(path: Path, root: str | os.PathLike[str] | None) -> bool:
     return True
 
 
-def edits_by_file(session: Session) -> tuple[dict[str, list[Replacement]], list[Advice]]:
-    """The mechanical edits of every plan, per file, and the steps that are advice.
+# Kinds whose edits are at the call sites: a recorded site none of them reaches is left to the user.
+_CALL_SITE_KINDS = frozenset({"tensor-argument", "cast-dtype"})
+
+
+def edits_by_file(
+    session: Session, reader: SourceReader | None = None
+) -> tuple[dict[str, list[Replacement]], list[Advice]]:
+    """The mechanical edits of every plan, per file, and the steps (or call sites) left to the user.
 
     Steps are cumulative: a later step's edit of the same place (the final input_signature after a
-    reduce_retracing on one decorator) replaces the earlier one.
+    reduce_retracing on one decorator) replaces the earlier one. A call-site step that reaches only
+    some of the recorded call sites lists each of the others as advice.
     """
+    reader = reader or SourceReader()
     files: dict[str, list[Replacement]] = {}
     advice: list[Advice] = []
     for report in session.functions:
@@ -92,11 +100,39 @@ def edits_by_file(session: Session) -> tuple[dict[str, list[Replacement]], list[
                 if step.kind != "statement" and step.traces_after < step.traces_before:
                     advice.append(Advice(report.display_name(), step.summary, report.location))
                 continue
+            if step.kind in _CALL_SITE_KINDS:
+                advice.extend(
+                    Advice(report.display_name(), step.summary, site)
+                    for site in _sites_not_reached(report, step.edits, reader)
+                )
             for edit in step.edits:
                 kept = files.setdefault(edit.span.path, [])
                 kept[:] = [e for e in kept if not _overlaps(e, edit)]
                 kept.append(edit)
     return files, advice
+
+
+def _sites_not_reached(report: FunctionReport, edits: Sequence[Replacement], reader: SourceReader) -> list[str]:
+    """Recorded user call sites where no edit lies inside a call of the function there."""
+    anchors = anchors_for(report, reader)
+    params = anchors.definition.params if anchors.definition is not None else ()
+    sites = dict.fromkeys(
+        e.call_site for e in report.events if e.call_site and is_user_path(e.call_site.rpartition(":")[0])
+    )
+    out = []
+    for site in sites:
+        path, _, line = site.rpartition(":")
+        spans = [c.span for c in reader.calls_at(site, anchors.names, params)]
+        if not spans and line.isdigit():
+            spans = [Span(path, int(line), 0, int(line), 1 << 30)]
+        if not any(_within(e.span, s) for e in edits for s in spans):
+            out.append(site)
+    return out
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    return inner.path == outer.path and (outer.line, outer.col) <= (inner.line, inner.col) and (
+        inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
 
 
 def _overlaps(a: Replacement, b: Replacement) -> bool:
@@ -116,7 +152,7 @@ def prepare(session: Session, root: str | os.PathLike[str] | None = None) -> tup
 
     base = Path(root if root is not None else ".")
     recorded = dict(session.sources)
-    files, advice = edits_by_file(session)
+    files, advice = edits_by_file(session, SourceReader(base))
     sources = {}
     for path, edits in sorted(files.items()):
         if not is_user_path(path):

@@ -161,10 +161,20 @@ class SourceReader:
 
     def call_at(self, site: str, names: tuple[str, ...], params: tuple[str, ...]) -> CallInfo | None:
         """The call of one of ``names`` at ``site``, its arguments mapped to ``params``."""
+        found = self.calls_at(site, names, params)
+        return found[0] if found else None
+
+    def calls_at(self, site: str, names: tuple[str, ...], params: tuple[str, ...]) -> list[CallInfo]:
+        """Every call of one of ``names`` that starts on ``site``'s line (``a = f(1); b = f(2)``), in order.
+
+        Where none starts there, the innermost call spanning the line (a call written over several
+        lines, recorded at one of its inner lines). A call whose arguments cannot be mapped to
+        ``params`` (``*args``, ``**kwargs``) is left out.
+        """
         path, line = split_location(site)
         parsed = self.module(path)
         if parsed is None:
-            return None
+            return []
         text, tree = parsed
         candidates = [
             node
@@ -173,19 +183,11 @@ class SourceReader:
             and node.lineno <= line <= (node.end_lineno or node.lineno)
             and callee_name(node.func) in names
         ]
-        if not candidates:
-            return None
-        node = min(candidates, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)
-        args: list[tuple[str, str, Span]] = []
-        for number, arg in enumerate(node.args):
-            if isinstance(arg, ast.Starred) or number >= len(params):
-                return None
-            args.append((params[number], _segment(text, _span(path, arg)), _span(path, arg)))
-        for keyword in node.keywords:
-            if keyword.arg is None:
-                return None
-            args.append((keyword.arg, _segment(text, _span(path, keyword.value)), _span(path, keyword.value)))
-        return CallInfo(path, line, _span(path, node), tuple(args), _segment(text, _span(path, node.func)))
+        starting = sorted((n for n in candidates if n.lineno == line), key=lambda n: n.col_offset)
+        if not starting and candidates:
+            starting = [min(candidates, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)]
+        found = [_call_info(text, path, line, node, params) for node in starting]
+        return [info for info in found if info is not None]
 
     def call_lines(self, path: str, names: tuple[str, ...]) -> list[int]:
         """Lines of every call of one of ``names`` in a user file (calls that never traced included)."""
@@ -275,6 +277,19 @@ class SourceReader:
             ):
                 best = node.value
         return None if best is None else _span(path, best)
+
+
+def _call_info(text: str, path: str, line: int, node: ast.Call, params: tuple[str, ...]) -> CallInfo | None:
+    args: list[tuple[str, str, Span]] = []
+    for number, arg in enumerate(node.args):
+        if isinstance(arg, ast.Starred) or number >= len(params):
+            return None
+        args.append((params[number], _segment(text, _span(path, arg)), _span(path, arg)))
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            return None
+        args.append((keyword.arg, _segment(text, _span(path, keyword.value)), _span(path, keyword.value)))
+    return CallInfo(path, line, _span(path, node), tuple(args), _segment(text, _span(path, node.func)))
 
 
 def is_user_path(path: str) -> bool:
