@@ -238,11 +238,13 @@ def _count(value: object) -> bool:
 def _secret() -> bytes | None:
     """This user's key for signing cache entries, made once; None when it can be neither read nor made.
 
-    It lives in the user's cache folder ($XDG_CACHE_HOME or ~/.cache), never in a project, so a
-    cache that arrives with a repository cannot carry entries that pass as this user's.
+    It lives in the user's cache folder ($XDG_CACHE_HOME or ~/.cache, in a folder of mode 0700),
+    never in a project, so a cache that arrives with a repository cannot carry entries that pass as
+    this user's.
     """
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = Path(base) / "tfretrace" / "lint-cache-key"
+    folder = Path(base) / "tfretrace" / "private"
+    path = folder / "lint-cache-key"
     try:
         data = _read_regular(path, 1024)
         if isinstance(data, bytes) and len(data) >= 32:
@@ -250,11 +252,12 @@ def _secret() -> bytes | None:
     except OSError:
         pass
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(secrets.token_bytes(32))
-        data = _read_regular(path, 1024)  # another process may have made it first: use what is there
+        # A folder only this user can enter: the key is never readable by others, even for a moment.
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+        # Two first runs at once each write a key and the last one stays: the other's entries are misses.
+        atomic_write_text(path, secrets.token_hex(32))
+        data = _read_regular(path, 1024)
     except OSError:
         return None
     return data if isinstance(data, bytes) and len(data) >= 32 else None
