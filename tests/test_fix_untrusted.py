@@ -107,6 +107,21 @@ def test_the_sessions_root_cannot_move_the_writes_out_of_the_working_directory(
     assert (elsewhere / "train.py").read_text() == PROGRAM
 
 
+def test_verify_copies_and_runs_the_working_directory_not_the_sessions_root(tmp_path: Path) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    marker = tmp_path / "elsewhere-ran"
+    (elsewhere / "train.py").write_text(PROGRAM + f"open({str(marker)!r}, 'w').write('ran')\n")
+    saved = recorded(project, [step("reduce-retracing", (DECORATOR,))], {"train.py": PROGRAM},
+                     session_root="../elsewhere")
+    done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved), "--verify", "--", "python",
+                           "train.py"], cwd=project, capture_output=True, text=True, timeout=120, env=_env(),
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+
+
 def test_a_symbolic_link_out_of_the_root_is_not_written_through(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -178,7 +178,11 @@ def verify(
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         shown.task("running the edited program", None)
         timed_out = False
-        with open(log, "wb") as out:
+        try:
+            out = open(log, "wb")  # noqa: SIM115 (closed below, after the program has ended)
+        except OSError as exc:
+            raise FixError(f"{log}: cannot write the program's log ({exc.strerror or exc})") from None
+        with out:
             proc = subprocess.Popen(
                 [sys.executable, *flags, "-m", "tfretrace", "run", "--save", str(saved), *args],
                 cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
