@@ -28,7 +28,7 @@ TRAIN = (
 VICTIM = TRAIN.replace("# step", "# someone else's")
 KINDS = ["input-signature", "reduce-retracing", "element-spec", "tensor-argument", "cast-dtype", "zero-state",
          "drop-remainder", "statement", "advice", "keras-pad", "zz-unknown"]
-PATHS = ["train.py", "link.py", "../outside/victim.py", "OUTSIDE/victim.py", "sub/../train.py", "./train.py",
+PATHS = ["train.py", "link.py", "../outside/victim.py", "outside/victim.py", "OUTSIDE/victim.py", "sub/../train.py", "./train.py",
          "missing.py", "pipe.py", "", "tensorflow/x.py"]
 TEXTS = st.one_of(
     st.sampled_from([
@@ -87,7 +87,7 @@ def _world(top: Path) -> tuple[Path, dict[Path, bytes]]:
 )
 @example(
     plan=[PlanStep("shape-changed", "reduce-retracing", "s", None,
-                   (Replacement(Span("../outside/victim.py", 4, 1, 4, 12), "tf.function(reduce_retracing=True)"),),
+                   (Replacement(Span("outside/victim.py", 4, 1, 4, 12), "tf.function(reduce_retracing=True)"),),
                    9, 1, 1.0).to_dict()],
     session_root="..", hashed=True,
 )
@@ -106,9 +106,12 @@ def test_random_plan_edits_never_write_outside_the_root_and_never_raise(
         sources = {}
         for path in paths:
             disk = root / path if not os.path.isabs(path) else Path(path)
+            # The attacker knows the victim's bytes: its hash is what a hostile session carries.
             try:
-                sources[path] = _sha(disk.read_bytes()) if hashed and disk.is_file() else "0" * 64
+                sources[path] = _sha(disk.read_bytes()) if disk.is_file() else _sha(VICTIM.encode())
             except OSError:
+                sources[path] = _sha(VICTIM.encode())
+            if not hashed:
                 sources[path] = "0" * 64
         report = replace(storm(), location="train.py:4", plan=tuple(plan))
         session = Session(functions=(report,), wall_seconds=1.0, root=session_root or str(root),
@@ -135,11 +138,13 @@ def test_random_plan_edits_never_write_outside_the_root_and_never_raise(
 @pytest.mark.parametrize("session_root", ["/", ".."])
 def test_the_example_attack_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, session_root: str) -> None:
     root, protected = _world(tmp_path)
-    edit = Replacement(Span("../outside/victim.py", 4, 1, 4, 12), "tf.function(reduce_retracing=True)")
+    # Relative to the session's root, the path names the file outside the program.
+    path = "outside/victim.py" if session_root == ".." else str(tmp_path / "outside" / "victim.py")
+    edit = Replacement(Span(path, 4, 1, 4, 12), "tf.function(reduce_retracing=True)")
     plan = (PlanStep("shape-changed", "reduce-retracing", "s", None, (edit,), 9, 1, 1.0).to_dict(),)
-    report = replace(storm(), location="../outside/victim.py:4", plan=plan)
+    report = replace(storm(), location=f"{path}:4", plan=plan)
     session = Session(functions=(report,), wall_seconds=1.0, root=session_root,
-                      sources=(("../outside/victim.py", _sha(VICTIM.encode())),))
+                      sources=((path, _sha(VICTIM.encode())),))
     saved = session.save(tmp_path / "run.json")
     monkeypatch.chdir(root)
     assert main(["fix", str(saved), "--apply"]) == 2
