@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import signal
@@ -536,3 +537,15 @@ def test_verify_shows_progress_and_elapsed_time_on_a_terminal() -> None:
     with Status(quiet) as shown:
         shown.task("copying the program", 3)
     assert quiet.getvalue() == ""
+
+
+def test_call_form_functions_take_call_site_edits_at_the_name_they_are_bound_to(tmp_path: Path) -> None:
+    program = ("import tensorflow as tf\n\n\ndef f(x, n):\n    return x * n\n\n\ntf_f = tf.function(f)\n"
+               "out = tf_f(x, 3)\n")
+    edit = Replacement(Span("train.py", 9, 14, 9, 15), "tf.constant(3, dtype=tf.int32)")
+    saved = recorded(tmp_path, [step("tensor-argument", (edit,))], {"train.py": program}, location="train.py:4")
+    report = json.loads(saved.read_text())
+    report["functions"][0]["name"] = "f"
+    saved.write_text(json.dumps(report))
+    assert main(["fix", str(saved), "--apply"]) == 0
+    assert "out = tf_f(x, tf.constant(3, dtype=tf.int32))" in (tmp_path / "train.py").read_text()

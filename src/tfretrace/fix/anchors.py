@@ -249,8 +249,25 @@ def anchors_for(report: FunctionReport, reader: SourceReader) -> Anchors:
     """The anchors of one recorded function, read from its source as it is now."""
     short = report.name.rsplit(".", 1)[-1]
     definition = reader.function_at(report.location, short) if report.keras is None else None
-    names = tuple(sorted({short, definition.name if definition is not None else short}))
-    return Anchors(report, reader, definition, names)
+    names = {short, definition.name if definition is not None else short}
+    if definition is not None and definition.wrap_call is not None:
+        names.update(_bound_to(reader, definition.wrap_call))
+    return Anchors(report, reader, definition, tuple(sorted(names)))
+
+
+def _bound_to(reader: SourceReader, wrap: Span) -> set[str]:
+    """The names a ``tf_f = tf.function(f)`` (or ``self.step = ...``) binds: what the call sites call."""
+    parsed = reader.module(wrap.path)
+    if parsed is None:
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(parsed[1]):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            if _span_of(node.value, wrap.path) != wrap:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.update(name for t in targets if (name := callee_name(t)) is not None)
+    return found
 
 
 def check_edit(kind: str, anchors: Anchors, edit: Replacement) -> None:
