@@ -424,6 +424,8 @@ def main(out: Path) -> None:
             "edited": edited,
             "main_cause": report.get("main_cause"),
             "applied_only": applied,
+            "report": report,  # as recorded, with the folder its paths start from
+            "folder": str(before_dir),
         }
     (out / "results.json").write_text(json.dumps(results, indent=1))
 

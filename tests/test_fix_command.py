@@ -22,8 +22,16 @@ TRAIN = (
 DATA = "import tensorflow as tf\n\nds = tf.data.Dataset.range(10).batch(4)\n"
 
 
-def step(edits: tuple[Replacement, ...], *, before: int = 120, after: int = 1) -> dict[str, object]:
-    return PlanStep("shape-changed", "input-signature", "one signature", "@tf.function(...)", edits,
+@pytest.fixture(autouse=True)
+def _in_the_program(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fix` edits the program in the working directory (or --root), never where the session says."""
+    monkeypatch.chdir(tmp_path)
+
+
+def step(
+    edits: tuple[Replacement, ...], *, before: int = 120, after: int = 1, kind: str = "reduce-retracing"
+) -> dict[str, object]:
+    return PlanStep("shape-changed", kind, "one signature", "@tf.function(...)", edits,
                     before, after, 1.5).to_dict()
 
 
@@ -42,7 +50,7 @@ BATCH = Replacement(Span("data.py", 3, 38, 3, 38), ", drop_remainder=True")
 
 
 def test_shows_the_diff_and_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    saved = recorded(tmp_path, [step((SIGNATURE, CALL))], {"train.py": TRAIN})
+    saved = recorded(tmp_path, [step((SIGNATURE,)), step((CALL,), kind="tensor-argument")], {"train.py": TRAIN})
     assert main(["fix", str(saved)]) == 0
     out = capsys.readouterr().out
     assert "-@tf.function  # step" in out and "+@tf.function(reduce_retracing=True)  # step" in out
@@ -54,7 +62,7 @@ def test_shows_the_diff_and_changes_nothing(tmp_path: Path, capsys: pytest.Captu
 def test_apply_writes_every_file_and_then_refuses_the_changed_ones(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    saved = recorded(tmp_path, [step((SIGNATURE,)), step((BATCH,), before=2, after=1)],
+    saved = recorded(tmp_path, [step((SIGNATURE,)), step((BATCH,), before=2, after=1, kind="drop-remainder")],
                      {"train.py": TRAIN, "data.py": DATA})
     assert main(["fix", str(saved), "--apply"]) == 0
     assert "@tf.function(reduce_retracing=True)  # step" in (tmp_path / "train.py").read_text()
@@ -67,7 +75,8 @@ def test_apply_writes_every_file_and_then_refuses_the_changed_ones(
 
 def test_a_later_step_replaces_an_earlier_edit_of_the_same_place(tmp_path: Path) -> None:
     final = Replacement(SIGNATURE.span, "tf.function(input_signature=[tf.TensorSpec([None])])")
-    saved = recorded(tmp_path, [step((SIGNATURE,), after=3), step((final,), before=3)], {"train.py": TRAIN})
+    saved = recorded(tmp_path, [step((SIGNATURE,), after=3), step((final,), before=3, kind="input-signature")],
+                     {"train.py": TRAIN})
     assert main(["fix", str(saved), "--apply"]) == 0
     text = (tmp_path / "train.py").read_text()
     assert "input_signature" in text and "reduce_retracing" not in text
@@ -75,7 +84,8 @@ def test_a_later_step_replaces_an_earlier_edit_of_the_same_place(tmp_path: Path)
 
 def test_one_bad_edit_writes_no_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     wrong = Replacement(Span("train.py", 9, 19, 9, 22), "tf.constant(lr)")  # not one whole expression
-    saved = recorded(tmp_path, [step((BATCH,)), step((wrong,))], {"train.py": TRAIN, "data.py": DATA})
+    saved = recorded(tmp_path, [step((BATCH,), kind="drop-remainder"), step((wrong,), kind="tensor-argument")],
+                     {"train.py": TRAIN, "data.py": DATA})
     assert main(["fix", str(saved), "--apply"]) == 2
     assert "train.py:9" in capsys.readouterr().err
     assert (tmp_path / "data.py").read_text() == DATA and (tmp_path / "train.py").read_text() == TRAIN

@@ -173,3 +173,23 @@ def test_drop_remainder_edits_the_dataset_the_loop_iterates(results: dict[str, A
     assert "from_tensor_slices((x_val, y_val)).batch(batch_size)\n" in edited
     (step,) = results["train_and_validation"]["plan"]
     assert [edit["line"] for edit in step["edits"]] == [10]
+
+
+def test_every_planned_edit_is_at_an_anchor_of_its_kind(results: dict[str, Any]) -> None:
+    """`fix` replays a session's edits only at the anchors fix.anchors knows: the planner's own pass."""
+    from tfretrace.events import FunctionReport
+    from tfretrace.fix.anchors import anchors_for, check_edit
+    from tfretrace.fix.plan import plan_steps
+    from tfretrace.fix.source import SourceReader
+
+    checked = 0
+    for result in results.values():
+        if not result.get("report"):
+            continue
+        report = FunctionReport.from_dict(result["report"])
+        anchors = anchors_for(report, SourceReader(result["folder"]))
+        for step in plan_steps(report):
+            for edit in step.edits:
+                check_edit(step.kind, anchors, edit)  # AnchorError names the scenario's file:line
+                checked += 1
+    assert checked >= len([k for k, r in results.items() if any(s["edits"] for s in r["plan"])])

@@ -1,9 +1,10 @@
-"""Atomic file writes: a file tfretrace writes is either the old one or the whole new one."""
+"""Safe file access: atomic writes (the old file or the whole new one), bounded reads of regular files only."""
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -42,3 +43,31 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, encoding: str 
         Path(tmp).unlink(missing_ok=True)
         raise
     return given
+
+
+def read_regular(path: str | os.PathLike[str], max_size: int) -> bytes | str:
+    """The bytes of a regular file of at most ``max_size`` bytes, or why it is not read (OSError on failure).
+
+    Opened without blocking and checked on the open descriptor: a FIFO named ``pipe.py``
+    would block forever and a link to /dev/zero never ends, even if swapped in after a stat.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        if info.st_size > max_size:
+            return f"file too large ({info.st_size} bytes > {max_size})"
+        chunks = []
+        total = 0
+        while True:  # bounded even when the size lied (a file still growing, /proc)
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > max_size:
+                return f"file too large (more than {max_size} bytes)"
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -12,8 +12,12 @@ from typing import Any
 
 from tfretrace._io import atomic_write_text
 from tfretrace.events import FunctionReport
+from tfretrace.fix.anchors import AnchorError, anchors_for, check_edit
+from tfretrace.fix.files import SourceError, read_source_file
+from tfretrace.fix.files import digest as digest_bytes
+from tfretrace.fix.files import lines as source_lines
 from tfretrace.fix.plan import plan_steps
-from tfretrace.fix.source import Replacement, is_user_path, resolve
+from tfretrace.fix.source import Replacement, SourceReader, Span, is_user_path, resolve
 from tfretrace.session import Session
 
 
@@ -29,6 +33,7 @@ class FileChange:
     disk: Path
     before: str
     after: str
+    encoding: str = "utf-8"  # the file's own (a BOM or a coding cookie), kept when it is written
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class Advice:
 
 
 def digest(text: str) -> str:
-    """The hash the session stores for a source file's text."""
+    """The hash of a text as UTF-8 bytes (what the session stores for a UTF-8 file with LF endings)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -56,9 +61,10 @@ def source_hashes(functions: Iterable[FunctionReport], root: str | os.PathLike[s
     for path in sorted(p for p in paths if p and is_user_path(p)):
         disk = resolve(path, root)
         try:
-            found.append((path, digest(disk.read_text(encoding="utf-8"))))
-        except (OSError, UnicodeDecodeError):
-            continue  # gone or not text: nothing a fix could edit
+            # The bytes: a file whose line endings or encoding changed is a changed file.
+            found.append((path, digest_bytes(read_source_file(disk).data)))
+        except (OSError, ValueError):
+            continue  # gone, not a regular file or not text: nothing a fix could edit
     return tuple(found)
 
 
@@ -72,12 +78,20 @@ def _inside(path: Path, root: str | os.PathLike[str] | None) -> bool:
     return True
 
 
-def edits_by_file(session: Session) -> tuple[dict[str, list[Replacement]], list[Advice]]:
-    """The mechanical edits of every plan, per file, and the steps that are advice.
+# Kinds whose edits are at the call sites: a recorded site none of them reaches is left to the user.
+_CALL_SITE_KINDS = frozenset({"tensor-argument", "cast-dtype"})
+
+
+def edits_by_file(
+    session: Session, reader: SourceReader | None = None
+) -> tuple[dict[str, list[Replacement]], list[Advice]]:
+    """The mechanical edits of every plan, per file, and the steps (or call sites) left to the user.
 
     Steps are cumulative: a later step's edit of the same place (the final input_signature after a
-    reduce_retracing on one decorator) replaces the earlier one.
+    reduce_retracing on one decorator) replaces the earlier one. A call-site step that reaches only
+    some of the recorded call sites lists each of the others as advice.
     """
+    reader = reader or SourceReader()
     files: dict[str, list[Replacement]] = {}
     advice: list[Advice] = []
     for report in session.functions:
@@ -86,11 +100,39 @@ def edits_by_file(session: Session) -> tuple[dict[str, list[Replacement]], list[
                 if step.kind != "statement" and step.traces_after < step.traces_before:
                     advice.append(Advice(report.display_name(), step.summary, report.location))
                 continue
+            if step.kind in _CALL_SITE_KINDS:
+                advice.extend(
+                    Advice(report.display_name(), step.summary, site)
+                    for site in _sites_not_reached(report, step.edits, reader)
+                )
             for edit in step.edits:
                 kept = files.setdefault(edit.span.path, [])
                 kept[:] = [e for e in kept if not _overlaps(e, edit)]
                 kept.append(edit)
     return files, advice
+
+
+def _sites_not_reached(report: FunctionReport, edits: Sequence[Replacement], reader: SourceReader) -> list[str]:
+    """Recorded user call sites where no edit lies inside a call of the function there."""
+    anchors = anchors_for(report, reader)
+    params = anchors.definition.params if anchors.definition is not None else ()
+    sites = dict.fromkeys(
+        e.call_site for e in report.events if e.call_site and is_user_path(e.call_site.rpartition(":")[0])
+    )
+    out = []
+    for site in sites:
+        path, _, line = site.rpartition(":")
+        spans = [c.span for c in reader.calls_at(site, anchors.names, params)]
+        if not spans and line.isdigit():
+            spans = [Span(path, int(line), 0, int(line), 1 << 30)]
+        if not any(_within(e.span, s) for e in edits for s in spans):
+            out.append(site)
+    return out
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    return inner.path == outer.path and (outer.line, outer.col) <= (inner.line, inner.col) and (
+        inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
 
 
 def _overlaps(a: Replacement, b: Replacement) -> bool:
@@ -100,39 +142,69 @@ def _overlaps(a: Replacement, b: Replacement) -> bool:
 
 
 def prepare(session: Session, root: str | os.PathLike[str] | None = None) -> tuple[list[FileChange], list[Advice]]:
-    """Every file's new text, checked against the session's hashes; FixError before anything is written."""
-    # libcst is imported only when files are really rewritten, not by every `tfretrace` start.
-    from tfretrace.fix.rewrite import RewriteError, apply_replacements
+    """Every file's new text, checked against the session's hashes; FixError before anything is written.
 
-    base = root if root is not None else session.root
+    ``root`` (default: the working directory) is where the program is: the session's own ``root``
+    is data from elsewhere and never decides where files are written.
+    """
+    # libcst is imported only when files are really rewritten, not by every `tfretrace` start.
+    from tfretrace.fix.rewrite import RewriteError, apply_replacements, check_text
+
+    base = Path(root if root is not None else ".")
     recorded = dict(session.sources)
-    files, advice = edits_by_file(session)
-    changes = []
+    files, advice = edits_by_file(session, SourceReader(base))
+    sources = {}
     for path, edits in sorted(files.items()):
         if not is_user_path(path):
             raise FixError(f"{path}: an edit points outside the program (TensorFlow or Keras source); not applied")
         disk = resolve(path, base)
         if not _inside(disk, base):
             # A session is data from elsewhere: it must not steer a write outside the program's folder.
-            raise FixError(f"{path}: outside the program's folder {base or '.'}; not applied (see --root)")
+            raise FixError(f"{path}: outside the program's folder {base}; not applied (see --root)")
+        for edit in edits:
+            try:
+                check_text(edit.text, f"{path}:{edit.span.line}")
+            except RewriteError as exc:
+                raise FixError(str(exc)) from None
         try:
-            before = disk.read_text(encoding="utf-8")
+            source = read_source_file(disk)
         except FileNotFoundError:
             raise FixError(f"{disk}: no such file (run from the recorded folder, or pass --root)") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise FixError(f"{disk}: cannot read ({exc.__class__.__name__})") from None
+        except SourceError as exc:
+            raise FixError(f"{disk}: {exc}; not applied") from None
         expected = recorded.get(path)
         if expected is None:
             raise FixError(f"{path}: the session has no hash of this file; record the run again with this tfretrace")
-        if digest(before) != expected:
+        if digest_bytes(source.data) != expected:
             raise FixError(f"{path}: changed since the session was recorded; record the run again")
+        sources[path] = (disk, source)
+    _check_anchors(session, SourceReader(base))
+    changes = []
+    for path, edits in sorted(files.items()):
+        disk, source = sources[path]
         try:
-            after = apply_replacements(before, edits, where=path)
-        except RewriteError as exc:
-            raise FixError(str(exc)) from None
-        if after != before:
-            changes.append(FileChange(path, disk, before, after))
+            after = apply_replacements(source.text, edits, where=path)
+            source.encode(after)
+        except (RewriteError, SourceError) as exc:
+            raise FixError(f"{path}: {exc}" if isinstance(exc, SourceError) else str(exc)) from None
+        if after != source.text:
+            changes.append(FileChange(path, disk, source.text, after, source.encoding))
     return changes, advice
+
+
+def _check_anchors(session: Session, reader: SourceReader) -> None:
+    """FixError unless every edit of every plan sits at an anchor of its step's kind (see fix.anchors)."""
+    for report in session.functions:
+        steps = [s for s in plan_steps(report) if s.edits]
+        if not steps:
+            continue
+        anchors = anchors_for(report, reader)
+        for step in steps:
+            for edit in step.edits:
+                try:
+                    check_edit(step.kind, anchors, edit)
+                except AnchorError as exc:
+                    raise FixError(str(exc)) from None
 
 
 def unified_diff(changes: Sequence[FileChange]) -> str:
@@ -141,8 +213,8 @@ def unified_diff(changes: Sequence[FileChange]) -> str:
     for change in changes:
         parts.extend(
             difflib.unified_diff(
-                change.before.splitlines(keepends=True),
-                change.after.splitlines(keepends=True),
+                source_lines(change.before),
+                source_lines(change.after),
                 fromfile=f"a/{change.path}",
                 tofile=f"b/{change.path}",
             )
@@ -153,21 +225,28 @@ def unified_diff(changes: Sequence[FileChange]) -> str:
 def write_all(changes: Sequence[FileChange], base: Path | None = None) -> list[Path]:
     """Write every change or none: each file atomically, and the earlier ones restored if a later fails.
 
-    ``base`` writes the files under another folder (a copy of the program) at their recorded paths.
+    Any exception restores them, a KeyboardInterrupt between two writes included, and is then
+    raised again (an OSError as FixError). ``base`` writes the files under another folder (a copy
+    of the program) at their recorded paths, and only there: a path that leads out of ``base``
+    through a symbolic link is refused.
     """
     targets = [(c, resolve(c.path, base) if base is not None else c.disk) for c in changes]
     for _change, target in targets:
+        if base is not None and not _inside(target, base):
+            raise FixError(f"{target}: leads out of the copy (a symbolic link); nothing was changed")
         if not os.access(target, os.W_OK):
             raise FixError(f"{target}: not writable; nothing was changed")
     done: list[tuple[FileChange, Path]] = []
     try:
         for change, target in targets:
-            atomic_write_text(target, change.after)
-            done.append((change, target))
-    except OSError as exc:
-        for change, target in done:
-            atomic_write_text(target, change.before)
-        raise FixError(f"cannot write ({exc.__class__.__name__}: {exc}); nothing was changed") from None
+            done.append((change, target))  # before the write: a write cut short is restored too
+            atomic_write_text(target, change.after, encoding=change.encoding)
+    except BaseException as exc:
+        for change, target in reversed(done):
+            atomic_write_text(target, change.before, encoding=change.encoding)
+        if isinstance(exc, OSError):
+            raise FixError(f"cannot write ({exc.__class__.__name__}: {exc}); nothing was changed") from None
+        raise
     return [t for _c, t in targets]
 
 

@@ -54,7 +54,7 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
                 f"pass {path} as a {dtype} tensor at the call site" + _missing(missing),
                 code,
                 edits,
-                state.map_calls(dict(new)),
+                state.map_calls(_reached(new, calls, missing)),
             )
         )
     return out
@@ -88,7 +88,7 @@ def dtypes(ctx: FunctionContext, state: State) -> list[Candidate]:
                 + _missing(missing),
                 code,
                 edits,
-                state.map_calls(dict(new)),
+                state.map_calls(_reached(new, calls, missing)),
             )
         )
     return out
@@ -138,7 +138,7 @@ def none_to_zeros(ctx: FunctionContext, state: State) -> list[Candidate]:
                 + _missing(missing),
                 code,
                 edits,
-                state.map_calls(dict(new)),
+                state.map_calls(_reached(new, calls, missing)),
             )
         )
     return out
@@ -202,7 +202,7 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
                 f"pass {path} as one {dtype} tensor (its length can then vary)" + _missing(missing),
                 f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))",
                 edits,
-                state.map_calls(dict(new)),
+                state.map_calls(_reached(new, calls, missing)),
             )
         )
     return out
@@ -305,7 +305,7 @@ def read_only_variables(ctx: FunctionContext, state: State) -> list[Candidate]:
                 "aliasing, tensors of one shape do not" + _missing(missing),
                 ctx.reader.preview(edits) or f"{ctx.short}(..., {path}={ctx.tf}.convert_to_tensor({path}))",
                 edits,
-                state.map_calls(dict(new)),
+                state.map_calls(_reached(new, calls, missing)),
             )
         )
     return out
@@ -367,6 +367,12 @@ def _body_problem(ctx: FunctionContext, param: str, arithmetic: bool) -> str | N
                 uses.append(f"arithmetic with {param}: an int32 tensor does not mix with float tensors")
                 break
     return ", ".join(dict.fromkeys(uses)) or None
+
+
+def _reached(new: dict[int, Call], calls: tuple[Call, ...], missing: list[str]) -> dict[int, Call | None]:
+    """The changed calls the edits reach: a call at a site left to be edited by hand keeps its arguments."""
+    at = {c.index: c.site for c in calls}
+    return {index: call for index, call in new.items() if at.get(index) not in missing}
 
 
 def _missing(missing: list[str]) -> str:

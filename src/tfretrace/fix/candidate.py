@@ -105,20 +105,21 @@ class FunctionContext:
         edits: list[Replacement] = []
         missing: list[str] = []
         recorded = set(self.sites(calls))
+        params = self.definition.params if self.definition is not None else ()
         for site in self.all_sites(calls):
-            info = self.call_info(site)
-            found = None if info is None else info.arg(param)
-            if found is None:
+            # Every call on the line: `a = f(x, 1); b = f(x, 2)` is two calls to edit.
+            infos = self.reader.calls_at(site, self.names, params) if self.call_info(site) is not None else []
+            found_all = [info.arg(param) for info in infos]
+            alias = self.reader.tf_alias(site.rpartition(":")[0])
+            if not found_all or any(f is None for f in found_all) or alias is None:
+                # A call that passes nothing for it, or a file with no `import tensorflow as ...`
+                # (the wrapped call would not resolve): left to the user.
                 if site in recorded:
                     missing.append(site)
                 continue
-            alias = self.reader.tf_alias(found[2].path)
-            if alias is None:
-                # That file has no `import tensorflow as ...`: the wrapped call would not resolve.
-                if site in recorded:
-                    missing.append(site)
-                continue
-            edits.append(Replacement(found[2], wrap.format(expr=found[1], tf=alias)))
+            for found in found_all:
+                assert found is not None
+                edits.append(Replacement(found[2], wrap.format(expr=found[1], tf=alias)))
         return tuple(edits), missing
 
 

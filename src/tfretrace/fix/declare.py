@@ -9,6 +9,7 @@ from dataclasses import replace
 from tfretrace.events import OBJECT, PYTHON, SPEC, TENSOR, Leaf
 from tfretrace.fix.body import steers_control_flow, unsafe_uses
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
+from tfretrace.fix.files import lines as source_lines
 from tfretrace.fix.predict import Call, Config, count
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.source import BatchCall, Replacement, Span
@@ -36,7 +37,7 @@ def _indented(ctx: FunctionContext, span: Span, text: str) -> str:
     parsed = ctx.reader.module(span.path)
     if parsed is None or "\n" not in text:
         return text
-    line = parsed[0].splitlines()[span.line - 1]
+    line = source_lines(parsed[0])[span.line - 1].rstrip("\r\n")
     indent = line[: len(line) - len(line.lstrip())]
     return text.replace("\n", "\n" + indent)
 

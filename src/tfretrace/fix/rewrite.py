@@ -9,11 +9,33 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from tfretrace.fix.files import lines as source_lines
 from tfretrace.fix.source import Replacement
+
+# An edit's text is a decorator, a TensorSpec list or a wrapped argument: a few hundred characters.
+# Bounded before any parser sees it: libcst's native parser crashes the process (SIGSEGV) on a few
+# kilobytes of nested parentheses and takes seconds per kilobyte of a long operator chain.
+MAX_EDIT_CHARS = 4000
+MAX_EDIT_NESTING = 20
 
 
 class RewriteError(ValueError):
     """An edit whose anchor is not exactly one node of the file as it is now: refused, never guessed."""
+
+
+def check_text(text: str, where: str) -> None:
+    """RewriteError when an edit's text is too long or nested too deeply to hand to a parser."""
+    if len(text) > MAX_EDIT_CHARS:
+        raise RewriteError(f"{where}: the new text is {len(text)} characters long (at most {MAX_EDIT_CHARS})")
+    depth = deepest = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    if deepest > MAX_EDIT_NESTING:
+        raise RewriteError(f"{where}: the new text nests {deepest} brackets deep (at most {MAX_EDIT_NESTING})")
 
 
 def apply_replacements(text: str, edits: Sequence[Replacement], *, where: str = "<source>") -> str:
@@ -26,25 +48,29 @@ def apply_replacements(text: str, edits: Sequence[Replacement], *, where: str = 
     """
     if not edits:
         return text
-    lines = text.splitlines(keepends=True)
+    for edit in edits:
+        check_text(edit.text, f"{where}:{edit.span.line}")
+    lines = source_lines(text)
     wanted = {_code_range(lines, e, where): e for e in edits}
     if len(wanted) != len(edits):
         raise RewriteError(f"{where}: two edits at the same place")
     _refuse_overlaps(list(wanted), where)
     try:
         wrapper = MetadataWrapper(cst.parse_module(text))
+        positions = wrapper.resolve(PositionProvider)
+        targets: dict[cst.CSTNode, tuple[str, Replacement]] = {}
+        for where_range, edit in wanted.items():
+            how = "insert" if _empty(where_range) else "replace"
+            targets[_find(positions, where_range, edit, where)] = (how, edit)
+        new_text = wrapper.module.visit(_Rewriter(targets, where)).code
+        ast.parse(new_text)
     except cst.ParserSyntaxError as exc:
         raise RewriteError(f"{where}: cannot parse the file: {exc.message}") from None
-    positions = wrapper.resolve(PositionProvider)
-    targets: dict[cst.CSTNode, tuple[str, Replacement]] = {}
-    for where_range, edit in wanted.items():
-        targets[_find(positions, where_range, edit, where)] = ("insert" if _empty(where_range) else "replace", edit)
-    new_module = wrapper.module.visit(_Rewriter(targets, where))
-    new_text = new_module.code
-    try:
-        ast.parse(new_text)
     except SyntaxError as exc:  # a replacement text that is not valid Python where it lands
         raise RewriteError(f"{where}:{exc.lineno}: the edited file would not parse: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        # A valid file nested deeper than libcst's recursive visitors go: left as it is.
+        raise RewriteError(f"{where}: nested too deeply to rewrite safely; edit it by hand") from None
     return new_text
 
 
@@ -121,7 +147,9 @@ def _append_arguments(node: cst.CSTNode, text: str) -> cst.CSTNode:
     if added.startswith(","):
         added = added[1:].strip()
     parsed = cst.parse_expression(f"_({added})")
-    assert isinstance(parsed, cst.Call)
+    # "), x(" would close the call early: the parsed text must be this one call with keywords only.
+    if not isinstance(parsed, cst.Call) or not all(a.keyword is not None for a in parsed.args):
+        raise RewriteError("an insertion must add keyword arguments to a call")
     args = list(node.args)
     if args:
         # The last argument keeps its own trailing comma if it had one; otherwise libcst adds ", ".

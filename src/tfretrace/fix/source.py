@@ -7,6 +7,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tfretrace.fix.files import lines as source_lines
+from tfretrace.fix.files import read_source_file
+
 
 @dataclass(frozen=True)
 class Span:
@@ -89,9 +92,10 @@ class SourceReader:
         found: tuple[str, ast.Module] | None = None
         if is_user_path(path):
             try:
-                text = self.resolve(path).read_text(encoding="utf-8")
+                # Bytes decoded as Python does (a BOM, a coding cookie); FIFOs and devices refused.
+                text = read_source_file(self.resolve(path)).text
                 found = (text, ast.parse(text))
-            except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
                 found = None
         self._cache[path] = found
         return found
@@ -157,10 +161,20 @@ class SourceReader:
 
     def call_at(self, site: str, names: tuple[str, ...], params: tuple[str, ...]) -> CallInfo | None:
         """The call of one of ``names`` at ``site``, its arguments mapped to ``params``."""
+        found = self.calls_at(site, names, params)
+        return found[0] if found else None
+
+    def calls_at(self, site: str, names: tuple[str, ...], params: tuple[str, ...]) -> list[CallInfo]:
+        """Every call of one of ``names`` that starts on ``site``'s line (``a = f(1); b = f(2)``), in order.
+
+        Where none starts there, the innermost call spanning the line (a call written over several
+        lines, recorded at one of its inner lines). A call whose arguments cannot be mapped to
+        ``params`` (``*args``, ``**kwargs``) is left out.
+        """
         path, line = split_location(site)
         parsed = self.module(path)
         if parsed is None:
-            return None
+            return []
         text, tree = parsed
         candidates = [
             node
@@ -169,19 +183,11 @@ class SourceReader:
             and node.lineno <= line <= (node.end_lineno or node.lineno)
             and callee_name(node.func) in names
         ]
-        if not candidates:
-            return None
-        node = min(candidates, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)
-        args: list[tuple[str, str, Span]] = []
-        for number, arg in enumerate(node.args):
-            if isinstance(arg, ast.Starred) or number >= len(params):
-                return None
-            args.append((params[number], _segment(text, _span(path, arg)), _span(path, arg)))
-        for keyword in node.keywords:
-            if keyword.arg is None:
-                return None
-            args.append((keyword.arg, _segment(text, _span(path, keyword.value)), _span(path, keyword.value)))
-        return CallInfo(path, line, _span(path, node), tuple(args), _segment(text, _span(path, node.func)))
+        starting = sorted((n for n in candidates if n.lineno == line), key=lambda n: n.col_offset)
+        if not starting and candidates:
+            starting = [min(candidates, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)]
+        found = [_call_info(text, path, line, node, params) for node in starting]
+        return [info for info in found if info is not None]
 
     def call_lines(self, path: str, names: tuple[str, ...]) -> list[int]:
         """Lines of every call of one of ``names`` in a user file (calls that never traced included)."""
@@ -227,7 +233,7 @@ class SourceReader:
             parsed = self.module(path)
             if parsed is None:
                 return None
-            lines = parsed[0].splitlines(keepends=True)
+            lines = source_lines(parsed[0])
             first = min(e.span.line for e in group)
             last = max(e.span.end_line for e in group)
             chunk = "".join(lines[first - 1 : last]).encode("utf-8")
@@ -273,6 +279,19 @@ class SourceReader:
         return None if best is None else _span(path, best)
 
 
+def _call_info(text: str, path: str, line: int, node: ast.Call, params: tuple[str, ...]) -> CallInfo | None:
+    args: list[tuple[str, str, Span]] = []
+    for number, arg in enumerate(node.args):
+        if isinstance(arg, ast.Starred) or number >= len(params):
+            return None
+        args.append((params[number], _segment(text, _span(path, arg)), _span(path, arg)))
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            return None
+        args.append((keyword.arg, _segment(text, _span(path, keyword.value)), _span(path, keyword.value)))
+    return CallInfo(path, line, _span(path, node), tuple(args), _segment(text, _span(path, node.func)))
+
+
 def is_user_path(path: str) -> bool:
     """False for files of TensorFlow, Keras and other installed packages: fixes never edit those."""
     norm = path.replace("\\", "/")
@@ -307,7 +326,7 @@ def _span(path: str, node: ast.expr | ast.stmt) -> Span:
 
 
 def _segment(text: str, span: Span) -> str:
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text)
     if span.line > len(lines):
         return ""
     if span.line == span.end_line:

@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
+from typing import TextIO
 
 from tfretrace.events import FunctionReport
 from tfretrace.fix.apply import FileChange, FixError, write_all
 from tfretrace.fix.plan import predict_applied
 from tfretrace.fix.source import SourceReader
+from tfretrace.fix.workcopy import CopyError, make_copy, plan_copy, snapshot
 from tfretrace.session import Session, SessionFormatError, load
 
-# Folders a program copy does without: environments, VCS data and caches can be gigabytes.
-_SKIP = shutil.ignore_patterns(
-    ".git", ".hg", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__", ".mypy_cache",
-    ".ruff_cache", ".pytest_cache", ".matrix", "*.egg-info", ".tfretrace_cache",
-)
+# Interpreter options that take a value (``-W ignore``, ``-X dev``), as ``python --help`` lists them.
+_VALUED = frozenset("WX")
+_VALUED_LONG = frozenset({"--check-hash-based-pycs"})
+# Seconds the edited program gets to end after SIGTERM before it is killed.
+_GRACE = 5.0
 
 
 @dataclass(frozen=True)
@@ -45,47 +52,163 @@ class Verification:
     outcomes: tuple[Outcome, ...]
     session: Session | None
     stderr_tail: str
+    log: Path | None = None  # the program's output
+    seconds: float = 0.0  # copy and run, wall clock
+    timed_out: bool = False
+    changed_data: tuple[str, ...] = ()  # linked data files the run changed (it should only read them)
 
 
-def program_command(command: Sequence[str]) -> list[str]:
-    """The arguments for ``tfretrace run``: a leading ``python``/``python3 -u`` is dropped."""
+def program_command(command: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(interpreter options, arguments for ``tfretrace run``) of a command such as ``python -W ignore train.py``.
+
+    The options are kept for the interpreter that runs the copy; ``-c`` and a program read from
+    stdin cannot be run by ``tfretrace run``.
+    """
     args = list(command)
+    flags: list[str] = []
     if args and Path(args[0]).name.startswith("python"):
         args = args[1:]
         while args and args[0].startswith("-") and args[0] != "-m":
-            args = args[1:]  # interpreter flags such as -u or -O: tfretrace run takes the program
+            option = args.pop(0)
+            flags.append(option)
+            if option == "-" or option.startswith("-c") or option == "--":
+                raise FixError("--verify runs a program file or -m module, not python -c or stdin")
+            if option.startswith("--"):
+                if option in _VALUED_LONG and args:
+                    flags.append(args.pop(0))
+                continue
+            letters = option[1:]
+            for at, letter in enumerate(letters):
+                if letter in _VALUED:
+                    if at == len(letters) - 1 and args:  # "-W ignore", "-uW ignore"; "-Wignore" holds it
+                        flags.append(args.pop(0))
+                    break
     if not args:
         raise FixError("--verify needs the command that runs the program, e.g. -- python train.py")
-    return args
+    return flags, args
 
 
-def verify(session: Session, changes: Sequence[FileChange], command: Sequence[str], root: Path) -> Verification:
-    """Copy ``root``, apply ``changes`` in the copy, run ``command`` there under the monitor."""
-    args = program_command(command)
+def log_path(session_path: str | os.PathLike[str]) -> Path:
+    """Where the edited program's output goes: beside the session, else in the temporary folder."""
+    given = Path(session_path)
+    beside = given.with_name(given.stem + ".verify.log")
+    if os.access(beside.parent, os.W_OK) and (not beside.exists() or beside.is_file()):
+        return beside
+    return Path(tempfile.gettempdir()) / f"tfretrace-{os.getpid()}.verify.log"
+
+
+class _Terminated(SystemExit):
+    """SIGTERM while the copy runs: unwinds so that the program is stopped and the copy removed."""
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise _Terminated(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End the program and everything it started (its own session): SIGTERM, then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, _GRACE), (signal.SIGKILL, None)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def verify(
+    session: Session,
+    changes: Sequence[FileChange],
+    command: Sequence[str],
+    root: Path,
+    *,
+    log: Path | None = None,
+    timeout: float | None = None,
+    link_data: Sequence[str] = (),
+    status: TextIO | None = None,
+) -> Verification:
+    """Copy ``root`` (see fix.workcopy), apply ``changes`` in the copy, run ``command`` there monitored.
+
+    Nothing is written outside the copy but the log; SIGTERM stops the program and removes the copy.
+    """
+    from tfretrace.fix.progress import Status
+
+    flags, args = program_command(command)
     for change in changes:
         if Path(change.path).is_absolute():
             raise FixError(f"{change.path}: outside the program's folder; --verify copies only {root}")
-    with tempfile.TemporaryDirectory(prefix="tfretrace-verify-") as tmp:
+    started = time.monotonic()
+    log = log or Path(tempfile.gettempdir()) / f"tfretrace-{os.getpid()}.verify.log"
+    try:
+        plan = plan_copy(root, link_data)
+    except CopyError as exc:
+        raise FixError(str(exc)) from None
+    with _sigterm_unwinds(), tempfile.TemporaryDirectory(prefix="tfretrace-verify-") as tmp, \
+            Status(status, started) as shown:
         copy = Path(tmp) / root.name
+        copy.mkdir()
         try:
-            shutil.copytree(root, copy, ignore=_SKIP, symlinks=True)
+            shown.task("copying the program", plan.count)
+            linked = make_copy(plan, root, copy, advance=shown.advance)
+        except CopyError as exc:
+            raise FixError(str(exc)) from None
         except (OSError, shutil.Error) as exc:
             raise FixError(f"cannot copy {root} for --verify ({exc.__class__.__name__})") from None
+        before = snapshot(linked)
         write_all(changes, base=copy)
         saved = Path(tmp) / "after.json"
         env = dict(os.environ)
         # The copy runs the same tfretrace as this process, whatever the program's folder holds.
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-        proc = subprocess.run(
-            [sys.executable, "-m", "tfretrace", "run", "--save", str(saved), *args],
-            cwd=copy, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
-        )
+        shown.task("running the edited program", None)
+        timed_out = False
         try:
-            after: Session | None = load(saved)
+            out = open(log, "wb")  # noqa: SIM115 (closed below, after the program has ended)
+        except OSError as exc:
+            raise FixError(f"{log}: cannot write the program's log ({exc.strerror or exc})") from None
+        with out:
+            proc = subprocess.Popen(
+                [sys.executable, *flags, "-m", "tfretrace", "run", "--save", str(saved), *args],
+                cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,  # one process group: stopped as a whole, Ctrl-C included
+            )
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                _stop(proc)
+        try:
+            after: Session | None = None if timed_out else load(saved)
         except SessionFormatError:
             after = None
-    return Verification(proc.returncode, _compare(session, after, root), after, _tail(proc.stderr))
+        changed = tuple(str(p) for p, was in snapshot(linked).items() if was != before.get(p))
+    return Verification(
+        proc.returncode if not timed_out else 124,
+        _compare(session, after, root),
+        after,
+        _tail(log),
+        log,
+        time.monotonic() - started,
+        timed_out,
+        changed,
+    )
 
 
 def _compare(before: Session, after: Session | None, root: Path) -> tuple[Outcome, ...]:
@@ -120,5 +243,11 @@ def _predicted(report: FunctionReport, reader: SourceReader) -> int | None:
         return None
 
 
-def _tail(text: str, lines: int = 15) -> str:
+def _tail(log: Path, lines: int = 15, limit: int = 1 << 16) -> str:
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - limit))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
     return "\n".join(text.rstrip().splitlines()[-lines:])

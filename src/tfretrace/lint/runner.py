@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import hmac
 import io
 import json
 import os
-import stat
+import secrets
 import tokenize
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -16,21 +17,23 @@ from pathlib import Path
 
 from tfretrace import __version__
 from tfretrace._io import atomic_write_text
+from tfretrace._io import read_regular as _read_regular
 from tfretrace.lint.checker import ALL_CODES, lint_tree, python_lines
 from tfretrace.lint.config import MAX_FILE_SIZE
 from tfretrace.lint.discover import is_excluded, iter_files
-from tfretrace.lint.findings import Finding, Report, Skipped
+from tfretrace.lint.findings import CONFIRMED, LIKELY, Finding, Report, Skipped
 from tfretrace.lint.notebook import NotebookError, read_notebook
 
 __all__ = ["is_excluded", "iter_files", "lint_paths", "parse", "read_source"]
 
 # Below this many files a pool costs more to start than it saves.
 _PARALLEL_FROM = 16
-_CACHE_FORMAT = 3  # 3: a finding's confidence
+_CACHE_FORMAT = 4  # 3: entries signed with the user's key; 4: a finding's confidence
 # The index keeps entries of files other runs linted (pre-commit lints only the staged files),
 # least recently used first, and drops the oldest beyond this many: an edited file leaves its old
 # entry behind, so without a bound the index would grow with every edit.
 MAX_CACHE_ENTRIES = 20_000
+CONFIDENCES = (CONFIRMED, LIKELY)
 
 
 @dataclass(frozen=True)
@@ -69,34 +72,6 @@ def decode(data: bytes, shown: str) -> str | Skipped:
         return data.decode(encoding)
     except (UnicodeDecodeError, LookupError):
         return Skipped(shown, f"cannot decode as {encoding} (add a coding cookie?)", error=True)
-
-
-def _read_regular(path: Path, max_size: int) -> bytes | str:
-    """The bytes of a regular file of at most ``max_size`` bytes, or why it is not read.
-
-    Opened without blocking and checked on the open descriptor: a FIFO named ``pipe.py``
-    would block forever and a link to /dev/zero never ends, even if swapped in after a stat.
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return "not a regular file"
-        if info.st_size > max_size:
-            return f"file too large ({info.st_size} bytes > {max_size})"
-        chunks = []
-        total = 0
-        while True:  # bounded even when the size lied (a file still growing, /proc)
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            total += len(chunk)
-            if total > max_size:
-                return f"file too large (more than {max_size} bytes)"
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def parse(source: str, path: str) -> ast.Module | Skipped:
@@ -165,51 +140,93 @@ class Cache:
     entries this run used last, after the older ones it kept (at most ``MAX_CACHE_ENTRIES``, least
     recently used dropped first). A hit skips decoding, parsing and every rule; an unreadable or
     foreign index is empty, and a folder that cannot be written only costs speed.
+
+    A cache folder can be committed to a repository or unpacked from an archive, and its keys are
+    hashes anyone can compute: every entry is signed with a secret of this user's (kept outside
+    any project, see :func:`_secret`), and an entry whose signature or shape is wrong is a miss.
+    A cache never changes what lint reports, only how fast.
     """
 
     def __init__(self, folder: Path, codes: Sequence[str]) -> None:
         # The layout has a number of its own, so a format change never reads old entries.
         self.folder = folder
         self.index = folder / f"lint-{__version__}-{_CACHE_FORMAT}.json"
-        self._salt = ("\0".join(codes) + "\0").encode()
-        self._old: dict[str, list[object]] = {}
-        self._new: dict[str, list[object]] = {}
+        self._codes = frozenset(codes)
+        self._salt = (__version__ + "\0" + "\0".join(codes) + "\0").encode()
+        self._secret = _secret()
+        self._old: dict[str, object] = {}
+        self._new: dict[str, object] = {}
+        if self._secret is None:
+            return  # nothing can be trusted, so nothing is read
         try:
             loaded = json.loads(self.index.read_text(encoding="utf-8"))
             if isinstance(loaded, dict):
                 self._old = loaded
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             pass
 
     def key(self, data: bytes, shown: str) -> str:
+        """The entry's key: the file's content, its kind, this tfretrace's version and the rule selection."""
         kind = b"ipynb" if shown.endswith(".ipynb") else b"py"
         return hashlib.sha256(self._salt + kind + b"\0" + data).hexdigest()
 
+    def _sign(self, key: str, body: object) -> str:
+        assert self._secret is not None
+        text = json.dumps([key, body], separators=(",", ":"), sort_keys=True)
+        return hmac.new(self._secret, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
     def get(self, key: str, shown: str) -> FileResult | None:
+        """The stored result for ``key``, or None when there is none this user's tfretrace wrote."""
         entry = self._old.get(key)
-        if entry is None:
+        if self._secret is None or not isinstance(entry, list) or len(entry) != 2:
             return None
-        try:
-            findings, skipped, lines = entry
-            result = FileResult(
-                tuple(Finding(shown, *f) for f in findings),  # type: ignore[attr-defined]
-                Skipped(shown, *skipped) if skipped else None,  # type: ignore[misc]
-                int(lines),  # type: ignore[call-overload]
-            )
-        except (TypeError, ValueError):
+        body, signature = entry
+        if not isinstance(signature, str) or not hmac.compare_digest(signature, self._sign(key, body)):
             return None
-        self._new[key] = entry
+        result = self._result(body, shown)
+        if result is not None:
+            self._new[key] = entry
         return result
 
+    def _result(self, body: object, shown: str) -> FileResult | None:
+        """A well-formed entry's result; None for any other shape (a miss, never a crash)."""
+        if not isinstance(body, list) or len(body) != 3:
+            return None
+        findings, skipped, lines = body
+        if not isinstance(findings, list) or not _count(lines):
+            return None
+        out = []
+        for item in findings:
+            if not (isinstance(item, list) and len(item) == 7):
+                return None
+            line, column, code, message, cell, fingerprint, confidence = item
+            if not (_count(line) and _count(column) and code in self._codes and isinstance(message, str)
+                    and (cell is None or _count(cell)) and isinstance(fingerprint, str)
+                    and confidence in CONFIDENCES):
+                return None
+            out.append(Finding(shown, line, column, code, message, cell, fingerprint, confidence))
+        if skipped is not None and not (
+            isinstance(skipped, list) and len(skipped) == 2
+            and isinstance(skipped[0], str) and isinstance(skipped[1], bool)
+        ):
+            return None
+        return FileResult(tuple(out), Skipped(shown, skipped[0], skipped[1]) if skipped else None, lines)
+
     def put(self, key: str, result: FileResult) -> None:
-        self._new[key] = [
+        """Keep ``result`` for ``key``, signed."""
+        if self._secret is None:
+            return
+        body = [
             [[f.line, f.column, f.code, f.message, f.cell, f.fingerprint, f.confidence] for f in result.findings],
             [result.skipped.reason, result.skipped.error] if result.skipped else None,
             result.lines,
         ]
+        self._new[key] = [body, self._sign(key, body)]
 
     def save(self) -> None:
         """Write the kept entries; nothing is written when this run added none."""
+        if self._secret is None:
+            return
         if all(self._old.get(key) == entry for key, entry in self._new.items()):
             return  # every entry was a hit: the index already holds them all
         # Entries this run used go last (most recent); older ones fill what is left of the bound.
@@ -225,6 +242,38 @@ class Cache:
             atomic_write_text(self.index, json.dumps(kept, separators=(",", ":")))
         except OSError:
             pass
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _secret() -> bytes | None:
+    """This user's key for signing cache entries, made once; None when it can be neither read nor made.
+
+    It lives in the user's cache folder ($XDG_CACHE_HOME or ~/.cache, in a folder of mode 0700),
+    never in a project, so a cache that arrives with a repository cannot carry entries that pass as
+    this user's.
+    """
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(base) / "tfretrace" / "private"
+    path = folder / "lint-cache-key"
+    try:
+        data = _read_regular(path, 1024)
+        if isinstance(data, bytes) and len(data) >= 32:
+            return data
+    except OSError:
+        pass
+    try:
+        # A folder only this user can enter: the key is never readable by others, even for a moment.
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+        # Two first runs at once each write a key and the last one stays: the other's entries are misses.
+        atomic_write_text(path, secrets.token_hex(32))
+        data = _read_regular(path, 1024)
+    except OSError:
+        return None
+    return data if isinstance(data, bytes) and len(data) >= 32 else None
 
 
 def _lint_many(items: list[tuple[bytes, str]], codes: Sequence[str]) -> list[FileResult]:

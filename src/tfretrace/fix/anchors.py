@@ -1,0 +1,281 @@
+"""Where a saved session's edits may land and what they may say: one check per plan step kind.
+
+A session is data from elsewhere (a colleague, a CI artifact, an issue): its plan's edits are
+replayed only when each sits at an anchor that its step's kind edits (the function's tf.function
+decorator or wrapping call, an argument of a call of that function, a ``.batch()`` call, an initial
+``None``) and its text is what that kind writes there (a tf.function declaration with a signature, the
+argument itself wrapped in a tensor conversion, ...). Anchors are found in the file as it is now,
+never taken from the session. A kind not in :data:`CHECKS` makes no edit.
+
+To add an edit kind: write a ``Check`` (it returns None to accept an edit, or one line saying why
+not) and add it to :data:`CHECKS` under the step's ``kind``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from tfretrace.events import FunctionReport
+from tfretrace.fix.source import DefInfo, Replacement, SourceReader, Span, callee_name
+
+
+class AnchorError(ValueError):
+    """An edit that is not at an anchor of its step's kind, or whose text is not of that kind: one line."""
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """What one function's edits may touch: its def and the names it is called by, read from source."""
+
+    report: FunctionReport
+    reader: SourceReader
+    definition: DefInfo | None
+    names: tuple[str, ...]
+
+    def tree(self, path: str) -> ast.Module | None:
+        """The parsed file an edit is in, or None when it cannot be read."""
+        parsed = self.reader.module(path)
+        return None if parsed is None else parsed[1]
+
+    def alias(self, path: str) -> str | None:
+        """That file's name for the tensorflow module."""
+        return self.reader.tf_alias(path)
+
+    def call_arguments(self, path: str) -> Iterator[ast.expr]:
+        """Every argument expression passed in a call of this function in one file."""
+        tree = self.tree(path)
+        if tree is None:
+            return
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and callee_name(node.func) in self.names:
+                yield from (a for a in node.args if not isinstance(a, ast.Starred))
+                yield from (k.value for k in node.keywords if k.arg is not None)
+
+
+Check = Callable[[Anchors, Replacement], "str | None"]
+
+
+def _span_of(node: ast.expr, path: str) -> Span:
+    return Span(path, node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+def _expression(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _dotted(node: ast.expr) -> list[str] | None:
+    """``["tf", "dtypes", "float32"]`` for ``tf.dtypes.float32``; None for anything but names and attributes."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return [node.id, *reversed(parts)]
+
+
+def _is_module_attr(node: ast.expr, alias: str | None) -> bool:
+    """``tf.float32``: an attribute of the file's tensorflow module (a dtype, in our texts)."""
+    dotted = _dotted(node)
+    return dotted is not None and len(dotted) >= 2 and dotted[0] == (alias or "tf")
+
+
+def _is_literal(node: ast.expr, alias: str | None) -> bool:
+    """A constant, a list/tuple of constants (a shape), or a dtype such as ``tf.float32``."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return isinstance(node.operand, ast.Constant)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_is_literal(e, alias) for e in node.elts)
+    return _is_module_attr(node, alias)
+
+
+_SPECS = {"TensorSpec", "RaggedTensorSpec", "SparseTensorSpec"}
+
+
+def _is_spec(node: ast.expr, alias: str | None) -> bool:
+    """One input_signature entry: a TensorSpec of literals, a structure of them, or an element_spec."""
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_is_spec(e, alias) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(isinstance(k, ast.Constant) for k in node.keys) and all(_is_spec(v, alias) for v in node.values)
+    if isinstance(node, ast.Attribute) and node.attr == "element_spec":
+        return _dotted(node) is not None
+    if not isinstance(node, ast.Call):
+        return False
+    dotted = _dotted(node.func)
+    if dotted is None:
+        return False
+    values = [*node.args, *(k.value for k in node.keywords)]
+    if any(k.arg is None for k in node.keywords):
+        return False
+    if dotted[-1] in _SPECS and dotted[0] == (alias or "tf"):
+        return all(_is_literal(v, alias) for v in values)
+    # A namedtuple of specs: the user's own type, called with specs for its fields.
+    return len(dotted) == 1 and not node.args and all(_is_spec(v, alias) for v in values)
+
+
+def _signature(node: ast.expr, alias: str | None) -> bool:
+    return isinstance(node, (ast.List, ast.Tuple)) and all(_is_spec(e, alias) for e in node.elts)
+
+
+def _true(node: ast.expr, alias: str | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+# Keywords a declaration edit may add to tf.function, and the values each may take.
+DECLARATION_KEYWORDS: dict[str, Callable[[ast.expr, str | None], bool]] = {
+    "input_signature": _signature,
+    "reduce_retracing": _true,
+}
+
+
+def declaration(keyword: str) -> Check:
+    """The function's tf.function decorator or wrapping call, made with ``keyword`` added or changed."""
+
+    def check(anchors: Anchors, edit: Replacement) -> str | None:
+        definition = anchors.definition
+        places = [] if definition is None else [
+            (definition.decorator, definition.decorator_text), (definition.wrap_call, definition.wrap_text)
+        ]
+        original = next((text for span, text in places if span is not None and span == edit.span), None)
+        if original is None:
+            return "not the function's tf.function decorator or wrapping call"
+        before, after = _expression(original), _expression(edit.text)
+        if before is None or not isinstance(after, ast.Call):
+            return "the new text is not a tf.function declaration"
+        alias = anchors.alias(edit.span.path)
+        callee = before.func if isinstance(before, ast.Call) else before
+        old_args = before.args if isinstance(before, ast.Call) else []
+        old_keywords = {k.arg: ast.dump(k.value) for k in before.keywords} if isinstance(before, ast.Call) else {}
+        if ast.dump(after.func) != ast.dump(callee) or [ast.dump(a) for a in after.args] != [
+            ast.dump(a) for a in old_args
+        ]:
+            return "the new text declares something else than the function's tf.function"
+        added = False
+        for item in after.keywords:
+            if item.arg is not None and old_keywords.get(item.arg) == ast.dump(item.value):
+                continue  # kept as the user wrote it
+            allowed = DECLARATION_KEYWORDS.get(item.arg or "")
+            if allowed is None or not allowed(item.value, alias):
+                return f"the new text sets {item.arg or '**'} to something a {keyword} edit does not write"
+            added = added or item.arg == keyword
+        return None if added else f"the new text does not set {keyword}"
+
+    return check
+
+
+def call_argument(*conversions: str) -> Check:
+    """An argument of a call of the function, wrapped in ``tf.<conversion>(argument, dtype)``."""
+
+    def check(anchors: Anchors, edit: Replacement) -> str | None:
+        found = next((a for a in anchors.call_arguments(edit.span.path) if _span_of(a, edit.span.path) == edit.span),
+                     None)
+        if found is None:
+            return f"not an argument of a call of {anchors.names[-1]}"
+        alias = anchors.alias(edit.span.path)
+        new = _expression(edit.text)
+        dotted = None if not isinstance(new, ast.Call) else _dotted(new.func)
+        if not isinstance(new, ast.Call) or dotted is None or dotted[1:] != [dotted[-1]] or dotted[0] != alias:
+            return "the new text is not a tensor conversion of the argument"
+        if dotted[-1] not in conversions or not new.args or ast.dump(new.args[0]) != ast.dump(found):
+            return "the new text is not a tensor conversion of the argument"
+        extra = [*new.args[1:], *(k.value for k in new.keywords)]
+        if any(k.arg != "dtype" for k in new.keywords) or not all(_is_module_attr(v, alias) for v in extra):
+            return "the new text passes more than a dtype to the conversion"
+        return None
+
+    return check
+
+
+def zero_state(anchors: Anchors, edit: Replacement) -> str | None:
+    """A ``None`` passed to the function, or assigned before the call, becomes ``tf.zeros(shape, dtype)``."""
+    path = edit.span.path
+    nones = [a for a in anchors.call_arguments(path) if isinstance(a, ast.Constant) and a.value is None]
+    tree = anchors.tree(path)
+    if tree is not None:
+        nones.extend(
+            n.value for n in ast.walk(tree)
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is None
+        )
+    if not any(_span_of(n, path) == edit.span for n in nones):
+        return "not a None passed to the function or assigned before its call"
+    alias = anchors.alias(path)
+    new = _expression(edit.text)
+    if (
+        not isinstance(new, ast.Call)
+        or _dotted(new.func) != [alias or "tf", "zeros"]
+        or any(k.arg is None for k in new.keywords)
+        or not all(_is_literal(v, alias) for v in [*new.args, *(k.value for k in new.keywords)])
+    ):
+        return "the new text is not a zero tensor of a literal shape"
+    return None
+
+
+def batch_insertion(anchors: Anchors, edit: Replacement) -> str | None:
+    """``, drop_remainder=True`` inserted before the closing parenthesis of a ``.batch(...)`` call."""
+    span = edit.span
+    if (span.line, span.col) != (span.end_line, span.end_col):
+        return "not an insertion"
+    ends = {
+        (b.span.end_line, b.span.end_col - 1) for b in anchors.reader.batch_calls(span.path) if not b.has_drop_remainder
+    }
+    if (span.line, span.col) not in ends:
+        return "not at the closing parenthesis of a .batch() call without drop_remainder"
+    if edit.text.strip().lstrip(",").strip().replace(" ", "") != "drop_remainder=True":
+        return "the new text is not drop_remainder=True"
+    return None
+
+
+# The edit kinds tfretrace makes, each with where its edits may land and what they may say.
+CHECKS: dict[str, Check] = {
+    "input-signature": declaration("input_signature"),
+    "element-spec": declaration("input_signature"),
+    "reduce-retracing": declaration("reduce_retracing"),
+    "tensor-argument": call_argument("constant", "convert_to_tensor"),
+    "cast-dtype": call_argument("cast"),
+    "zero-state": zero_state,
+    "drop-remainder": batch_insertion,
+}
+
+
+def anchors_for(report: FunctionReport, reader: SourceReader) -> Anchors:
+    """The anchors of one recorded function, read from its source as it is now."""
+    short = report.name.rsplit(".", 1)[-1]
+    definition = reader.function_at(report.location, short) if report.keras is None else None
+    names = {short, definition.name if definition is not None else short}
+    if definition is not None and definition.wrap_call is not None:
+        names.update(_bound_to(reader, definition.wrap_call))
+    return Anchors(report, reader, definition, tuple(sorted(names)))
+
+
+def _bound_to(reader: SourceReader, wrap: Span) -> set[str]:
+    """The names a ``tf_f = tf.function(f)`` (or ``self.step = ...``) binds: what the call sites call."""
+    parsed = reader.module(wrap.path)
+    if parsed is None:
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(parsed[1]):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            if _span_of(node.value, wrap.path) != wrap:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.update(name for t in targets if (name := callee_name(t)) is not None)
+    return found
+
+
+def check_edit(kind: str, anchors: Anchors, edit: Replacement) -> None:
+    """AnchorError unless ``edit`` sits at an anchor of ``kind`` with text of that kind."""
+    check = CHECKS.get(kind)
+    where = f"{edit.span.path}:{edit.span.line}"
+    if check is None:
+        raise AnchorError(f"{where}: a step of kind {kind!r} makes no edit; not applied")
+    reason = check(anchors, edit)
+    if reason is not None:
+        raise AnchorError(f"{where}: {kind} edit refused: {reason}")

@@ -1,0 +1,175 @@
+"""The copy of the user's program that ``fix --verify`` edits and runs: nothing in it leads back to the original.
+
+The rule (docs/fix-plan.md, "What --verify copies"):
+
+- what git ignores (every ``.gitignore`` and ``.git/info/exclude``) and environment, VCS and cache
+  folders are left out;
+- every other file of at most :data:`LARGE_BYTES` is copied;
+- a larger file is cloned copy-on-write where the file system can (btrfs, XFS, APFS): a clone costs
+  no space and a write to it never reaches the original; otherwise it is refused, unless the user
+  names it (or a folder holding it) with ``--link-data``: then the copy holds a symbolic link to it,
+  the user's statement that the program only reads it, and the verification checks afterwards
+  that every linked file still has its size and modification time;
+- a symbolic link is kept only when it stays inside the program's folder (made relative, so it
+  points into the copy); one leading out of the folder is refused unless ``--link-data`` names it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tfretrace.lint.discover import GitIgnore
+
+LARGE_BYTES = 32 * 1024 * 1024
+# Folders a program copy does without: environments, VCS data and caches can be gigabytes.
+SKIP = frozenset({
+    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "node_modules", "__pycache__", ".mypy_cache",
+    ".ruff_cache", ".pytest_cache", ".matrix", ".tfretrace_cache", ".ipynb_checkpoints",
+})
+_FICLONE = 0x40049409  # linux/fs.h: clone a whole file, copy-on-write
+
+
+class CopyError(ValueError):
+    """Why the program cannot be copied without copying too much or leaving a way to the original."""
+
+
+@dataclass
+class CopyPlan:
+    """What goes into the copy, per relative path, and what was left out."""
+
+    copy: list[str] = field(default_factory=list)
+    large: list[tuple[str, int]] = field(default_factory=list)  # cloned, or linked when named
+    links: list[tuple[str, str]] = field(default_factory=list)  # (path, target relative to its folder)
+    data: list[str] = field(default_factory=list)  # linked to the original (--link-data)
+    ignored: int = 0
+
+    @property
+    def count(self) -> int:
+        """Entries the copy will hold."""
+        return len(self.copy) + len(self.large) + len(self.links) + len(self.data)
+
+
+def _named(rel: str, link_data: Sequence[str]) -> bool:
+    return any(rel == n or rel.startswith(n.rstrip("/") + "/") for n in link_data)
+
+
+def plan_copy(root: Path, link_data: Sequence[str] = ()) -> CopyPlan:
+    """Walk ``root`` by the rule above; CopyError for a file that is neither small, clonable nor named."""
+    root = root.resolve()
+    named = [Path(os.path.normpath(n)).as_posix() for n in link_data]
+    for name in named:
+        if name.startswith("..") or Path(name).is_absolute():
+            raise CopyError(f"--link-data {name}: not a path inside the program's folder {root}")
+    ignore = GitIgnore()
+    plan = CopyPlan()
+    for folder, dirs, files in os.walk(root):
+        base = Path(folder)
+        kept = []
+        for d in sorted(dirs):
+            rel = (base / d).relative_to(root).as_posix()
+            if rel in named:
+                plan.data.append(rel)  # a named folder: one link for all of it
+            elif d in SKIP or d.endswith(".egg-info"):
+                continue
+            elif (base / d).is_symlink():
+                files.append(d)  # a link to a folder: judged like a link to a file
+            elif ignore.ignored(base / d, is_dir=True):
+                plan.ignored += 1
+            else:
+                kept.append(d)
+        dirs[:] = kept
+        for name in sorted(files):
+            path = base / name
+            rel = path.relative_to(root).as_posix()
+            if _named(rel, named):
+                plan.data.append(rel)
+            elif path.is_symlink():
+                plan.links.append((rel, _inner_link(path, root)))
+            elif ignore.ignored(path, is_dir=False):
+                plan.ignored += 1
+            else:
+                size = path.lstat().st_size
+                (plan.large.append((rel, size)) if size > LARGE_BYTES else plan.copy.append(rel))
+    return plan
+
+
+def _inner_link(path: Path, root: Path) -> str:
+    """The target of a link inside the folder, relative to the link's own folder; CopyError when it leads out."""
+    target = Path(os.path.realpath(path))
+    try:
+        inside = target.relative_to(root)
+    except ValueError:
+        raise CopyError(
+            f"{path.relative_to(root)} links to {target}, outside the program's folder: the copy would reach "
+            "the original through it (name it with --link-data if the program only reads it)"
+        ) from None
+    return os.path.relpath(root / inside, path.parent.resolve())
+
+
+def make_copy(
+    plan: CopyPlan, root: Path, dest: Path, *, advance: Callable[[int], None] = lambda n: None
+) -> list[Path]:
+    """Fill ``dest`` by ``plan``; the originals of the linked data, for the check after the run."""
+    root = root.resolve()
+    linked: list[Path] = []
+    for rel in plan.copy:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / rel, target, follow_symlinks=False)
+        advance(1)
+    for rel, size in plan.large:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not _clone(root / rel, target):
+            raise CopyError(
+                f"{rel} is {size / 2**20:.0f} MiB and this file system cannot clone it copy-on-write: pass "
+                f"--link-data {rel} if the program only reads it, or add it to .gitignore if it needs none of it"
+            )
+        advance(1)
+    for rel, link in plan.links:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(link, target)
+        advance(1)
+    for rel in plan.data:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(root / rel, target)
+        linked.extend(_files(root / rel))
+        advance(1)
+    return linked
+
+
+def _clone(source: Path, target: Path) -> bool:
+    """A copy-on-write clone of ``source`` (FICLONE), or False where the file system has none."""
+    try:
+        with open(source, "rb") as src, open(target, "wb") as dst:
+            fcntl.ioctl(dst.fileno(), _FICLONE, src.fileno())
+    except OSError:
+        target.unlink(missing_ok=True)
+        return False
+    shutil.copystat(source, target)
+    return True
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir() and not path.is_symlink():
+        return [Path(f, n) for f, _d, names in os.walk(path) for n in names]
+    return [path]
+
+
+def snapshot(paths: Sequence[Path]) -> dict[Path, tuple[int, int] | None]:
+    """Size and modification time of each file (None: gone), to see whether a run changed one."""
+    out: dict[Path, tuple[int, int] | None] = {}
+    for path in paths:
+        try:
+            info = path.stat()
+            out[path] = (info.st_size, info.st_mtime_ns)
+        except OSError:
+            out[path] = None
+    return out

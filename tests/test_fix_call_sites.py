@@ -1,0 +1,61 @@
+"""Call-site edits reach every call of the function on a line, and a step that reaches only some says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tfretrace.events import FunctionReport, Leaf, TraceEvent
+from tfretrace.fix.apply import edits_by_file
+from tfretrace.fix.plan import plan_for
+from tfretrace.fix.source import SourceReader
+from tfretrace.session import Session
+
+PROGRAM = """import tensorflow as tf
+
+
+@tf.function
+def step(x, lr):
+    return x * lr
+
+
+for i in range(3):
+    a = step(x, 0.1 * i); b = step(x, 0.2 * i)
+    c = step(x, **{"lr": 0.3 * i})
+"""
+
+
+def _report(path: Path, sites: list[tuple[str, float]]) -> FunctionReport:
+    events = []
+    for number, (site, lr) in enumerate(sites, 1):
+        signature = (Leaf("x", "tensor", dtype="float32", shape=(2,)),
+                     Leaf("lr", "python", value=repr(lr), type_name="float"))
+        events.append(TraceEvent(index=number, cause="first-trace" if number == 1 else "python-value-changed",
+                                 seconds=0.1, time=float(number), call_site=site, signature=signature))
+    return FunctionReport(name="step", location=f"{path}:4", calls=len(events), traces=len(events),
+                          trace_seconds=0.1 * len(events), objects=1, events=tuple(events))
+
+
+def test_both_calls_on_one_line_are_edited(tmp_path: Path) -> None:
+    path = tmp_path / "prog.py"
+    path.write_text(PROGRAM)
+    line = f"{path}:10"
+    report = _report(path, [(line, 0.1), (line, 0.2), (line, 0.3), (line, 0.4)])
+    steps = [s for s in plan_for(report, SourceReader()) if s.edits]
+    assert [s.kind for s in steps] == ["tensor-argument"]
+    assert sorted((e.span.line, e.span.col) for e in steps[0].edits) == [(10, 16), (10, 38)]
+    assert steps[0].traces_after == 1
+
+
+def test_a_step_that_reaches_only_some_call_sites_predicts_only_that_and_lists_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "prog.py"
+    path.write_text(PROGRAM)
+    edited, by_hand = f"{path}:10", f"{path}:11"
+    report = _report(path, [(edited, 0.1), (edited, 0.2), (by_hand, 0.3), (by_hand, 0.6)])
+    planned = [s for s in plan_for(report, SourceReader()) if s.kind == "tensor-argument"]
+    assert planned and planned[0].edits
+    # The calls at line 11 still pass two Python floats: two traces stay, beside the tensor one.
+    assert planned[0].traces_after == 3
+    session = Session(functions=(FunctionReport(**{**report.__dict__, "plan": tuple(s.to_dict() for s in planned)}),),
+                      wall_seconds=1.0)
+    _files, advice = edits_by_file(session)
+    assert [a.where for a in advice] == [by_hand]

@@ -1,0 +1,551 @@
+"""`tfretrace fix` on sessions that are untrusted data: where it may write, what, and with what text."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from sessions import storm
+from tfretrace.cli import main
+from tfretrace.fix import apply as apply_mod
+from tfretrace.fix.plan import PlanStep
+from tfretrace.fix.source import Replacement, SourceReader, Span
+from tfretrace.fix.verify import program_command
+from tfretrace.session import Session
+
+# A program that runs without TensorFlow: `function` stands in for tf.function, so the source
+# has the decorator the plan edits and `tfretrace run` needs no TensorFlow to run it.
+PROGRAM = (
+    "def function(f=None, **kw):\n"
+    "    return f if f is not None else (lambda g: g)\n"
+    "\n"
+    "\n"
+    "@function\n"
+    "def train_step(x, lr):\n"
+    "    return x * lr\n"
+    "\n"
+    "\n"
+    "out = train_step(2, 3)\n"
+)
+DECORATOR = Replacement(Span("train.py", 5, 1, 5, 9), "function(reduce_retracing=True)")
+CALL_ARG = Replacement(Span("train.py", 10, 20, 10, 21), "tf.constant(3, dtype=tf.int32)")
+TRAIN = (
+    "import tensorflow as tf\n\n\n@tf.function  # step\ndef train_step(x, lr):\n    return x * lr\n\n\n"
+    "out = train_step(x, lr)\n"
+)
+TF_DECORATOR = Replacement(Span("train.py", 4, 1, 4, 12), "tf.function(reduce_retracing=True)")
+TF_CALL = Replacement(Span("train.py", 9, 20, 9, 22), "tf.constant(lr, dtype=tf.float32)")
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fix` edits the program in the working directory (or --root), whatever the session says."""
+    monkeypatch.chdir(tmp_path)
+
+
+def step(kind: str, edits: tuple[Replacement, ...], *, before: int = 120, after: int = 1) -> dict[str, object]:
+    return PlanStep("shape-changed", kind, "a step", None, edits, before, after, 1.5).to_dict()
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def recorded(
+    root: Path,
+    steps: list[dict[str, object]],
+    files: dict[str, str | bytes],
+    *,
+    location: str = "train.py:5",
+    session_root: str | None = None,
+    hashes: dict[str, str] | None = None,
+) -> Path:
+    for name, text in files.items():
+        data = text if isinstance(text, bytes) else text.encode()
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    known = {n: sha(t if isinstance(t, bytes) else t.encode()) for n, t in files.items()}
+    known.update(hashes or {})
+    report = replace(storm(), location=location, plan=tuple(steps))
+    session = Session(
+        functions=(report,), wall_seconds=10.0, root=session_root or str(root), sources=tuple(sorted(known.items()))
+    )
+    return session.save(root / "run.json")
+
+
+def one_line_error(err: str) -> None:
+    assert err.count("\n") == 1 and err.startswith("tfretrace: error: "), err
+
+
+# -- the session's root does not decide where fix writes -------------------------------------
+
+
+@pytest.mark.parametrize("hostile_root", ["/", "..", "../elsewhere"])
+def test_the_sessions_root_cannot_move_the_writes_out_of_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], hostile_root: str
+) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "train.py").write_text(PROGRAM)
+    edit = Replacement(replace(DECORATOR.span, path="elsewhere/train.py" if hostile_root == ".." else
+                               str(elsewhere / "train.py") if hostile_root == "/" else "train.py"), DECORATOR.text)
+    saved = recorded(project, [step("reduce-retracing", (edit,))], {}, session_root=hostile_root,
+                     hashes={edit.span.path: sha(PROGRAM.encode())}, location=f"{edit.span.path}:5")
+    monkeypatch.chdir(project)
+    assert main(["fix", str(saved), "--apply"]) == 2
+    one_line_error(capsys.readouterr().err)
+    assert (elsewhere / "train.py").read_text() == PROGRAM
+
+
+def test_verify_copies_and_runs_the_working_directory_not_the_sessions_root(tmp_path: Path) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    marker = tmp_path / "elsewhere-ran"
+    (elsewhere / "train.py").write_text(PROGRAM + f"open({str(marker)!r}, 'w').write('ran')\n")
+    saved = recorded(project, [step("reduce-retracing", (DECORATOR,))], {"train.py": PROGRAM},
+                     session_root="../elsewhere")
+    done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved), "--verify", "--", "python",
+                           "train.py"], cwd=project, capture_output=True, text=True, timeout=120, env=_env(),
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+
+
+def test_a_symbolic_link_out_of_the_root_is_not_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, outside = tmp_path / "project", tmp_path / "outside.py"
+    project.mkdir()
+    outside.write_text(PROGRAM)
+    (project / "train.py").symlink_to(outside)
+    saved = recorded(project, [step("reduce-retracing", (DECORATOR,))], {},
+                     hashes={"train.py": sha(PROGRAM.encode())})
+    monkeypatch.chdir(project)
+    assert main(["fix", str(saved), "--apply"]) == 2
+    one_line_error(capsys.readouterr().err)
+    assert outside.read_text() == PROGRAM
+
+
+def test_root_option_is_where_the_edits_land(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    saved = recorded(project, [step("reduce-retracing", (DECORATOR,))], {"train.py": PROGRAM}, session_root="/")
+    monkeypatch.chdir(tmp_path)
+    assert main(["fix", str(saved), "--apply", "--root", str(project)]) == 0
+    assert "@function(reduce_retracing=True)" in (project / "train.py").read_text()
+
+
+# -- edits only at the plan's anchors, with text of the step's kind --------------------------
+
+
+HOSTILE_TEXT = "__import__('os').system('touch pwned')"
+
+
+@pytest.mark.parametrize(
+    ("kind", "edit"),
+    [
+        # a constant elsewhere in the file, labelled as a signature
+        ("input-signature", Replacement(Span("train.py", 1, 0, 1, 12), HOSTILE_TEXT)),
+        # the decorator, but not a tf.function declaration
+        ("input-signature", Replacement(TF_DECORATOR.span, HOSTILE_TEXT)),
+        ("reduce-retracing", Replacement(TF_DECORATOR.span, f"tf.function(reduce_retracing={HOSTILE_TEXT})")),
+        ("input-signature", Replacement(TF_DECORATOR.span, f"tf.function(input_signature=[{HOSTILE_TEXT}])")),
+        # a call argument wrapped in something other than the tensor conversion of itself
+        ("tensor-argument", Replacement(TF_CALL.span, HOSTILE_TEXT)),
+        ("tensor-argument", Replacement(TF_CALL.span, f"tf.constant({HOSTILE_TEXT})")),
+        ("cast-dtype", Replacement(TF_CALL.span, f"tf.cast(lr, {HOSTILE_TEXT})")),
+        ("zero-state", Replacement(TF_CALL.span, "tf.zeros([1], dtype=tf.float32)")),  # lr is no None
+        # the call's callee is not an argument
+        ("tensor-argument", Replacement(Span("train.py", 9, 6, 9, 16), "tf.constant(train_step)")),
+        ("drop-remainder", Replacement(Span("train.py", 9, 22, 9, 22), ", drop_remainder=True")),  # no .batch()
+        ("some-new-kind", Replacement(TF_CALL.span, "tf.constant(lr)")),
+    ],
+)
+def test_edits_off_the_plans_anchors_or_of_another_kind_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, edit: Replacement
+) -> None:
+    files = {"train.py": TRAIN.replace("import tensorflow as tf\n", "import tensorflow as tf\nPORT = 8080\n", 1)
+             if edit.span.line == 1 else TRAIN}
+    if edit.span.line == 1:
+        edit = Replacement(Span("train.py", 2, 0, 2, 11), edit.text)
+        files = {"train.py": "import tensorflow as tf\nPORT = 8080\n\n@tf.function  # step\n"
+                 "def train_step(x, lr):\n    return x * lr\n"}
+    saved = recorded(tmp_path, [step(kind, (edit,))], files, location="train.py:4")
+    assert main(["fix", str(saved), "--apply"]) == 2
+    one_line_error(capsys.readouterr().err)
+    assert (tmp_path / "train.py").read_text() == files["train.py"]
+
+
+def test_edits_at_their_anchors_with_their_kinds_text_are_made(tmp_path: Path) -> None:
+    signature = Replacement(TF_DECORATOR.span, "tf.function(input_signature=[tf.TensorSpec(shape=[None, 3], "
+                            "dtype=tf.float32), tf.TensorSpec(shape=[], dtype=tf.float32)])")
+    saved = recorded(tmp_path, [step("reduce-retracing", (TF_DECORATOR,), after=3),
+                                step("input-signature", (signature,), before=3),
+                                step("tensor-argument", (TF_CALL,))], {"train.py": TRAIN}, location="train.py:4")
+    assert main(["fix", str(saved), "--apply"]) == 0
+    text = (tmp_path / "train.py").read_text()
+    assert "@tf.function(input_signature=[tf.TensorSpec(shape=[None, 3]" in text
+    assert "train_step(x, tf.constant(lr, dtype=tf.float32))" in text
+
+
+# -- edit texts are bounded before any parser sees them --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tf.function(input_signature=[" + "(" * 3000 + "1" + ")" * 3000 + "])",  # SIGSEGV in the parser
+        "tf.function(input_signature=[" + "+".join(["tf.x"] * 40000) + "])",  # 20 s, then a crash
+        "tf.function(" * 60 + ")" * 60,
+    ],
+)
+def test_huge_or_deeply_nested_edit_texts_are_one_line_errors(tmp_path: Path, text: str) -> None:
+    saved = recorded(tmp_path, [step("input-signature", (Replacement(TF_DECORATOR.span, text),))],
+                     {"train.py": TRAIN}, location="train.py:4")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "PYTHONPATH": str(Path(apply_mod.__file__).parents[2])})
+    assert done.returncode == 2, done.stderr[-2000:]
+    one_line_error(done.stderr)
+    assert time.monotonic() - started < 30
+
+
+def test_a_closing_insertion_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = "import tensorflow as tf\n\nds = tf.data.Dataset.range(10).batch(4)\n"
+    insertion = Replacement(Span("data.py", 3, 38, 3, 38), "), print(1")
+    saved = recorded(tmp_path, [step("drop-remainder", (insertion,))], {"data.py": data, "train.py": TRAIN},
+                     location="train.py:4")
+    assert main(["fix", str(saved), "--apply"]) == 2
+    one_line_error(capsys.readouterr().err)
+    assert (tmp_path / "data.py").read_text() == data
+
+
+# -- edit paths that are not regular files ---------------------------------------------------
+
+
+@pytest.mark.parametrize("special", ["fifo", "zero"])
+def test_edit_paths_that_are_not_regular_files_are_refused(tmp_path: Path, special: str) -> None:
+    target = tmp_path / "pipe.py"
+    if special == "fifo":
+        os.mkfifo(target)
+    else:
+        (tmp_path / "dev").mkdir()
+        target = tmp_path / "dev" / "zero.py"
+        os.mknod(target, 0o666 | 0o020000, os.makedev(1, 5))  # a character device, like /dev/zero
+    rel = target.relative_to(tmp_path).as_posix()
+    edit = Replacement(Span(rel, 1, 0, 1, 1), "tf.constant(x)")
+    saved = recorded(tmp_path, [step("tensor-argument", (edit,))], {"train.py": TRAIN}, location="train.py:4",
+                     hashes={rel: "0" * 64})
+    done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "PYTHONPATH": str(Path(apply_mod.__file__).parents[2])})
+    assert done.returncode == 2
+    one_line_error(done.stderr)
+
+
+# -- --apply: all files or none, bytes as they were ------------------------------------------
+
+
+def test_apply_rolls_back_on_keyboard_interrupt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = "import tensorflow as tf\n\nds = tf.data.Dataset.range(10).batch(4)\n"
+    batch = Replacement(Span("data.py", 3, 38, 3, 38), ", drop_remainder=True")
+    saved = recorded(tmp_path, [step("reduce-retracing", (TF_DECORATOR,)), step("drop-remainder", (batch,))],
+                     {"data.py": data, "train.py": TRAIN}, location="train.py:4")
+    real = apply_mod.atomic_write_text
+    calls: list[object] = []
+
+    def interrupted(path: object, text: str, **kw: str) -> object:
+        calls.append(path)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(path, text, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(apply_mod, "atomic_write_text", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        main(["fix", str(saved), "--apply"])
+    assert (tmp_path / "data.py").read_text() == data and (tmp_path / "train.py").read_text() == TRAIN
+
+
+def test_apply_keeps_crlf_line_endings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    crlf = TRAIN.replace("\n", "\r\n").encode()
+    saved = recorded(tmp_path, [step("reduce-retracing", (TF_DECORATOR,))], {"train.py": crlf},
+                     location="train.py:4")
+    assert main(["fix", str(saved), "--apply"]) == 0
+    after = (tmp_path / "train.py").read_bytes()
+    assert after == crlf.replace(b"@tf.function  #", b"@tf.function(reduce_retracing=True)  #")
+
+
+def test_the_hash_check_sees_line_endings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    crlf = TRAIN.replace("\n", "\r\n").encode()
+    # The session hashed the LF text; the file on disk now has CRLF endings: it changed.
+    saved = recorded(tmp_path, [step("reduce-retracing", (TF_DECORATOR,))], {"train.py": crlf},
+                     location="train.py:4", hashes={"train.py": sha(TRAIN.encode())})
+    assert main(["fix", str(saved), "--apply"]) == 2
+    assert "changed since" in capsys.readouterr().err
+    assert (tmp_path / "train.py").read_bytes() == crlf
+
+
+# -- reading source as Python does -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("odd", ["\f", "\u2028", "\x1c", "\x85"])
+def test_line_separators_inside_strings_do_not_shift_the_edits(tmp_path: Path, odd: str) -> None:
+    text = TRAIN.replace("\n\n\n@tf", f'\nNAME = "a{odd}b"\n\n@tf', 1)
+    saved = recorded(tmp_path, [step("tensor-argument", (TF_CALL,))], {"train.py": text}, location="train.py:4")
+    assert main(["fix", str(saved), "--apply"]) == 0
+    assert (tmp_path / "train.py").read_bytes().decode() == text.replace(
+        "train_step(x, lr)\n", "train_step(x, tf.constant(lr, dtype=tf.float32))\n")
+
+
+@pytest.mark.parametrize(
+    ("prefix", "encoding"), [(b"\xef\xbb\xbf", "utf-8"), (b"# -*- coding: latin-1 -*-\n", "latin-1")]
+)
+def test_a_bom_or_a_coding_cookie_reads_like_python(tmp_path: Path, prefix: bytes, encoding: str) -> None:
+    body = TRAIN.replace("# step", "# \u00e9tape").encode(encoding)
+    data = prefix + body
+    shift = 1 if not prefix.startswith(b"\xef") else 0
+    (tmp_path / "train.py").write_bytes(data)
+    definition = SourceReader(tmp_path).function_at(f"train.py:{4 + shift}", "train_step")
+    assert definition is not None and definition.decorator_text == "tf.function"
+    edit = Replacement(replace(TF_DECORATOR.span, line=4 + shift, end_line=4 + shift), TF_DECORATOR.text)
+    saved = recorded(tmp_path, [step("reduce-retracing", (edit,))], {"train.py": data},
+                     location=f"train.py:{4 + shift}")
+    assert main(["fix", str(saved), "--apply"]) == 0
+    after = (tmp_path / "train.py").read_bytes()
+    assert after == data.replace(b"@tf.function  #", b"@tf.function(reduce_retracing=True)  #")
+
+
+def test_a_deeply_nested_valid_file_is_a_one_line_error_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = TRAIN + "DEEP = " + "[" * 150 + "]" * 150 + "\n"
+    saved = recorded(tmp_path, [step("reduce-retracing", (TF_DECORATOR,))], {"train.py": text},
+                     location="train.py:4")
+    assert main(["fix", str(saved), "--apply"]) in (0, 2)
+    err = capsys.readouterr().err
+    assert not err or err.count("\n") == 1
+
+
+# -- --verify: a copy, and nothing but the copy ----------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(Path(apply_mod.__file__).parents[2])}
+
+
+def test_verify_never_writes_through_a_link_into_the_project(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "train.py").write_text(PROGRAM)
+    (project / "train.py").symlink_to(project / "src" / "train.py")  # absolute, into the project
+    saved = recorded(project, [step("reduce-retracing", (DECORATOR,))], {},
+                     hashes={"train.py": sha(PROGRAM.encode())})
+    done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved), "--verify", "--", "python",
+                           "train.py"], cwd=project, capture_output=True, text=True, timeout=120, env=_env(),
+                          check=False)
+    assert done.returncode in (0, 2), done.stderr
+    assert (project / "src" / "train.py").read_text() == PROGRAM
+
+
+def test_verify_cleans_up_and_stops_the_program_on_sigterm(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    marker = tmp_path / "where"
+    program = PROGRAM + f"import os, time\nopen({str(marker)!r}, 'w').write(f'{{os.getpid()}} {{os.getcwd()}}')\n" \
+        "time.sleep(120)\n"
+    saved = recorded(project, [step("reduce-retracing", (DECORATOR,))], {"train.py": program})
+    proc = subprocess.Popen([sys.executable, "-m", "tfretrace", "fix", str(saved), "--verify", "--", "python",
+                             "train.py"], cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=_env())
+    deadline = time.monotonic() + 90
+    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    pid_text, copy = marker.read_text().split(" ", 1)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    assert proc.returncode != 0
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):
+        for _ in range(20):  # the edited program is gone (not merely a zombie of another parent)
+            os.kill(int(pid_text), 0)
+            time.sleep(0.25)
+    assert not Path(copy).exists()
+    assert (project / "train.py").read_text() == program
+
+
+def test_verify_with_a_read_only_session_still_applies(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    saved = recorded(project, [step("reduce-retracing", (DECORATOR,))], {"train.py": PROGRAM})
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    moved = saved.rename(folder / "run.json")
+    os.chmod(moved, 0o444)
+    os.chmod(folder, 0o555)
+    try:
+        if os.access(moved, os.W_OK):
+            pytest.skip("running as root: permissions do not stop this process from writing")
+        done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(moved), "--apply", "--verify", "--",
+                               "python", "train.py"], cwd=project, capture_output=True, text=True, timeout=120,
+                              env=_env(), check=False)
+    finally:
+        os.chmod(folder, 0o755)
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 0, done.stderr
+    assert "@function(reduce_retracing=True)" in (project / "train.py").read_text()
+
+
+def test_verify_records_into_a_session_it_cannot_replace_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tfretrace import fix_command
+
+    project = tmp_path / "project"
+    project.mkdir()
+    saved = recorded(project, [step("reduce-retracing", (DECORATOR,))], {"train.py": PROGRAM})
+
+    def refuse(*args: object, **kw: object) -> None:
+        raise PermissionError(13, "Permission denied", str(saved))
+
+    monkeypatch.setattr(fix_command, "atomic_write_text", refuse)
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PYTHONPATH", str(Path(apply_mod.__file__).parents[2]))
+    assert main(["fix", str(saved), "--apply", "--verify", "--", "python", "train.py"]) == 0
+    assert "@function(reduce_retracing=True)" in (project / "train.py").read_text()
+    assert "run.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("command", "program", "flags"),
+    [
+        (["python", "-W", "ignore", "train.py"], ["train.py"], ["-W", "ignore"]),
+        (["python3", "-Wignore", "-u", "train.py", "--lr", "1"], ["train.py", "--lr", "1"], ["-Wignore", "-u"]),
+        (["python", "-X", "dev", "-m", "pkg.train", "-W"], ["-m", "pkg.train", "-W"], ["-X", "dev"]),
+        (["python", "-uW", "ignore", "train.py"], ["train.py"], ["-uW", "ignore"]),
+        (["train.py", "-W", "x"], ["train.py", "-W", "x"], []),
+    ],
+)
+def test_verify_parses_the_interpreters_options(command: list[str], program: list[str], flags: list[str]) -> None:
+    assert program_command(command) == (flags, program)
+
+
+# -- --verify on a real project: data not copied, .gitignore, a log, a timeout ---------------
+
+
+def _project(tmp_path: Path, extra: str) -> tuple[Path, Path]:
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)  # a repository: its .gitignore counts
+    (project / "data").mkdir()
+    with open(project / "data" / "big.bin", "wb") as handle:
+        handle.truncate(200 * 2**20)  # 200 MiB (sparse: cheap to make, not to copy)
+    (project / "outputs").mkdir()
+    (project / "outputs" / "model.ckpt").write_text("weights")
+    (project / ".gitignore").write_text("outputs/\n")
+    saved = recorded(project, [step("reduce-retracing", (DECORATOR,))], {"train.py": PROGRAM + extra})
+    return project, saved
+
+
+def _verify(project: Path, saved: Path, *options: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved), *options, "--verify", "--",
+                           "python", "train.py"], cwd=project, capture_output=True, text=True, timeout=timeout,
+                          env=_env(), check=False)
+
+
+def _can_clone(folder: Path) -> bool:
+    from tfretrace.fix.workcopy import _clone
+
+    (folder / "probe").write_bytes(b"x")
+    return _clone(folder / "probe", folder / "probe.clone")
+
+
+PROBE = (
+    "import os\n"
+    "print('data is a link:', os.path.islink('data'), os.path.getsize('data/big.bin'))\n"
+    "print('ignored output copied:', os.path.exists('outputs/model.ckpt'))\n"
+)
+
+
+def test_verify_never_copies_large_data_it_cannot_clone_unless_named(tmp_path: Path) -> None:
+    project, saved = _project(tmp_path, PROBE)
+    done = _verify(project, saved)
+    if _can_clone(tmp_path):
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode == 2
+        one_line_error(done.stderr)
+        assert "data/big.bin" in done.stderr and "--link-data" in done.stderr
+    done = _verify(project, saved, "--link-data", "data")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"Verified on a copy in \d+\.\d s", done.stdout)
+    log = project / "run.verify.log"
+    assert str(log) in done.stdout  # the program's output is kept, and the log is named
+    output = log.read_text()
+    assert f"data is a link: True {200 * 2**20}" in output
+    assert "ignored output copied: False" in output  # .gitignore honoured
+    assert (project / "train.py").read_text() == PROGRAM + PROBE
+    assert (project / "data" / "big.bin").stat().st_size == 200 * 2**20
+
+
+def test_verify_reports_linked_data_the_program_changed(tmp_path: Path) -> None:
+    project, saved = _project(tmp_path, "open('data/big.bin', 'ab').write(b'x')\n")
+    done = _verify(project, saved, "--link-data", "data")
+    assert done.returncode == 1
+    assert "data/big.bin" in done.stderr and "linked data" in done.stderr
+
+
+def test_verify_stops_the_program_at_the_timeout(tmp_path: Path) -> None:
+    marker = tmp_path / "where"
+    project, saved = _project(
+        tmp_path, f"import os, time\nopen({str(marker)!r}, 'w').write(os.getcwd())\ntime.sleep(120)\n"
+    )
+    started = time.monotonic()
+    done = _verify(project, saved, "--link-data", "data", "--timeout", "15")
+    assert time.monotonic() - started < 90
+    assert done.returncode == 1 and "--timeout" in done.stderr
+    assert not Path(marker.read_text()).exists()  # the copy is gone
+
+
+def test_verify_shows_progress_and_elapsed_time_on_a_terminal() -> None:
+    import io
+
+    from tfretrace.fix.progress import Status
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    with Status(stream) as shown:
+        shown.task("copying the program", 3)
+        shown.advance(3)
+        time.sleep(0.3)
+    assert "copying the program" in stream.getvalue() and "0:00:0" in stream.getvalue()
+    quiet = io.StringIO()
+    with Status(quiet) as shown:
+        shown.task("copying the program", 3)
+    assert quiet.getvalue() == ""
+
+
+def test_call_form_functions_take_call_site_edits_at_the_name_they_are_bound_to(tmp_path: Path) -> None:
+    program = ("import tensorflow as tf\n\n\ndef f(x, n):\n    return x * n\n\n\ntf_f = tf.function(f)\n"
+               "out = tf_f(x, 3)\n")
+    edit = Replacement(Span("train.py", 9, 14, 9, 15), "tf.constant(3, dtype=tf.int32)")
+    saved = recorded(tmp_path, [step("tensor-argument", (edit,))], {"train.py": program}, location="train.py:4")
+    report = json.loads(saved.read_text())
+    report["functions"][0]["name"] = "f"
+    saved.write_text(json.dumps(report))
+    assert main(["fix", str(saved), "--apply"]) == 0
+    assert "out = tf_f(x, tf.constant(3, dtype=tf.int32))" in (tmp_path / "train.py").read_text()
