@@ -433,6 +433,38 @@ def test_outputs_never_overwrite_the_program(
     assert script.read_text() == before and monitor.installed == []
 
 
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [("helper.py", "def helper():\n    return 1\n"),
+     ("analysis.ipynb", '{"cells": [], "nbformat": 4}'),
+     ("config.json", '{"lr": 0.1}'),
+     ("notes.txt", "")],
+)
+def test_save_never_replaces_a_file_that_is_not_a_session(
+    name: str, content: str, script: Path, monitor: FakeMonitor, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `run --save helper.py train.py`: a source file, a notebook, someone's JSON, any name not
+    # ending in .json. Refused before the program runs; the file keeps its bytes.
+    target = tmp_path / name
+    target.write_text(content)
+    assert cli.main(["run", "--save", str(target), str(script)]) == cli.EXIT_USAGE
+    _one_error_line(capsys.readouterr().err)
+    assert target.read_text() == content and monitor.installed == []
+
+
+def test_save_replaces_an_earlier_session_and_takes_a_new_or_empty_json(
+    script: Path, monitor: FakeMonitor, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    earlier = S.mixed_session().save(tmp_path / "run.json")
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    for target in (earlier, empty, tmp_path / "new.JSON"):
+        assert cli.main(["run", "--save", str(target), str(script)]) == 0
+        assert load(target).argv == (str(script),)
+    capsys.readouterr()
+
+
 def test_the_programs_threads_finish_before_the_report(
     monitor: FakeMonitor, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from tfretrace import __version__, catalogue, fix_command
-from tfretrace._cli_output import UsageError, checked_output, emit, is_tty, save_session, terminal_style
+from tfretrace._cli_output import UsageError, checked_output, checked_save, emit, is_tty, save_session, terminal_style
 from tfretrace._program import EXIT_OK, Target, execute, find_module, runnable, wait_for_threads
 from tfretrace._progress import Progress
 from tfretrace._text import one_line, printable
@@ -239,7 +239,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     # Check every output before spending minutes on the program, and pin relative paths to
     # this folder: the program may chdir() away.
     outputs = [checked_output(text, "-o") for text in ns.output]
-    save = None if ns.save is None else checked_output(ns.save, "--save", check_format=False)
+    save = None if ns.save is None else checked_save(ns.save)
     if target.script is not None and not runnable(Path(target.script)):
         raise UsageError(f"can't open file {target.script!r}: no such file")
     if target.module is not None and find_module(target.module) is None:
