@@ -8,6 +8,7 @@ import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -463,6 +464,51 @@ def test_save_replaces_an_earlier_session_and_takes_a_new_or_empty_json(
         assert cli.main(["run", "--save", str(target), str(script)]) == 0
         assert load(target).argv == (str(script),)
     capsys.readouterr()
+
+
+# `tfretrace run` with the stand-in monitor, in its own process (the program forks).
+_FAKE_RUN = """
+import sys, types
+sys.path.insert(0, {tests!r})
+import sessions as S
+from cli_fakes import FakeMonitor
+fake = FakeMonitor(S.mixed_session())
+module = types.ModuleType("tfretrace.monitor")
+module.install, module.stop, module.current = fake.install, fake.stop_process, fake.current
+sys.modules["tfretrace.monitor"] = module
+from tfretrace import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+_FORKING = """
+import os, sys, time
+if os.fork() == 0:
+    time.sleep(1.0)  # the child outlives its parent
+    print("child done", flush=True)
+    sys.exit(0)
+print("parent done", flush=True)
+"""
+
+
+def test_only_the_process_run_started_reports_and_saves(tmp_path: Path) -> None:
+    import subprocess
+
+    program = tmp_path / "forks.py"
+    program.write_text(_FORKING)
+    saved = tmp_path / "run.json"
+    driver = _FAKE_RUN.format(tests=str(Path(__file__).parent))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    result = subprocess.run(
+        [sys.executable, "-c", driver, "run", "--save", str(saved), str(program)],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60, check=False,
+    )
+    # Both processes ran the program; only the parent printed a report and wrote the session
+    # (the output pipes close only when the child is gone too, so its output would be here).
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["parent done", "child done"]
+    assert result.stderr.count("tfretrace: 6 functions") == 1, result.stderr
+    assert result.stderr.count("Re-render:") == 1
+    assert load(saved).argv == (str(program),)
+    assert saved.stat().st_mtime < time.time() - 0.5  # written by the parent, before the child ended
 
 
 def test_the_programs_threads_finish_before_the_report(

@@ -263,18 +263,26 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
             monitor.stop()
         raise UsageError(first) from None
     progress = _live_status(installed, ns)
+    parent = os.getpid()
     try:
         status = execute(target)
-        wait_for_threads()
+        if os.getpid() == parent:
+            wait_for_threads()
     finally:
-        if progress is not None:
-            installed.remove_listener(progress)
-            progress.clear()
-        # The program may have called tfretrace.stop() itself (the monitor went on recording);
-        # stopping it here is the real end.
-        if monitor.current() is installed:
-            monitor.stop()
-        session: Session = installed.stop()
+        # A child the program forked returns here too when its copy of the program ends: the
+        # run's status line, report and --save belong to the process `run` started, never to a
+        # copy (a child that outlives its parent would replace the parent's session).
+        if os.getpid() == parent:
+            if progress is not None:
+                installed.remove_listener(progress)
+                progress.clear()
+            # The program may have called tfretrace.stop() itself (the monitor went on
+            # recording); stopping it here is the real end.
+            if monitor.current() is installed:
+                monitor.stop()
+    if os.getpid() != parent:
+        return status
+    session: Session = installed.stop()
     # The monitor sees tfretrace's own argv once the program is done; record the program's.
     program = target.script if target.script is not None else f"-m {target.module}"
     session = replace(session, argv=(program, *target.args), label=ns.label or session.label)
