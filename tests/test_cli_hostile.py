@@ -332,6 +332,21 @@ def test_explain_unknown_gives_one_hint(capsys: pytest.CaptureFixture[str]) -> N
     assert err.count("(see") + err.count("did you mean") == 1
 
 
+def test_the_program_sees_an_absolute_file_and_argv_as_typed(
+    tmp_path: Path, monitor: FakeMonitor, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # As `python prog.py`: __file__ is absolute (folder joined, not resolved), argv[0] as typed.
+    (tmp_path / "prog.py").write_text(
+        "import json, sys\nprint(json.dumps([__file__, sys.argv[0], __name__]))\n"
+        "def where():\n    return __file__\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", "prog.py"]) == 0
+    seen = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert seen == [os.path.join(os.getcwd(), "prog.py"), "prog.py", "__main__"]
+
+
 def test_program_traceback_has_no_runpy_or_tfretrace_frames(
     script: Path, monitor: FakeMonitor, capsys: pytest.CaptureFixture[str]
 ) -> None:
