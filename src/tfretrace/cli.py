@@ -279,6 +279,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
             # The program may have called tfretrace.stop() itself (the monitor went on
             # recording); stopping it here is the real end.
             if monitor.current() is installed:
+                installed.pinned = False
                 monitor.stop()
     if os.getpid() != parent:
         return status

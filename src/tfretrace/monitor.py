@@ -354,11 +354,13 @@ def stop() -> Session:
     global _process_monitor
     if _process_monitor is None:
         raise RuntimeError("tfretrace.stop() called without tfretrace.install()")
-    monitor, _process_monitor = _process_monitor, None
+    monitor = _process_monitor
     if monitor.pinned:
         # `tfretrace run` owns this monitor: the program's own stop() gets what was recorded so
-        # far, and the run's report still covers the whole program.
+        # far, and the run's report still covers the whole program. It stays the process
+        # monitor, so the program's next install() gets it again, not a monitor of its own.
         return monitor.session()
+    _process_monitor = None
     return monitor.stop()
 
 
