@@ -286,6 +286,22 @@ def test_a_save_made_before_the_monitor_is_read_as_the_expected_serialization_tr
     assert expected(fn) == [True, True, False] and fn.retraces == 1
 
 
+def test_listing_concrete_functions_for_serialization_is_the_expected_export_trace() -> None:
+    # What SavedModel export calls, called directly (outside a save context): TensorFlow
+    # traces each signature again (its specs carry the argument names). Those are the
+    # serialization traces, never "unexplained".
+    module = Doubler()
+    with watched() as mon:
+        module.f(tf.ones([2]))
+        module.f(tf.ones([3]))
+        listed = module.f._list_all_concrete_functions_for_serialization()
+    fn = mon.session().function("Doubler.f")
+    assert len(listed) == 2
+    assert fn.traces == module.f.experimental_get_tracing_count() == 4
+    assert causes(fn) == ["first-trace", "shape-changed", "saved-model-export", "saved-model-export"]
+    assert expected(fn) == [True, False, True, True] and fn.retraces == 1
+
+
 def test_keras_export_is_reported_at_the_export_call_and_expected(tf_traces: Any) -> None:
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)], name="clf")
     model(tf.ones([1, 3]))

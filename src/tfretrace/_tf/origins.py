@@ -63,12 +63,20 @@ def origin_of(options: Any, caller: FrameType, user: bool) -> Origin | None:
     return None
 
 
-def saving() -> bool:
-    """Whether tf.saved_model.save (or model.export, which calls it) is running on this thread."""
+def saving(caller: FrameType | None = None) -> bool:
+    """Whether tf.saved_model.save (or model.export, which calls it) is running on this thread,
+    or, above ``caller``, what the save calls to list a function's signatures for serialization.
+
+    ``Function._list_all_concrete_functions_for_serialization`` traces each signature again
+    (its specs carry the argument names); called by a user or a library outside a save, those
+    are the same serialization traces.
+    """
     module = sys.modules.get("tensorflow.python.saved_model.save_context")
-    if module is None:
-        return False
-    return bool(module.in_save_context())
+    if module is not None and module.in_save_context():
+        return True
+    return caller is not None and _frame(
+        caller, "_list_all_concrete_functions_for_serialization", "/eager/polymorphic_function/"
+    ) is not None
 
 
 def _at_site(kind: str, name: str, caller: FrameType) -> Origin:
@@ -125,7 +133,7 @@ def _export(caller: FrameType) -> Origin | None:
         return _at_site(EXPORT, f"{name or 'model'}.export", caller)
     if _frame(caller, "write_out", "/export/") is not None:
         return _at_site(EXPORT, "ExportArchive.write_out", caller)
-    if saving():
+    if saving(caller):
         return _at_site(EXPORT, "tf.saved_model.save", caller)
     return None
 

@@ -115,7 +115,7 @@ def read_trace(
         role=role,
         model_trained=trained,
         origin=origin.kind if origin is not None else None,
-        saving=(origin is not None and origin.kind == EXPORT) or saving(),
+        saving=(origin is not None and origin.kind == EXPORT) or saving(caller),
     )
 
 
