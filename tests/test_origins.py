@@ -351,6 +351,26 @@ def test_dataset_rebuilt_every_epoch_traces_its_functions_again(tf_traces: Any) 
         assert advice(fn) == [("data-pipeline-rebuilt", "statement")]
 
 
+def _make_ds(values: Any) -> Any:
+    return tf.data.Dataset.from_tensor_slices(values).map(parse).batch(2)  # <helper>
+
+
+def test_one_helper_building_pipelines_of_different_data_is_not_a_rebuild(tf_traces: Any) -> None:
+    # make_ds(train), make_ds(val), make_ds(test): three datasets, each built once. Only the
+    # same data built into the pipeline again (train, a second time) is a rebuild.
+    import numpy as np
+
+    with watched() as mon:
+        for values in (np.arange(8), np.arange(8, 14), np.arange(20, 24)):
+            _make_ds(values)
+        _make_ds(np.arange(8))
+    fn = mon.session().function("Dataset.map(parse)")
+    assert fn.traces == tf_traces["structured_function.py", "wrapped_fn"] == 4
+    assert causes(fn) == ["first-trace", "first-trace", "first-trace", "data-pipeline-rebuilt"]
+    assert expected(fn) == [True, True, True, False] and fn.retraces == 1
+    assert {e.call_site for e in fn.events} == {line("helper")}
+
+
 def test_dataset_built_once_is_one_expected_trace_and_keras_pipelines_stay_hidden(tf_traces: Any) -> None:
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")

@@ -17,6 +17,7 @@ from tfretrace._records import (
     _origin_cause,
     _per_replica,
     _variable_creation_clone,
+    data_source_cause,
     expected_by_default,
 )
 from tfretrace.analyzer import Explanation, Prior, explain
@@ -137,6 +138,8 @@ def prepare(
         explanation, note, expected = _keras_cause(state, raw, explanation, folded)
     elif raw.origin is not None or raw.saving:
         explanation, note, expected = _origin_cause(raw, explanation)
+        if raw.data_source is not None:
+            explanation, note, expected = data_source_cause(state, raw.data_source, explanation, note, expected)
     elif _per_replica(explanation):
         note = "expected: under a distribution strategy a function called from replica code traces once per device"
     calls_total = state.calls(read)

@@ -70,6 +70,8 @@ class FunctionState:
     earlier: int = 0
     after_earlier: bool = False
     by_cause: dict[str, int] = field(default_factory=dict)
+    # A tf.data row: fingerprints of the data its pipelines were built from (first-seen order).
+    data_sources: OrderedDict[str, None] = field(default_factory=OrderedDict)
 
     def count_cause(self, cause: str) -> None:
         """Count one recorded trace of this cause."""
@@ -225,6 +227,27 @@ def _origin_cause(raw: Any, explanation: Explanation) -> tuple[Explanation, str 
         return explanation, None, None
     framework = framework_cause(raw.origin, explanation)
     return (framework, None, False) if framework is not explanation else (explanation, None, None)
+
+
+def data_source_cause(
+    state: FunctionState, source: str, explanation: Explanation, note: str | None, expected: bool | None
+) -> tuple[Explanation, str | None, bool | None]:
+    """A tf.data build from data this row has not seen is that pipeline's own first trace.
+
+    One helper used for several datasets (make_ds(train), make_ds(val), make_ds(test)) builds
+    each once: not a rebuild. A rebuild is the same pipeline, from the same data, built again.
+    """
+    seen = source in state.data_sources
+    state.data_sources[source] = None
+    if len(state.data_sources) > _MAX_OBJECTS:
+        state.data_sources.popitem(last=False)
+    if seen or explanation.cause == "first-trace":
+        return explanation, note, expected
+    note = (
+        "the first pipeline built here from this data: the same code built pipelines of other "
+        "data before (one helper for several datasets); each is traced once"
+    )
+    return Explanation("first-trace", (), ()), note, True
 
 
 def framework_cause(origin: str, explanation: Explanation) -> Explanation:

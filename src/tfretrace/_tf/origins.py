@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import CodeType, FrameType
 from typing import Any
 
+from tfretrace._tf.data_source import fingerprint
 from tfretrace._tf.frames import _closure_value, _is_tf_internal, call_site, innermost_code
 from tfretrace._tf.keras import is_keras_file, is_keras_functions_file
 from tfretrace._tf.types import static_name
@@ -31,6 +32,8 @@ class Origin:
     name: str
     site: str | None
     key: tuple[str, int, str]
+    # DATA: a fingerprint of what the pipeline is built from (data_source), None if unknown.
+    source: str | None = None
 
 
 def origin_of(options: Any, caller: FrameType, user: bool) -> Origin | None:
@@ -118,7 +121,9 @@ def _dataset(caller: FrameType) -> Origin | None:
         return None
     transformation = str(frame.f_locals.get("transformation_name") or "Dataset.map()")
     short = qualname.rsplit("<locals>.", 1)[-1]  # parse, <lambda>, Parser.parse
-    return _at_site(DATA, f"{transformation.removesuffix('()')}({short})", caller)
+    origin = _at_site(DATA, f"{transformation.removesuffix('()')}({short})", caller)
+    dataset = frame.f_locals.get("dataset")  # the dataset the function is applied to
+    return replace(origin, source=None if dataset is None else fingerprint(dataset))
 
 
 def _export(caller: FrameType) -> Origin | None:

@@ -50,6 +50,8 @@ class RawTrace:
     # whether the trace is made to write a SavedModel (tf.saved_model.save, model.export).
     origin: str | None = None
     saving: bool = False
+    # A tf.data function: what its pipeline is built from (see data_source), None if unknown.
+    data_source: str | None = None
 
 
 def read_trace(
@@ -116,6 +118,7 @@ def read_trace(
         model_trained=trained,
         origin=origin.kind if origin is not None else None,
         saving=(origin is not None and origin.kind == EXPORT) or saving(caller),
+        data_source=origin.source if origin is not None else None,
     )
 
 
