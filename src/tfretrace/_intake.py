@@ -19,6 +19,7 @@ from tfretrace._records import (
     _variable_creation_clone,
     data_source_cause,
     expected_by_default,
+    note_alongside,
 )
 from tfretrace.analyzer import Explanation, Prior, explain
 from tfretrace.events import TraceEvent
@@ -136,6 +137,8 @@ def prepare(
     expected = None
     if raw.keras is not None:
         explanation, note, expected = _keras_cause(state, raw, explanation, folded)
+        if explanation.cause == "keras-new-model":
+            note_alongside(state, index, raw.token, read)
     elif raw.origin is not None or raw.saving:
         explanation, note, expected = _origin_cause(raw, explanation)
         if raw.data_source is not None:

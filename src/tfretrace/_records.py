@@ -70,6 +70,10 @@ class FunctionState:
     earlier: int = 0
     after_earlier: bool = False
     by_cause: dict[str, int] = field(default_factory=dict)
+    # keras-new-model traces: (trace number, the other models' call counters and their values
+    # then). A model used again after a newer one traced is in use alongside it (a DQN's online
+    # and target networks): the newer one is a distinct model, not the model built again.
+    alongside: list[tuple[int, tuple[tuple[Any, int], ...]]] = field(default_factory=list)
     # A tf.data row: fingerprints of the data its pipelines were built from (first-seen order).
     data_sources: OrderedDict[str, None] = field(default_factory=OrderedDict)
 
@@ -129,6 +133,39 @@ class FunctionState:
         if len(self.tail) > self.max_events - HEAD_EVENTS:
             self.tail.popleft()
             self.dropped += 1
+
+
+_MAX_ALONGSIDE = 64
+DISTINCT_MODEL_NOTE = (
+    "another model from the same place, used alongside the earlier one (both called after this "
+    "trace, as a DQN's online and target networks): a distinct model with its own functions"
+)
+
+
+def note_alongside(state: FunctionState, index: int, token: int, read: Callable[[Any], int]) -> None:
+    """Remember the other models' call counts when a keras-new-model trace begins."""
+    if len(state.alongside) >= _MAX_ALONGSIDE:
+        return  # past the bound the trace keeps its cause: a rebuilt model is the common case
+    others = tuple((counter, read(counter)) for t, (counter, _) in state.counters.items() if t != token)
+    if others:
+        state.alongside.append((index, others))
+
+
+def reported_events(state: FunctionState, read: Callable[[Any], int]) -> tuple[tuple[TraceEvent, ...], int]:
+    """The kept events as reported now, and how many retraces turned out to be distinct models.
+
+    A keras-new-model trace whose earlier models were called again afterwards is that model's
+    own first trace (expected). Decided when reported: the later calls are what tell.
+    """
+    distinct = {
+        index for index, others in state.alongside if any(read(counter) > then for counter, then in others)
+    }
+    events = tuple(
+        replace(e, cause="first-trace", changes=(), closest=(), expected=True, note=DISTINCT_MODEL_NOTE)
+        if e.index in distinct and e.cause == "keras-new-model" else e
+        for e in state.events()
+    )
+    return events, len(distinct)
 
 
 def expected_by_default(explanation: Explanation) -> bool:
