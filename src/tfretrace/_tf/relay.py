@@ -29,6 +29,11 @@ def main() -> None:
     for name in ("SIGINT", "SIGQUIT", "SIGTSTP", "SIGHUP"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     parser, marker, source, back, terminal = pickle.load(sys.stdin.buffer)
+    # Not the program's child: the process it started ends now (the tap waits for it), the
+    # relay goes on in a fork. A program that waits for all its children (os.wait() until
+    # ChildProcessError) must not find, or wait for, one it did not start.
+    if os.fork() != 0:
+        os._exit(0)
     if terminal:
         # The terminal was resized: the program's stderr (our pseudo-terminal) follows it.
         signal.signal(signal.SIGWINCH, lambda *_: copy_size(2, source))

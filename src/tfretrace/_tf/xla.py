@@ -253,7 +253,6 @@ class Tap:
         self._sync_sent = 0
         self._sync_seen = 0
         self._thread: threading.Thread | None = None
-        self._relay: subprocess.Popen[bytes] | None = None
         self._original = -1
         self._pipe_write = -1
         self._back = -1
@@ -285,14 +284,17 @@ class Tap:
             assert relay.stdin is not None
             with relay.stdin:
                 relay.stdin.write(pickle.dumps((self._parser, self._marker, source, back_write, terminal)))
-        except (OSError, ValueError, pickle.PickleError) as exc:
+            # It forks the relay and ends: reaped here, so the program has no child it did not start.
+            if relay.wait(timeout=30) != 0:
+                raise OSError(f"it exited with status {relay.returncode}")
+        except (OSError, ValueError, pickle.PickleError, subprocess.TimeoutExpired) as exc:
             for fd in (source, sink, back_read, back_write):
                 with contextlib.suppress(OSError):
                     os.close(fd)
             raise OSError(f"cannot start the stderr relay: {exc}") from None
         os.close(source)
         os.close(back_write)
-        self._relay, self._pipe_write, self._back = relay, sink, back_read
+        self._pipe_write, self._back = sink, back_read
         self._original = os.dup(2)
         os.dup2(sink, 2)
         self._thread = threading.Thread(target=self._listen, name="tfretrace-xla-log", daemon=True)
