@@ -270,10 +270,16 @@ class Tap:
     def start(self) -> None:
         """Start the relay, then swap fd 2 for its pipe (or pseudo-terminal)."""
         sys.stderr.flush()
+        original = os.dup(2)  # no fd 2: OSError before anything is started
         terminal = os.isatty(2) and hasattr(os, "openpty")
-        source, sink = os.openpty() if terminal else os.pipe()
-        back_read, back_write = os.pipe()
         try:
+            source, sink = os.openpty() if terminal else os.pipe()
+        except OSError:
+            os.close(original)
+            raise
+        back_read = back_write = -1
+        try:
+            back_read, back_write = os.pipe()
             if terminal:
                 _mirror_terminal(2, sink)
             # The relay inherits today's fd 2 (the original stderr) as its own and writes there.
@@ -288,14 +294,14 @@ class Tap:
             if relay.wait(timeout=30) != 0:
                 raise OSError(f"it exited with status {relay.returncode}")
         except (OSError, ValueError, pickle.PickleError, subprocess.TimeoutExpired) as exc:
-            for fd in (source, sink, back_read, back_write):
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            for fd in (source, sink, back_read, back_write, original):
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
             raise OSError(f"cannot start the stderr relay: {exc}") from None
         os.close(source)
         os.close(back_write)
-        self._pipe_write, self._back = sink, back_read
-        self._original = os.dup(2)
+        self._pipe_write, self._back, self._original = sink, back_read, original
         os.dup2(sink, 2)
         self._thread = threading.Thread(target=self._listen, name="tfretrace-xla-log", daemon=True)
         self._thread.start()
