@@ -304,6 +304,31 @@ def test_strict_from_env_budgets_every_function(tf: Any, warn_only: bool) -> Non
     assert causes == (["shape-changed"] if warn_only else [])
 
 
+def _power(exponent: Any, x: Any) -> Any:
+    return x**exponent
+
+
+@pytest.mark.tf
+def test_partials_of_one_function_with_other_values_are_other_functions(tf: Any) -> None:
+    # tf.function(partial(power, 2)) and tf.function(partial(power, 3)) are two functions, each
+    # traced once: two rows with a first trace each, and strict mode lets the program run.
+    import functools
+
+    square = tf.function(functools.partial(_power, 2))
+    cube = tf.function(functools.partial(_power, 3))
+    again = tf.function(functools.partial(_power, 2))  # the same function made again
+    with tfretrace.Monitor(warn=False, log=False) as monitor:
+        strict_from_env(monitor, {"TFRETRACE_STRICT": "1", "TFRETRACE_STRICT_WARN": "0"})
+        assert float(square(tf.constant(3.0))) == 9.0
+        assert float(cube(tf.constant(3.0))) == 27.0
+        with pytest.raises(tfretrace.RetraceError) as info:
+            again(tf.constant(3.0))
+        assert info.value.cause == "new-function-object"  # type: ignore[attr-defined]
+    rows = sorted((f.name, f.traces, f.retraces, f.refused_traces) for f in monitor.session().functions)
+    assert rows == [("partial(_power, 2)", 1, 0, 1), ("partial(_power, 3)", 1, 0, 0)]
+    assert square.experimental_get_tracing_count() == cube.experimental_get_tracing_count() == 1
+
+
 def test_limit_matches_names_keys_or_everything() -> None:
     class State:
         def __init__(self, name: str, key: tuple[str, int, str]) -> None:

@@ -8,6 +8,7 @@ import json
 import os
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -334,6 +335,21 @@ def test_explain_unknown_gives_one_hint(capsys: pytest.CaptureFixture[str]) -> N
     assert err.count("(see") + err.count("did you mean") == 1
 
 
+def test_the_program_sees_an_absolute_file_and_argv_as_typed(
+    tmp_path: Path, monitor: FakeMonitor, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # As `python prog.py`: __file__ is absolute (folder joined, not resolved), argv[0] as typed.
+    (tmp_path / "prog.py").write_text(
+        "import json, sys\nprint(json.dumps([__file__, sys.argv[0], __name__]))\n"
+        "def where():\n    return __file__\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", "prog.py"]) == 0
+    seen = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert seen == [os.path.join(os.getcwd(), "prog.py"), "prog.py", "__main__"]
+
+
 def test_program_traceback_has_no_runpy_or_tfretrace_frames(
     script: Path, monitor: FakeMonitor, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -434,6 +450,83 @@ def test_outputs_never_overwrite_the_program(
     assert cli.main(["run", "--save", str(script), str(script)]) == cli.EXIT_USAGE
     _one_error_line(capsys.readouterr().err)
     assert script.read_text() == before and monitor.installed == []
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [("helper.py", "def helper():\n    return 1\n"),
+     ("analysis.ipynb", '{"cells": [], "nbformat": 4}'),
+     ("config.json", '{"lr": 0.1}'),
+     ("notes.txt", "")],
+)
+def test_save_never_replaces_a_file_that_is_not_a_session(
+    name: str, content: str, script: Path, monitor: FakeMonitor, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `run --save helper.py train.py`: a source file, a notebook, someone's JSON, any name not
+    # ending in .json. Refused before the program runs; the file keeps its bytes.
+    target = tmp_path / name
+    target.write_text(content)
+    assert cli.main(["run", "--save", str(target), str(script)]) == cli.EXIT_USAGE
+    _one_error_line(capsys.readouterr().err)
+    assert target.read_text() == content and monitor.installed == []
+
+
+def test_save_replaces_an_earlier_session_and_takes_a_new_or_empty_json(
+    script: Path, monitor: FakeMonitor, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    earlier = S.mixed_session().save(tmp_path / "run.json")
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    for target in (earlier, empty, tmp_path / "new.JSON"):
+        assert cli.main(["run", "--save", str(target), str(script)]) == 0
+        assert load(target).argv == (str(script),)
+    capsys.readouterr()
+
+
+# `tfretrace run` with the stand-in monitor, in its own process (the program forks).
+_FAKE_RUN = """
+import sys, types
+sys.path.insert(0, {tests!r})
+import sessions as S
+from cli_fakes import FakeMonitor
+fake = FakeMonitor(S.mixed_session())
+module = types.ModuleType("tfretrace.monitor")
+module.install, module.stop, module.current = fake.install, fake.stop_process, fake.current
+sys.modules["tfretrace.monitor"] = module
+from tfretrace import cli
+sys.exit(cli.main(sys.argv[1:]))
+"""
+_FORKING = """
+import os, sys, time
+if os.fork() == 0:
+    time.sleep(1.0)  # the child outlives its parent
+    print("child done", flush=True)
+    sys.exit(0)
+print("parent done", flush=True)
+"""
+
+
+def test_only_the_process_run_started_reports_and_saves(tmp_path: Path) -> None:
+    import subprocess
+
+    program = tmp_path / "forks.py"
+    program.write_text(_FORKING)
+    saved = tmp_path / "run.json"
+    driver = _FAKE_RUN.format(tests=str(Path(__file__).parent))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    result = subprocess.run(
+        [sys.executable, "-c", driver, "run", "--save", str(saved), str(program)],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60, check=False,
+    )
+    # Both processes ran the program; only the parent printed a report and wrote the session
+    # (the output pipes close only when the child is gone too, so its output would be here).
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["parent done", "child done"]
+    assert result.stderr.count("tfretrace: 6 functions") == 1, result.stderr
+    assert result.stderr.count("Re-render:") == 1
+    assert load(saved).argv == (str(program),)
+    assert saved.stat().st_mtime < time.time() - 0.5  # written by the parent, before the child ended
 
 
 def test_the_programs_threads_finish_before_the_report(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,28 @@ def test_variables_of_two_list_lengths_are_an_honest_statement() -> None:
     steps = plan_for(report([two, three]), SourceReader())
     assert {s.kind for s in steps} == {"statement"}
     assert "expected" in steps[0].summary and "about 100.0 ms" in steps[0].summary  # what it costs
+
+
+def test_a_plan_never_advises_reusing_models_its_events_call_distinct() -> None:
+    # Model 2's first trace is its own (expected: a trained model, a target network); its later
+    # shape change is the retrace to fix. Building "the" model once would merge distinct models.
+    keras = KerasInfo("fold1", "Sequential", "predict", "app.py:40")
+
+    def ev(index: int, cause: str, obj: int, rows: int, expected: bool | None = None) -> TraceEvent:
+        return TraceEvent(index=index, cause=cause, seconds=0.1, time=float(index), call_site="app.py:50",
+                          signature=(t("data", rows, 4),), object_index=obj, keras=keras, expected=expected,
+                          note="its own model" if expected else None)
+
+    events = (ev(1, "first-trace", 1, 32), ev(2, "first-trace", 2, 32, True), ev(3, "shape-changed", 2, 16))
+    rep = FunctionReport(name="one_step", location="keras/src/backend/tensorflow/trainer.py:219", calls=3,
+                         traces=3, trace_seconds=0.3, objects=2, events=events, keras=keras, retrace_count=1)
+    steps = plan_for(rep)
+    assert [s.cause for s in steps] == ["shape-changed"]
+    assert steps[0].traces_before == 3 and steps[0].traces_after == 2
+    # A model built again (keras-new-model) is still advised to be built once.
+    rebuilt = replace(rep, events=(*events[:1], replace(events[1], cause="keras-new-model", expected=None),
+                                   events[2]), retrace_count=2)
+    assert "keras-new-model" in [s.cause for s in plan_for(rebuilt)]
 
 
 def test_keras_predict_pads_every_varying_dimension() -> None:

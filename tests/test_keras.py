@@ -117,6 +117,29 @@ def test_new_model_per_iteration_is_keras_new_model_with_distinct_names() -> Non
     assert fn.events[0].note is None
 
 
+def test_a_target_network_used_alongside_its_online_network_is_not_a_retrace() -> None:
+    # A DQN: the target network is a second model from the same function, kept in step with
+    # set_weights and used next to the online one on every step. Two distinct models, each
+    # traced once: no retrace, and no advice to build "the" model once.
+    with watch() as mon:
+        online, target = dense("online"), dense("target")  # one build_model() for both
+        for model in (online, target):
+            model.compile(optimizer="sgd", loss="mse")
+        target.set_weights(online.get_weights())
+        for step in range(3):
+            q_next = target.predict(X, verbose=0)
+            online.predict(X, verbose=0)
+            online.fit(X, q_next, epochs=1, verbose=0)
+            if step == 1:
+                target.set_weights(online.get_weights())
+    fn = keras_row(mon.session(), "predict")
+    assert fn.keras_models() == ["target", "online"]
+    assert fn.traces == sum(m.predict_function.experimental_get_tracing_count() for m in (online, target)) == 2
+    assert causes(fn) == ["first-trace", "first-trace"]
+    assert [e.expected for e in fn.events] == [True, True] and fn.retraces == 0
+    assert fn.events[1].note is not None and fn.plan == ()
+
+
 # -------------------------------------------------------------------------------------------------
 # 3. compile() again between fits
 

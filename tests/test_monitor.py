@@ -405,6 +405,30 @@ def test_install_stop_and_functions_created_before_activation() -> None:
     assert [(e.cause, e.earlier) for e in fn.events] == [("first-trace", True), ("shape-changed", False)]
 
 
+def test_a_pinned_monitor_serves_every_install_stop_cycle() -> None:
+    # Under `tfretrace run` the monitor is pinned: the program's install()/stop() cycles, the
+    # second one included, all get the run's monitor, which goes on recording.
+    @tf.function
+    def cycled_fn(x: tf.Tensor) -> tf.Tensor:
+        return x
+
+    monitor = tfretrace.install(warn=False, log=False)
+    monitor.pinned = True
+    try:
+        assert tfretrace.install() is monitor
+        cycled_fn(tf.ones([1]))
+        assert report(tfretrace.stop(), "cycled_fn").traces == 1
+        assert tfretrace.install() is monitor and monitor.active
+        cycled_fn(tf.ones([2]))
+        assert report(tfretrace.stop(), "cycled_fn").traces == 2
+        assert monitor.active and tfretrace.current() is monitor
+    finally:
+        monitor.pinned = False
+        tfretrace.stop()
+    assert tfretrace.current() is None and not monitor.active
+    assert cycled_fn.experimental_get_tracing_count() == 2
+
+
 def test_session_json_round_trip(tmp_path: typing.Any) -> None:
     @tf.function
     def json_fn(x: tf.Tensor) -> tf.Tensor:

@@ -127,3 +127,30 @@ def test_notebook_output_in_a_browser(executed: Any, tmp_path: Path) -> None:
         assert severe == []
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(SCREENSHOT))
+
+
+def test_load_ext_after_earlier_traces_shows_only_the_cells_own_retraces() -> None:
+    # Traces made before %load_ext are read from TensorFlow's cache when the monitor first
+    # meets the function: they belong to earlier cells, never to the cell that traced once.
+    import tensorflow as tf
+
+    from tfretrace._ipython import CellWatcher
+
+    @tf.function
+    def before_ext(x: Any) -> Any:
+        return x
+
+    for n in (1, 2, 3):
+        before_ext(tf.ones([n]))
+    watcher = CellWatcher(shell=None)
+    try:
+        before_ext(tf.ones([4]))  # this cell: one trace, one retrace
+        cell = watcher.collect()
+        assert cell.retraces == 1
+        ((report, events),) = cell.functions
+        assert [(e.index, e.earlier) for e in events] == [(4, False)]
+        assert report.traces == before_ext.experimental_get_tracing_count() == 4
+        before_ext(tf.ones([4]))  # a later cell that does not trace: nothing to show
+        assert watcher.collect().functions == ()
+    finally:
+        watcher.monitor.stop()

@@ -286,6 +286,22 @@ def test_a_save_made_before_the_monitor_is_read_as_the_expected_serialization_tr
     assert expected(fn) == [True, True, False] and fn.retraces == 1
 
 
+def test_listing_concrete_functions_for_serialization_is_the_expected_export_trace() -> None:
+    # What SavedModel export calls, called directly (outside a save context): TensorFlow
+    # traces each signature again (its specs carry the argument names). Those are the
+    # serialization traces, never "unexplained".
+    module = Doubler()
+    with watched() as mon:
+        module.f(tf.ones([2]))
+        module.f(tf.ones([3]))
+        listed = module.f._list_all_concrete_functions_for_serialization()
+    fn = mon.session().function("Doubler.f")
+    assert len(listed) == 2
+    assert fn.traces == module.f.experimental_get_tracing_count() == 4
+    assert causes(fn) == ["first-trace", "shape-changed", "saved-model-export", "saved-model-export"]
+    assert expected(fn) == [True, False, True, True] and fn.retraces == 1
+
+
 def test_keras_export_is_reported_at_the_export_call_and_expected(tf_traces: Any) -> None:
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)], name="clf")
     model(tf.ones([1, 3]))
@@ -333,6 +349,26 @@ def test_dataset_rebuilt_every_epoch_traces_its_functions_again(tf_traces: Any) 
         assert expected(fn) == [True, False, False]
         assert {e.call_site for e in fn.events} == {line("pipeline")}
         assert advice(fn) == [("data-pipeline-rebuilt", "statement")]
+
+
+def _make_ds(values: Any) -> Any:
+    return tf.data.Dataset.from_tensor_slices(values).map(parse).batch(2)  # <helper>
+
+
+def test_one_helper_building_pipelines_of_different_data_is_not_a_rebuild(tf_traces: Any) -> None:
+    # make_ds(train), make_ds(val), make_ds(test): three datasets, each built once. Only the
+    # same data built into the pipeline again (train, a second time) is a rebuild.
+    import numpy as np
+
+    with watched() as mon:
+        for values in (np.arange(8), np.arange(8, 14), np.arange(20, 24)):
+            _make_ds(values)
+        _make_ds(np.arange(8))
+    fn = mon.session().function("Dataset.map(parse)")
+    assert fn.traces == tf_traces["structured_function.py", "wrapped_fn"] == 4
+    assert causes(fn) == ["first-trace", "first-trace", "first-trace", "data-pipeline-rebuilt"]
+    assert expected(fn) == [True, True, True, False] and fn.retraces == 1
+    assert {e.call_site for e in fn.events} == {line("helper")}
 
 
 def test_dataset_built_once_is_one_expected_trace_and_keras_pipelines_stay_hidden(tf_traces: Any) -> None:

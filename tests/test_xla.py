@@ -373,3 +373,88 @@ def test_stderr_is_only_tapped_once_a_function_compiles_with_xla(tmp_path: Path)
                               stderr=err, env=env, timeout=300, check=False)
     assert done.returncode == 0, (tmp_path / "err.txt").read_text(errors="replace")[-2000:]
     assert done.stdout.decode().split() == ["plain", "False", "xla", "True"]
+
+
+# -- the fd-2 tap: the program sees the stderr it has without tfretrace ----------------------------
+
+_JIT = (
+    "import os, sys\nimport tensorflow as tf\n\n"
+    "@tf.function(jit_compile=True)\ndef g(x):\n    return x * 2\n\n"
+    "g(tf.constant(1.0))\n"
+)
+
+
+def _run_under_tfretrace(script: Path, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_CPP_VMODULE")}
+    return subprocess.run([sys.executable, "-m", "tfretrace", "run", str(script)], env=env, timeout=300,
+                          check=False, **kwargs)
+
+
+@pytest.mark.tf
+def test_a_crash_after_an_xla_compile_keeps_the_last_stderr_lines_and_the_fault_traceback(tmp_path: Path) -> None:
+    script = tmp_path / "crash.py"
+    script.write_text(
+        _JIT + "import ctypes, faulthandler\nfaulthandler.enable()\n"
+        "sys.stderr.write('last words before the crash\\n')\nsys.stderr.flush()\n"
+        "ctypes.string_at(0)\n"
+    )
+    done = _run_under_tfretrace(script, capture_output=True)
+    assert done.returncode == -11, done.stderr[-2000:]
+    assert b"last words before the crash" in done.stderr
+    assert b"Fatal Python error: Segmentation fault" in done.stderr
+    assert b"crash.py" in done.stderr.split(b"Fatal Python error")[1]  # faulthandler's traceback
+
+
+@pytest.mark.tf
+def test_a_helper_process_outliving_the_program_still_writes_to_stderr(tmp_path: Path) -> None:
+    script = tmp_path / "spawns.py"
+    status = tmp_path / "helper-status.txt"
+    helper = (
+        "import signal, sys, time\nsignal.signal(signal.SIGPIPE, signal.SIG_DFL)\ntime.sleep(3.0)\n"
+        "sys.stderr.write('helper outlived the program\\n')\nsys.stderr.flush()\n"
+        f"open({str(status)!r}, 'w').write('wrote')\n"
+    )
+    script.write_text(_JIT + f"import subprocess\nsubprocess.Popen([sys.executable, '-c', {helper!r}])\n")
+    done = _run_under_tfretrace(script, capture_output=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    # The capture ends when the last holder of the program's stderr is gone: the helper too.
+    assert b"helper outlived the program" in done.stderr
+    assert status.read_text() == "wrote"
+
+
+@pytest.mark.tf
+def test_a_terminal_stderr_stays_a_terminal_of_the_same_size(tmp_path: Path) -> None:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    script = tmp_path / "tty.py"
+    script.write_text(
+        _JIT + "size = os.get_terminal_size(2)\n"
+        # No process the program did not start is its child (os.wait() would wait for it).
+        "try:\n    os.waitpid(-1, os.WNOHANG)\n    kids = 'some'\nexcept ChildProcessError:\n    kids = 'none'\n"
+        "print('seen', os.isatty(2), sys.stderr.isatty(), size.columns, size.lines, kids, flush=True)\n"
+    )
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 37, 123, 0, 0))
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tfretrace", "run", str(script)], stdin=slave, stdout=slave, stderr=slave,
+            env={k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_CPP_VMODULE")},
+        )
+        os.close(slave)
+        output = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every holder of the terminal is gone
+                break
+            if not chunk:
+                break
+            output += chunk
+        assert proc.wait(timeout=300) == 0, output[-2000:]
+    finally:
+        os.close(master)
+    seen = [line for line in output.splitlines() if line.startswith(b"seen ")]
+    assert seen == [b"seen True True 123 37 none"], output[-2000:]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shlex
 import sys
@@ -17,7 +18,7 @@ from tfretrace._text import encodable, printable
 from tfretrace.render import renderer_for
 from tfretrace.render._model import hide_below
 from tfretrace.render.text import TextRenderer
-from tfretrace.session import Session
+from tfretrace.session import TOOL, Session
 
 
 class UsageError(Exception):
@@ -53,6 +54,33 @@ def checked_output(text: str, option: str, *, check_format: bool = True) -> Outp
     if not os.access(path.parent, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {text!r}: folder {str(path.parent)!r} is not writable")
     return Output(text, path)
+
+
+def checked_save(text: str) -> Output:
+    """Check ``--save``: a ``.json`` name that is new, empty, or an earlier tfretrace session.
+
+    Saving replaces the file, so anything else there (``--save helper.py``, a notebook, a
+    config.json) is someone's work: refused before the program runs, the file untouched.
+    """
+    output = checked_output(text, "--save", check_format=False)
+    if output.path.suffix.lower() != ".json":
+        raise UsageError(f"--save {text!r}: the session is JSON; give a file name ending in .json")
+    if output.path.is_file() and not _replaceable_session(output.path):
+        raise UsageError(f"--save {text!r} exists and is not a tfretrace session: it would be replaced")
+    return output
+
+
+def _replaceable_session(path: Path) -> bool:
+    """An empty file, or one that tfretrace saved (any schema: it is replaced by a newer one)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if not text.strip():
+            return True
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    tool = data.get("tool") if isinstance(data, dict) else None
+    return isinstance(tool, dict) and tool.get("name") == TOOL and "functions" in data
 
 
 def save_session(session: Session, output: Output | None) -> str | None:

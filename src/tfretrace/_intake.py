@@ -18,7 +18,9 @@ from tfretrace._records import (
     _origin_cause,
     _per_replica,
     _variable_creation_clone,
+    data_source_cause,
     expected_by_default,
+    note_alongside,
 )
 from tfretrace.analyzer import Explanation, Prior, explain
 from tfretrace.events import TraceEvent
@@ -140,8 +142,12 @@ def prepare(
     expected = None
     if raw.keras is not None:
         explanation, note, expected = _keras_cause(state, raw, explanation, folded)
+        if explanation.cause == "keras-new-model":
+            note_alongside(state, index, raw.token, read)
     elif raw.origin is not None or raw.saving:
         explanation, note, expected = _origin_cause(raw, explanation)
+        if raw.data_source is not None:
+            explanation, note, expected = data_source_cause(state, raw.data_source, explanation, note, expected)
     elif _per_replica(explanation):
         note = "expected: under a distribution strategy a function called from replica code traces once per device"
     calls_total = state.calls(read)

@@ -69,7 +69,9 @@ class CellWatcher:
             key = (report.name, report.location, report.worker)
             before = self.seen.get(key, 0)
             self.seen[key] = report.traces
-            new = tuple(e for e in report.events if e.index > before)
+            # Traces read from TensorFlow's cache when the monitor first met a function were
+            # made by cells run before %load_ext: not this cell's.
+            new = tuple(e for e in report.events if e.index > before and not e.earlier)
             if any(e.is_retrace for e in new):
                 found.append((report, new))
         return CellRetraces(tuple(found))

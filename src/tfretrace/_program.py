@@ -7,11 +7,14 @@ its failures look as they would without tfretrace (no tfretrace or runpy frames)
 from __future__ import annotations
 
 import importlib.util
+import io
 import os
 import runpy
 import sys
 import threading
 import traceback
+import types
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -63,7 +66,10 @@ def execute(target: Target) -> int:
             script = Path(target.script).resolve()
             # python puts a script's folder first on sys.path, or the folder it runs itself.
             _set_path0(str(script if script.is_dir() else script.parent))
-            runpy.run_path(target.script, run_name="__main__")
+            if script.is_file() and script.suffix != ".pyc" and not zipfile.is_zipfile(script):
+                _run_file(target.script)
+            else:  # a folder or zip with __main__.py: runpy finds it, its __file__ is absolute
+                runpy.run_path(target.script, run_name="__main__")
         return EXIT_OK
     except SystemExit as exc:
         _restore_streams(streams)
@@ -81,6 +87,28 @@ def execute(target: Target) -> int:
         sys.argv = saved_argv
         if saved_path0 is not None:
             _set_path0(saved_path0)
+
+
+def _run_file(script: str) -> None:
+    """Run a script file as ``__main__`` the way ``python script.py`` does.
+
+    Not runpy.run_path: it gives ``__file__`` and ``sys.argv[0]`` the same value, where python
+    keeps argv[0] as typed and makes ``__file__`` (and the code's file name) absolute, without
+    resolving links: the current folder joined to the path.
+    """
+    path = script if os.path.isabs(script) else os.path.join(os.getcwd(), script)
+    with io.open_code(path) as file:
+        source = file.read()
+    code = compile(source, path, "exec", dont_inherit=True)  # bytes: coding cookie and BOM honoured
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __cached__=None, __loader__=None, __package__=None, __spec__=None)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 def wait_for_threads() -> None:

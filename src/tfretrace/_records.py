@@ -72,6 +72,12 @@ class FunctionState:
     by_cause: dict[str, int] = field(default_factory=dict)
     # Which function this is across runs (tfretrace.function_key.FunctionKey), made at its first trace.
     function_key: Any = None
+    # keras-new-model traces: (trace number, the other models' call counters and their values
+    # then). A model used again after a newer one traced is in use alongside it (a DQN's online
+    # and target networks): the newer one is a distinct model, not the model built again.
+    alongside: list[tuple[int, tuple[tuple[Any, int], ...]]] = field(default_factory=list)
+    # A tf.data row: fingerprints of the data its pipelines were built from (first-seen order).
+    data_sources: OrderedDict[str, None] = field(default_factory=OrderedDict)
 
     def count_cause(self, cause: str) -> None:
         """Count one recorded trace of this cause."""
@@ -129,6 +135,39 @@ class FunctionState:
         if len(self.tail) > self.max_events - HEAD_EVENTS:
             self.tail.popleft()
             self.dropped += 1
+
+
+_MAX_ALONGSIDE = 64
+DISTINCT_MODEL_NOTE = (
+    "another model from the same place, used alongside the earlier one (both called after this "
+    "trace, as a DQN's online and target networks): a distinct model with its own functions"
+)
+
+
+def note_alongside(state: FunctionState, index: int, token: int, read: Callable[[Any], int]) -> None:
+    """Remember the other models' call counts when a keras-new-model trace begins."""
+    if len(state.alongside) >= _MAX_ALONGSIDE:
+        return  # past the bound the trace keeps its cause: a rebuilt model is the common case
+    others = tuple((counter, read(counter)) for t, (counter, _) in state.counters.items() if t != token)
+    if others:
+        state.alongside.append((index, others))
+
+
+def reported_events(state: FunctionState, read: Callable[[Any], int]) -> tuple[tuple[TraceEvent, ...], int]:
+    """The kept events as reported now, and how many retraces turned out to be distinct models.
+
+    A keras-new-model trace whose earlier models were called again afterwards is that model's
+    own first trace (expected). Decided when reported: the later calls are what tell.
+    """
+    distinct = {
+        index for index, others in state.alongside if any(read(counter) > then for counter, then in others)
+    }
+    events = tuple(
+        replace(e, cause="first-trace", changes=(), closest=(), expected=True, note=DISTINCT_MODEL_NOTE)
+        if e.index in distinct and e.cause == "keras-new-model" else e
+        for e in state.events()
+    )
+    return events, len(distinct)
 
 
 def expected_by_default(explanation: Explanation) -> bool:
@@ -227,6 +266,27 @@ def _origin_cause(raw: Any, explanation: Explanation) -> tuple[Explanation, str 
         return explanation, None, None
     framework = framework_cause(raw.origin, explanation)
     return (framework, None, False) if framework is not explanation else (explanation, None, None)
+
+
+def data_source_cause(
+    state: FunctionState, source: str, explanation: Explanation, note: str | None, expected: bool | None
+) -> tuple[Explanation, str | None, bool | None]:
+    """A tf.data build from data this row has not seen is that pipeline's own first trace.
+
+    One helper used for several datasets (make_ds(train), make_ds(val), make_ds(test)) builds
+    each once: not a rebuild. A rebuild is the same pipeline, from the same data, built again.
+    """
+    seen = source in state.data_sources
+    state.data_sources[source] = None
+    if len(state.data_sources) > _MAX_OBJECTS:
+        state.data_sources.popitem(last=False)
+    if seen or explanation.cause == "first-trace":
+        return explanation, note, expected
+    note = (
+        "the first pipeline built here from this data: the same code built pipelines of other "
+        "data before (one helper for several datasets); each is traced once"
+    )
+    return Explanation("first-trace", (), ()), note, True
 
 
 def framework_cause(origin: str, explanation: Explanation) -> Explanation:

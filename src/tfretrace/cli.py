@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from tfretrace import __version__, catalogue, compare_command, fix_command
-from tfretrace._cli_output import UsageError, checked_output, emit, is_tty, save_session, terminal_style
+from tfretrace._cli_output import UsageError, checked_output, checked_save, emit, is_tty, save_session, terminal_style
 from tfretrace._program import EXIT_OK, Target, execute, find_module, runnable, wait_for_threads
 from tfretrace._progress import Progress
 from tfretrace._text import one_line, printable
@@ -243,7 +243,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     # Check every output before spending minutes on the program, and pin relative paths to
     # this folder: the program may chdir() away.
     outputs = [checked_output(text, "-o") for text in ns.output]
-    save = None if ns.save is None else checked_output(ns.save, "--save", check_format=False)
+    save = None if ns.save is None else checked_save(ns.save)
     if target.script is not None and not runnable(Path(target.script)):
         raise UsageError(f"can't open file {target.script!r}: no such file")
     if target.module is not None and find_module(target.module) is None:
@@ -268,18 +268,27 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
             monitor.stop()
         raise UsageError(first) from None
     progress = _live_status(installed, ns)
+    parent = os.getpid()
     try:
         status = execute(target)
-        wait_for_threads()
+        if os.getpid() == parent:
+            wait_for_threads()
     finally:
-        if progress is not None:
-            installed.remove_listener(progress)
-            progress.clear()
-        # The program may have called tfretrace.stop() itself (the monitor went on recording);
-        # stopping it here is the real end.
-        if monitor.current() is installed:
-            monitor.stop()
-        session: Session = installed.stop()
+        # A child the program forked returns here too when its copy of the program ends: the
+        # run's status line, report and --save belong to the process `run` started, never to a
+        # copy (a child that outlives its parent would replace the parent's session).
+        if os.getpid() == parent:
+            if progress is not None:
+                installed.remove_listener(progress)
+                progress.clear()
+            # The program may have called tfretrace.stop() itself (the monitor went on
+            # recording); stopping it here is the real end.
+            if monitor.current() is installed:
+                installed.pinned = False
+                monitor.stop()
+    if os.getpid() != parent:
+        return status
+    session: Session = installed.stop()
     # The monitor sees tfretrace's own argv once the program is done; record the program's.
     program = target.script if target.script is not None else f"-m {target.module}"
     session = replace(session, argv=(program, *target.args), label=ns.label or session.label)

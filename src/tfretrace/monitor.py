@@ -17,7 +17,7 @@ from typing import Any
 from tfretrace import __version__
 from tfretrace._dispatch import dispatch
 from tfretrace._intake import CallCounting, Pending, make_event, prepare
-from tfretrace._records import COMPARE_WINDOW, DEFAULT_MAX_EVENTS, HEAD_EVENTS, FunctionState
+from tfretrace._records import COMPARE_WINDOW, DEFAULT_MAX_EVENTS, HEAD_EVENTS, FunctionState, reported_events
 from tfretrace._text import split_site
 from tfretrace._xla_watch import build_event
 from tfretrace.errors import RetraceError, RetracingWarning
@@ -189,6 +189,7 @@ class Monitor:
 
     def _report(self, state: FunctionState, read: Callable[[Any], int]) -> FunctionReport:
         calls = state.calls(read)
+        events, distinct = reported_events(state, read)
         return FunctionReport(
             name=state.name,
             location=state.location,
@@ -196,11 +197,11 @@ class Monitor:
             traces=state.traces,
             trace_seconds=state.seconds,
             objects=state.objects,
-            events=tuple(state.events()),
+            events=events,
             keras=state.keras,
             failed_traces=state.failed_traces,
             dropped_events=state.dropped,
-            retrace_count=state.retraces,
+            retrace_count=state.retraces - distinct,
             xla_compiles=state.xla_compiles,
             xla_compile_seconds=state.xla_seconds,
             xla_events=(*state.xla_head, *state.xla_tail),
@@ -277,6 +278,8 @@ class Monitor:
         """Forget a trace that began but will not be recorded; its number is reused if last."""
         state = pending.state
         state.inflight.pop(pending.index, None)
+        if state.alongside and state.alongside[-1][0] == pending.index:
+            state.alongside.pop()  # the number may be given to another trace
         if pending.index == state.begun:
             state.begun -= 1
 
@@ -357,11 +360,13 @@ def stop() -> Session:
     global _process_monitor
     if _process_monitor is None:
         raise RuntimeError("tfretrace.stop() called without tfretrace.install()")
-    monitor, _process_monitor = _process_monitor, None
+    monitor = _process_monitor
     if monitor.pinned:
         # `tfretrace run` owns this monitor: the program's own stop() gets what was recorded so
-        # far, and the run's report still covers the whole program.
+        # far, and the run's report still covers the whole program. It stays the process
+        # monitor, so the program's next install() gets it again, not a monitor of its own.
         return monitor.session()
+    _process_monitor = None
     return monitor.stop()
 
 

@@ -51,6 +51,16 @@ def test_text_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[1].startswith("pkg/bad.py:10:7: TFR106 ")
 
 
+def test_summary_counts_files_in_the_singular_and_plural(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The summary's noun agrees with its count: "1 file", "2 files".
+    main(["pkg/clean.py"])
+    assert capsys.readouterr().out.splitlines()[-1].endswith(" in 1 file.")
+    main(["pkg"])
+    assert " in 2 files." in capsys.readouterr().out
+
+
 def test_json_format(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc = run_json(["pkg"], capsys)
     assert code == 1

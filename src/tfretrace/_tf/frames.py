@@ -58,6 +58,7 @@ def innermost_code(function: Any) -> tuple[CodeType | None, str]:
     # The same unwrapping TensorFlow's own frequent-tracing detector does, plus the closure of
     # MirroredStrategy's per-replica wrapper, so clones are attributed to the user's function.
     seen = 0
+    bound: str | None = None
     while seen < 20:
         seen += 1
         if hasattr(function, "__wrapped__"):
@@ -68,6 +69,8 @@ def innermost_code(function: Any) -> tuple[CodeType | None, str]:
             continue
         if isinstance(function, functools.partial):
             # tf.function(partial(f, ...)): the traced code is f's.
+            if bound is None:
+                bound = _bound_values(function)
             function = function.func
             continue
         code = getattr(function, "__code__", None)
@@ -93,7 +96,39 @@ def innermost_code(function: Any) -> tuple[CodeType | None, str]:
         qualname = static_attr(function, "__qualname__")
         if not isinstance(qualname, str):
             qualname = f"{type(function).__qualname__} object"
+    if bound:
+        # partial(power, 2) and partial(power, 3) are two functions to the user, each traced
+        # once: named (and keyed) apart. partial(power, 2) made again is the same function.
+        return code, f"partial({qualname}, {bound})"
     return code, str(qualname)
+
+
+_LITERALS = (type(None), bool, int, float, complex, str, bytes)
+_MAX_BOUND = 80
+
+
+def _bound_values(partial: functools.partial[Any]) -> str | None:
+    """The values a partial binds as written (``2, exp=3``), when all are plain literals.
+
+    Only exact literal types, whose repr runs no user code and says the value; anything else
+    (a model, a tensor) or a long text gives None, and the row stays the code's.
+    """
+    try:
+        parts = [_literal(v) for v in partial.args]
+        parts += [f"{k}={_literal(v)}" for k, v in partial.keywords.items()]
+    except ValueError:
+        return None
+    text = ", ".join(parts)
+    return text if len(text) <= _MAX_BOUND else None
+
+
+def _literal(value: Any, depth: int = 0) -> str:
+    if type(value) in _LITERALS:
+        return repr(value)
+    if type(value) is tuple and depth < 2:
+        inner = ", ".join(_literal(v, depth + 1) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    raise ValueError("not a literal")
 
 
 def static_attr(obj: Any, name: str) -> Any:

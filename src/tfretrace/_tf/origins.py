@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import CodeType, FrameType
 from typing import Any
 
+from tfretrace._tf.data_source import fingerprint
 from tfretrace._tf.frames import _closure_value, _is_tf_internal, call_site, innermost_code
 from tfretrace._tf.keras import is_keras_file, is_keras_functions_file
 from tfretrace._tf.types import static_name
@@ -31,6 +32,8 @@ class Origin:
     name: str
     site: str | None
     key: tuple[str, int, str]
+    # DATA: a fingerprint of what the pipeline is built from (data_source), None if unknown.
+    source: str | None = None
 
 
 def origin_of(options: Any, caller: FrameType, user: bool) -> Origin | None:
@@ -63,12 +66,20 @@ def origin_of(options: Any, caller: FrameType, user: bool) -> Origin | None:
     return None
 
 
-def saving() -> bool:
-    """Whether tf.saved_model.save (or model.export, which calls it) is running on this thread."""
+def saving(caller: FrameType | None = None) -> bool:
+    """Whether tf.saved_model.save (or model.export, which calls it) is running on this thread,
+    or, above ``caller``, what the save calls to list a function's signatures for serialization.
+
+    ``Function._list_all_concrete_functions_for_serialization`` traces each signature again
+    (its specs carry the argument names); called by a user or a library outside a save, those
+    are the same serialization traces.
+    """
     module = sys.modules.get("tensorflow.python.saved_model.save_context")
-    if module is None:
-        return False
-    return bool(module.in_save_context())
+    if module is not None and module.in_save_context():
+        return True
+    return caller is not None and _frame(
+        caller, "_list_all_concrete_functions_for_serialization", "/eager/polymorphic_function/"
+    ) is not None
 
 
 def _at_site(kind: str, name: str, caller: FrameType) -> Origin:
@@ -110,7 +121,9 @@ def _dataset(caller: FrameType) -> Origin | None:
         return None
     transformation = str(frame.f_locals.get("transformation_name") or "Dataset.map()")
     short = qualname.rsplit("<locals>.", 1)[-1]  # parse, <lambda>, Parser.parse
-    return _at_site(DATA, f"{transformation.removesuffix('()')}({short})", caller)
+    origin = _at_site(DATA, f"{transformation.removesuffix('()')}({short})", caller)
+    dataset = frame.f_locals.get("dataset")  # the dataset the function is applied to
+    return replace(origin, source=None if dataset is None else fingerprint(dataset))
 
 
 def _export(caller: FrameType) -> Origin | None:
@@ -125,7 +138,7 @@ def _export(caller: FrameType) -> Origin | None:
         return _at_site(EXPORT, f"{name or 'model'}.export", caller)
     if _frame(caller, "write_out", "/export/") is not None:
         return _at_site(EXPORT, "ExportArchive.write_out", caller)
-    if saving():
+    if saving(caller):
         return _at_site(EXPORT, "tf.saved_model.save", caller)
     return None
 

@@ -62,6 +62,8 @@ class RawTrace:
     # The function's key across runs, relative to a root folder (tfretrace.function_key): made
     # on demand, once per function, since reading its source costs more than a cached call.
     function_key: Callable[[str], FunctionKey | None] = lambda root: None
+    # A tf.data function: what its pipeline is built from (see data_source), None if unknown.
+    data_source: str | None = None
 
 
 def read_trace(
@@ -129,8 +131,9 @@ def read_trace(
         role=role,
         model_trained=trained,
         origin=origin.kind if origin is not None else None,
-        saving=(origin is not None and origin.kind == EXPORT) or saving(),
+        saving=(origin is not None and origin.kind == EXPORT) or saving(caller),
         function_key=key_for,
+        data_source=origin.source if origin is not None else None,
     )
 
 

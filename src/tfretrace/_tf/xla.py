@@ -20,12 +20,16 @@ unchanged, in order, to the original stderr.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import pickle
 import re
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 # Module -> verbose level tfretrace needs. Nothing here logs on a cached call.
@@ -228,11 +232,15 @@ class Parser:
 
 
 class Tap:
-    """fd 2 through a pipe: TensorFlow's compile lines are parsed, every other byte passed on.
+    """fd 2 through a relay process: TensorFlow's compile lines are parsed, every other byte passed on.
 
     A line is held back only while it could still be one of tfretrace's (it starts like a
     TensorFlow log line); anything else, partial lines and progress bars included, is written
     through as soon as it is read, so the user's stderr is unchanged apart from those lines.
+    The relay (:mod:`tfretrace._tf.relay`) is a process of its own: it reads until the last
+    writer is gone, so a crash of the program loses nothing and a process the program started
+    can still write after it. A terminal stays a terminal: fd 2 becomes a pseudo-terminal with
+    the real one's size and settings (output passed unchanged).
     """
 
     def __init__(self, parser: Parser, on_compile: Callable[[Compile], None],
@@ -247,7 +255,7 @@ class Tap:
         self._thread: threading.Thread | None = None
         self._original = -1
         self._pipe_write = -1
-        self._pipe_read = -1
+        self._back = -1
 
     @property
     def active(self) -> bool:
@@ -260,16 +268,50 @@ class Tap:
             return False
 
     def start(self) -> None:
-        """Swap fd 2 for the pipe and start the reader thread."""
+        """Start the relay, then swap fd 2 for its pipe (or pseudo-terminal)."""
         sys.stderr.flush()
-        self._pipe_read, self._pipe_write = os.pipe()
-        self._original = os.dup(2)
-        os.dup2(self._pipe_write, 2)
-        self._thread = threading.Thread(target=self._run, name="tfretrace-xla-log", daemon=True)
+        original = os.dup(2)  # no fd 2: OSError before anything is started
+        terminal = os.isatty(2) and hasattr(os, "openpty")
+        try:
+            source, sink = os.openpty() if terminal else os.pipe()
+        except OSError:
+            os.close(original)
+            raise
+        back_read = back_write = -1
+        try:
+            back_read, back_write = os.pipe()
+            if terminal:
+                _mirror_terminal(2, sink)
+            # The relay inherits today's fd 2 (the original stderr) as its own and writes there.
+            relay = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _BOOT, str(Path(__file__).resolve().parents[1])],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, pass_fds=(source, back_write),
+            )
+            assert relay.stdin is not None
+            with relay.stdin:
+                relay.stdin.write(pickle.dumps((self._parser, self._marker, source, back_write, terminal)))
+            # It forks the relay and ends: reaped here, so the program has no child it did not start.
+            if relay.wait(timeout=30) != 0:
+                raise OSError(f"it exited with status {relay.returncode}")
+        except (OSError, ValueError, pickle.PickleError, subprocess.TimeoutExpired) as exc:
+            for fd in (source, sink, back_read, back_write, original):
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+            raise OSError(f"cannot start the stderr relay: {exc}") from None
+        os.close(source)
+        os.close(back_write)
+        self._pipe_write, self._back, self._original = sink, back_read, original
+        os.dup2(sink, 2)
+        self._thread = threading.Thread(target=self._listen, name="tfretrace-xla-log", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Drain what is in the pipe, put the original fd 2 back, end the thread."""
+        """Wait for what was written so far, put the original fd 2 back.
+
+        The relay goes on until the last process holding the pipe (a child of the program)
+        has closed it; it is not waited for.
+        """
         if self._thread is None:
             return
         self.sync()
@@ -277,14 +319,14 @@ class Tap:
             sys.stderr.flush()
         if self.active:
             os.dup2(self._original, 2)
-        os.close(self._pipe_write)  # the reader sees end of file once fd 2 no longer holds it
-        self._thread.join(timeout=2.0)
+        os.close(self._pipe_write)  # the relay sees end of file once no one else holds it
         os.close(self._original)
         self._thread = None
 
     def sync(self, timeout: float = 2.0) -> None:
         """Wait until every line written to fd 2 so far has been read."""
-        if self._thread is None or not self._thread.is_alive():
+        thread = self._thread
+        if thread is None or not thread.is_alive():
             return
         with self._synced:
             self._sync_sent += 1
@@ -296,69 +338,66 @@ class Tap:
         with self._synced:
             self._synced.wait_for(lambda: self._sync_seen >= wanted, timeout)
 
-    def _run(self) -> None:
-        pending = b""  # a line that may be tfretrace's, held until its newline
-        passing = False  # inside a line already being passed through
+    def _listen(self) -> None:
+        """Read the relay's messages until it ends (``S``, ``C {json}``, ``E "text"``, one a line)."""
+        buffer = b""
         while True:
             try:
-                chunk = os.read(self._pipe_read, 65536)
+                chunk = os.read(self._back, 65536)
             except OSError:
                 chunk = b""
             if not chunk:
                 break
-            data = pending + chunk
-            pending = b""
-            out = bytearray()
-            while data:
-                newline = data.find(b"\n")
-                if passing:
-                    end = len(data) if newline < 0 else newline + 1
-                    out += data[:end]
-                    data = data[end:]
-                    passing = newline < 0
-                    continue
-                if newline < 0:
-                    if _may_hold(data, self._marker):
-                        pending = data
-                    else:
-                        out += data
-                        passing = True
-                    break
-                line, data = data[: newline + 1], data[newline + 1:]
-                if self._own(line):
-                    continue
-                out += line
-            if out:
-                self._write(bytes(out))
-        if pending:
-            self._write(pending)
-        os.close(self._pipe_read)
+            *lines, buffer = (buffer + chunk).split(b"\n")
+            for line in lines:
+                self._message(line)
+        os.close(self._back)
+        with self._synced:  # no answer will come now: nobody waits for one
+            self._sync_seen = self._sync_sent
+            self._synced.notify_all()
 
-    def _own(self, line: bytes) -> bool:
-        if line.rstrip(b"\n") == self._marker:
-            with self._synced:
-                self._sync_seen += 1
-                self._synced.notify_all()
-            return True
+    def _message(self, line: bytes) -> None:
+        kind, _, body = line.partition(b" ")
         try:
-            ours, done = self._parser.feed(line)
-            if done is not None:
-                self._on_compile(done)
-            return ours
-        except Exception as exc:  # a line tfretrace cannot read is the user's: pass it on
+            if kind == b"S":
+                with self._synced:
+                    self._sync_seen += 1
+                    self._synced.notify_all()
+            elif kind == b"C":
+                data = json.loads(body)
+                args = tuple(XlaArg(int(a), str(d), tuple(int(n) for n in shape)) for a, d, shape in data["args"])
+                self._on_compile(Compile(str(data["cluster"]), int(data["tf_count"]), float(data["seconds"]), args))
+            elif kind == b"E":
+                self._on_error(RuntimeError(str(json.loads(body))))
+        except Exception as exc:  # a monitor's error must not end the reading
             self._on_error(exc)
-            return False
 
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                written = os.write(self._original, view)
-            except InterruptedError:
-                continue
-            except OSError:
-                return  # the original stderr is closed: nothing to pass on to
-            view = view[written:]
+
+# The relay's start: only its own two modules of tfretrace are loaded (the package's __init__,
+# which imports the monitor, is not run): the folder is named as a package path directly.
+_BOOT = (
+    "import sys, types\n"
+    "for name, sub in (('tfretrace', ''), ('tfretrace._tf', '/_tf')):\n"
+    "    module = types.ModuleType(name)\n"
+    "    module.__path__ = [sys.argv[1] + sub]\n"
+    "    sys.modules[name] = module\n"
+    "from tfretrace._tf.relay import main\n"
+    "main()\n"
+)
+
+
+def _mirror_terminal(terminal: int, pseudo: int) -> None:
+    """The pseudo-terminal gets the terminal's settings and size; output is passed unchanged."""
+    import fcntl
+    import termios
+
+    try:
+        attrs = termios.tcgetattr(terminal)
+        attrs[1] &= ~termios.OPOST  # no newline translation: the real terminal does its own
+        termios.tcsetattr(pseudo, termios.TCSANOW, attrs)
+        fcntl.ioctl(pseudo, termios.TIOCSWINSZ, fcntl.ioctl(terminal, termios.TIOCGWINSZ, b"\0" * 8))
+    except (OSError, termios.error):
+        pass  # still a terminal, of a default size
 
 
 _PREFIX_DONE = re.compile(rb"^(?:[IWEF]\d{4} [\d:.]+\s+\d+ [\w.]+|\d{4}-\d\d-\d\d [\d:.]+: [IWEF] \S+):\d+\]")
@@ -368,7 +407,7 @@ _PREFIX_PART = re.compile(
 )
 
 
-def _may_hold(partial: bytes, marker: bytes) -> bool:
+def may_hold(partial: bytes, marker: bytes) -> bool:
     """A partial line that could still become a TensorFlow log line or the sync marker."""
     if len(partial) <= len(marker) and marker.startswith(partial):
         return True

@@ -6,7 +6,7 @@ import ast
 import re
 from dataclasses import replace
 
-from tfretrace.events import OBJECT, PYTHON, SPEC, TENSOR, Leaf
+from tfretrace.events import OBJECT, PYTHON, SPEC, TENSOR, Leaf, TraceEvent
 from tfretrace.fix.body import steers_control_flow, unsafe_uses
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.files import lines as source_lines
@@ -240,6 +240,13 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
     merged = state.map_calls({c.index: replace(c, obj=1) for c in calls})
     definition = ctx.definition
     if ctx.report.keras is not None:
+        # Models whose first trace is their own (a trained model, a target network: expected,
+        # deliberately distinct) stay apart; only the models built again are merged.
+        rebuilt = _rebuilt_objects(ctx)
+        if not rebuilt:
+            return None
+        first = min(c.obj for c in calls)
+        merged = state.map_calls({c.index: replace(c, obj=first) for c in calls if c.obj in rebuilt})
         cause = _object_cause(ctx)
         method = ctx.report.keras.method
         summary = {
@@ -278,10 +285,21 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
     )
 
 
+def _rebuilt_objects(ctx: FunctionContext) -> set[int]:
+    """Keras models whose first trace was a retrace (built, loaded or compiled again)."""
+    firsts: dict[int, TraceEvent] = {}
+    for event in ctx.report.events:
+        firsts.setdefault(event.object_index, event)
+    return {obj for obj, event in firsts.items() if event.cause in _OBJECT_CAUSES and not event.expected}
+
+
+_OBJECT_CAUSES = ("new-function-object", "keras-new-model", "keras-recompile", "keras-load-model")
+
+
 def _object_cause(ctx: FunctionContext) -> str:
     counts: dict[str, int] = {}
     for event in ctx.report.events:
-        if event.cause in ("new-function-object", "keras-new-model", "keras-recompile", "keras-load-model"):
+        if event.cause in _OBJECT_CAUSES:
             counts[event.cause] = counts.get(event.cause, 0) + 1
     return max(counts, key=lambda c: (counts[c], c)) if counts else "new-function-object"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from tfretrace import __version__, catalogue
 from tfretrace._cause import Cause
-from tfretrace._text import encodable, printable
+from tfretrace._text import encodable, plural, printable
 from tfretrace.lint.findings import CONFIRMED, Finding, Observed, Report, RetraceSite
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -86,10 +86,10 @@ def render_text(report: Report, codes: Sequence[str]) -> str:
         for s in report.skipped
     ]
     n = len(report.findings)
-    summary = f"Found {n} finding{'s' if n != 1 else ''} in {report.files} files"
+    summary = f"Found {plural(n, 'finding')} in {plural(report.files, 'file')}"
     errors = sum(s.error for s in report.skipped)
     if errors:
-        summary += f", {errors} file{'s' if errors != 1 else ''} with errors"
+        summary += f", {plural(errors, 'file')} with errors"
     if len(report.skipped) > errors:
         summary += f" ({len(report.skipped) - errors} skipped)"
     lines.append(summary + ".")

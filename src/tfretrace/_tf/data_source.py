@@ -1,0 +1,75 @@
+"""What a tf.data pipeline is built from: a fingerprint that tells the same pipeline built again
+from one helper building pipelines of different data (make_ds(train), make_ds(val))."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+# A pipeline is a few datasets deep; its constant tensors are its data (from_tensor_slices'
+# arrays, TFRecord file names, range bounds) and its settings (batch size, shuffle buffer).
+_MAX_DATASETS = 64
+_MAX_TENSORS = 256
+# Elements read from each end of a tensor: its dtype, shape and these tell two inputs apart
+# without reading all of a large array.
+_SAMPLE = 64
+
+
+def fingerprint(dataset: Any) -> str | None:
+    """A short digest of the constant tensors in ``dataset`` and the datasets it reads from.
+
+    None when nothing can be read (a dataset kind whose inputs are not exposed): the caller
+    then treats the build as before (any build after the first is a rebuild). Never raises,
+    never runs a TensorFlow op (this runs inside a trace), never copies a whole tensor.
+    """
+    try:
+        digest = hashlib.blake2b(digest_size=12)
+        pending, datasets, tensors = [dataset], 0, 0
+        while pending and datasets < _MAX_DATASETS:
+            current = pending.pop()
+            datasets += 1
+            digest.update(type(current).__qualname__.encode())
+            for name, value in sorted(vars(current).items()):
+                for tensor in _tensors(value):
+                    if tensors >= _MAX_TENSORS:
+                        break
+                    tensors += 1
+                    digest.update(name.encode())
+                    digest.update(_sample(tensor))
+            pending.extend(current._inputs())
+        return digest.hexdigest()
+    except Exception:  # a dataset this reading does not know: no fingerprint, today's rule
+        return None
+
+
+def _tensors(value: Any) -> list[Any]:
+    """The eager tensors held in one attribute (directly, or in a list, tuple or dict)."""
+    if _is_eager(value):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if _is_eager(v)]
+    if isinstance(value, dict):
+        return [v for v in value.values() if _is_eager(v)]
+    return []
+
+
+def _is_eager(value: Any) -> bool:
+    # EagerTensor, without importing TensorFlow's private module here: it has _numpy and a dtype.
+    return type(value).__name__ == "EagerTensor" and hasattr(value, "_numpy")
+
+
+def _sample(tensor: Any) -> bytes:
+    """dtype, shape and the elements at both ends; variant and resource tensors by dtype only."""
+    import numpy as np  # TensorFlow's own dependency: loaded whenever a dataset exists
+
+    dtype = tensor.dtype
+    head = f"{dtype.name}{tuple(tensor.shape)}".encode()
+    if dtype.name in ("variant", "resource"):
+        return head  # a handle: a new one at every build
+    # On the CPU, _numpy() is a view of the tensor's buffer (numpy() would copy all of it).
+    flat = np.asarray(tensor._numpy()).reshape(-1)
+    if flat.size > 2 * _SAMPLE:
+        flat = np.concatenate((flat[:_SAMPLE], flat[-_SAMPLE:]))
+    if flat.dtype.kind == "O":  # strings: bytes objects, compared by value
+        return head + repr(flat.tolist()).encode()
+    return head + flat.tobytes()
