@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tfretrace"
 # Lower layers never import higher ones: data, then logic, then the monitor, then adapters.
 LAYERS = [
     {"_io", "_text", "_traceback", "_checked", "errors", "events", "_cause", "catalogue", "_lint_catalogue",
-     "session", "xla_events", "prevention"},
+     "session", "xla_events", "prevention", "function_key"},
     {"analyzer", "fix", "render", "lint", "_tf", "messages"},
     {"_records", "_earlier", "_intake", "xla_budget", "_xla_watch", "_dispatch", "monitor", "_limit", "budget",
      "_pytest_support", "prevent"},

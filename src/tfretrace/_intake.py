@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import weakref
@@ -88,12 +89,16 @@ class CallCounting:
 
 def prepare(
     functions: dict[tuple[str, int, str], FunctionState], max_events: int, raw: Any,
-    read: Callable[[Any], int], counting: CallCounting,
+    read: Callable[[Any], int], counting: CallCounting, root: str = "",
 ) -> Pending:
-    """Explain the trace about to happen and give it its number (under the monitor's lock)."""
+    """Explain the trace about to happen and give it its number (under the monitor's lock).
+
+    ``root``: the folder the function's key (its module) is taken from; default the current one.
+    """
     state = functions.get(raw.key)
     if state is None:
         state = FunctionState(raw.key, raw.name, raw.location, max_events)
+        state.function_key = _function_key(raw, root or os.getcwd())
         functions[raw.key] = state
     if raw.keras is not None and state.keras is None:
         state.keras = raw.keras
@@ -145,6 +150,14 @@ def prepare(
     # No fix at trace time: a fix is shown only once the plan has checked it against every
     # call of the run (Session's events carry it, from the plan).
     return Pending(state, explanation, calls_total, since, object_index, note, index, expected)
+
+
+def _function_key(raw: Any, root: str) -> Any:
+    # The key only helps compare runs: a failure to make one must not lose the trace.
+    try:
+        return raw.function_key(root)
+    except Exception:
+        return None
 
 
 def make_event(raw: Any, pending: Pending, seconds: float, inclusive: float, at: float) -> TraceEvent:

@@ -70,6 +70,8 @@ class FunctionState:
     earlier: int = 0
     after_earlier: bool = False
     by_cause: dict[str, int] = field(default_factory=dict)
+    # Which function this is across runs (tfretrace.function_key.FunctionKey), made at its first trace.
+    function_key: Any = None
 
     def count_cause(self, cause: str) -> None:
         """Count one recorded trace of this cause."""

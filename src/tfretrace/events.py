@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tfretrace import _checked as C
+from tfretrace.function_key import FunctionKey
 
 if TYPE_CHECKING:
     from tfretrace.xla_events import XlaEvent
@@ -393,6 +394,8 @@ class FunctionReport:
     # Of ``traces``, those TensorFlow made before the monitor met the function (events with
     # ``earlier`` set): counted like the others, as TensorFlow's own tracing count does.
     earlier_traces: int = 0
+    # Which function this is across runs (tfretrace.function_key); None in older sessions.
+    key: FunctionKey | None = None
 
     @property
     def retraces(self) -> int:
@@ -481,6 +484,7 @@ class FunctionReport:
             "xla_compile_seconds": round(self.xla_compile_seconds, 6),
             "xla_events": [e.to_dict() for e in self.xla_events],
             "megamorphic": list(self.megamorphic),
+            "key": None if self.key is None else self.key.to_dict(),
         }
 
     @classmethod
@@ -519,4 +523,5 @@ class FunctionReport:
                 for i, e in enumerate(C.items(data.get("xla_events", []), f"{where}.xla_events"))
             ),
             megamorphic=C.texts(data.get("megamorphic", []), f"{where}.megamorphic"),
+            key=None if data.get("key") is None else FunctionKey.from_dict(data["key"], f"{where}.key"),
         )

@@ -207,6 +207,7 @@ class Monitor:
             megamorphic=tuple(megamorphic(state.xla_by_cluster, calls)),
             refused_traces=state.refused,
             earlier_traces=state.earlier,
+            key=state.function_key,
         )
 
     def record_compile(self, state: FunctionState, trace: int, signature: tuple[Any, ...], done: Any,
@@ -246,7 +247,9 @@ class Monitor:
 
         try:
             with self._lock:
-                pending = prepare(self._functions, self.max_events, raw, counters.counter_value, self._counting)
+                pending = prepare(
+                    self._functions, self.max_events, raw, counters.counter_value, self._counting, self._root
+                )
         except Exception as exc:
             self.internal_error(exc)
             return None

@@ -144,6 +144,16 @@ def model_group(model: Any, info: KerasInfo) -> str:
     return group
 
 
+def layer_names(model: Any) -> tuple[str, ...] | None:
+    """The names of a model's layers, in order; None when they cannot be read."""
+    if model is None:
+        return None
+    try:
+        return tuple(str(getattr(layer, "name", "?")) for layer in getattr(model, "layers", ()))
+    except Exception:  # reading the layers must never break a trace
+        return None
+
+
 def mark_trained(model: Any) -> bool:
     """Remember that this model traced its train function; say whether it had before."""
     try:

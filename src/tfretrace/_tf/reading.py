@@ -11,10 +11,19 @@ from typing import Any
 
 from tfretrace._tf.counters import counter_born, counter_of, token_of
 from tfretrace._tf.frames import call_site, innermost_code, owner_function, short_path
-from tfretrace._tf.keras import KERAS_ROLES, keras_info, mark_trained, model_group, was_loaded, was_trained
+from tfretrace._tf.keras import (
+    KERAS_ROLES,
+    keras_info,
+    layer_names,
+    mark_trained,
+    model_group,
+    was_loaded,
+    was_trained,
+)
 from tfretrace._tf.origins import DATA, EXPORT, Origin, saving
 from tfretrace._tf.types import short_repr, signature_leaves, signature_with_refs
 from tfretrace.events import KerasInfo, Leaf
+from tfretrace.function_key import FunctionKey, code_key, keras_key, module_of_path
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,9 @@ class RawTrace:
     # whether the trace is made to write a SavedModel (tf.saved_model.save, model.export).
     origin: str | None = None
     saving: bool = False
+    # The function's key across runs, relative to a root folder (tfretrace.function_key): made
+    # on demand, once per function, since reading its source costs more than a cached call.
+    function_key: Callable[[str], FunctionKey | None] = lambda root: None
 
 
 def read_trace(
@@ -91,6 +103,8 @@ def read_trace(
         key = (key[0], 0, f"keras {role} {model_group(model, keras)}")
         trained = mark_trained(model) if role == "train" else was_trained(model)
     counter = counter_of(owner) if owner is not None else None
+    model_ref = _weak(model)
+    key_for = _key_maker(code, qualname, origin, keras, role, model_ref)
     if origin is not None and origin.kind == DATA:
         counter = None  # tf.data calls its functions in C++: a tf.data row counts pipeline builds
     return RawTrace(
@@ -108,7 +122,7 @@ def read_trace(
         counter=counter,
         nested=nested,
         owner_ref=weakref.ref(owner) if owner is not None else None,
-        model_ref=_weak(model),
+        model_ref=model_ref,
         counter_born=counter_born(owner) if owner is not None else 0.0,
         object_refs=object_refs,
         model_loaded=was_loaded(model),
@@ -116,7 +130,28 @@ def read_trace(
         model_trained=trained,
         origin=origin.kind if origin is not None else None,
         saving=(origin is not None and origin.kind == EXPORT) or saving(),
+        function_key=key_for,
     )
+
+
+def _key_maker(
+    code: Any, qualname: str, origin: Origin | None, keras: KerasInfo | None, role: str | None, model_ref: Any
+) -> Callable[[str], FunctionKey | None]:
+    """How to make the row's key later: from the user's call site, the Keras model, or the code."""
+    if origin is not None:
+        site = origin.site or "<unknown>"
+        path = site.rpartition(":")[0] or site
+        return lambda root: FunctionKey(module_of_path(path, root), origin.name, None)
+    if keras is not None and role is not None:
+
+        def keras_row(root: str) -> FunctionKey:
+            model = model_ref() if model_ref is not None else None
+            return keras_key(keras.built_at, keras.model_class, role, layer_names(model), root)
+
+        return keras_row
+    if code is not None:
+        return lambda root: code_key(code, qualname, root)
+    return lambda root: None
 
 
 def _weak(value: Any) -> Any:
