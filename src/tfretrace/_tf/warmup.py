@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfretrace._tf.frames import innermost_code, short_path
-from tfretrace._tf.keras import KERAS_ROLES, is_keras_functions_file, keras_info
+from tfretrace._tf.keras import KERAS_ROLES, is_keras_functions_file, keras_info, layer_names
 from tfretrace._tf.types import signature_leaves
 from tfretrace.events import CONTAINERS, PYTHON, TENSOR, KerasInfo, Leaf
+from tfretrace.function_key import FunctionKey, code_key, keras_key
 
 
 class NotWarmable(Exception):
@@ -26,36 +27,33 @@ class Identity:
 
     name: str
     location: str
-    filename: str | None
+    key: FunctionKey | None
     keras: KerasInfo | None
-    role: str | None
     params: tuple[str, ...]
     jit_compile: bool
     reduce_retracing: bool
-    python_function: Any
 
 
-def identify(function: Any, frame: Any) -> Identity:
-    """Read a tf.function object's name, place, Keras model and role (``frame``: the caller's)."""
+def identify(function: Any, frame: Any, root: str) -> Identity:
+    """Read a tf.function object's name, place, key (relative to ``root``) and Keras model and role."""
     code, qualname = innermost_code(function._python_function)
     location = f"{short_path(code.co_filename)}:{code.co_firstlineno}" if code is not None else "<unknown>"
     keras: KerasInfo | None = None
-    role = None
+    key = None if code is None else code_key(code, qualname, root)
     if code is not None and is_keras_functions_file(code.co_filename):
-        keras, _ = keras_info(frame, code)
+        keras, model = keras_info(frame, code)
         if keras is not None:
             role = KERAS_ROLES.get(keras.method, keras.method)
+            key = keras_key(keras.built_at, keras.model_class, role, layer_names(model), root)
     params = tuple(getattr(function._function_type, "parameters", {}))
     return Identity(
         name=qualname,
         location=location,
-        filename=code.co_filename if code is not None else None,
+        key=key,
         keras=keras,
-        role=role,
         params=params,
         jit_compile=bool(getattr(function, "_jit_compile", False)),
         reduce_retracing=bool(getattr(function, "_reduce_retracing", False)),
-        python_function=code,
     )
 
 

@@ -1,16 +1,11 @@
-"""Finding a live tf.function's entry in a profile: by name and place, Keras by model and role."""
+"""Finding a live tf.function's entry in a profile by its FunctionKey (exact, then the reported fallbacks)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfretrace.events import KerasInfo
+from tfretrace.function_key import EXACT, MOVED, FunctionKey, match, record_key
 from tfretrace.prevent.profile import Entry, Profile
-
-_ROLES = {
-    "fit": "train", "train_on_batch": "train", "evaluate": "test", "test_on_batch": "test",
-    "predict": "predict", "predict_on_batch": "predict",
-}
 
 
 @dataclass(frozen=True)
@@ -21,35 +16,25 @@ class Found:
     fallback: str | None = None
 
 
-def find(profile: Profile, name: str, location: str, keras: KerasInfo | None) -> Found | None:
-    """The profile entry for a function met in this run, or None."""
-    if keras is not None:
-        return _find_keras(profile, keras)
-    exact = [e for e in profile.entries if e.keras is None and e.name == name and e.report.location == location]
-    if exact:
-        return Found(exact[0])
-    filename = location.rsplit(":", 1)[0]
-    same_file = [e for e in profile.entries if e.keras is None and e.name == name
-                 and e.report.location.rsplit(":", 1)[0] == filename]
-    if len(same_file) == 1:
-        return Found(same_file[0], f"matched by name in {filename} (recorded at {same_file[0].report.location})")
-    by_name = [e for e in profile.entries if e.keras is None and e.name == name]
-    if len(by_name) == 1:
-        return Found(by_name[0], f"matched by name only (recorded at {by_name[0].report.location})")
-    return None
+def find(profile: Profile, key: FunctionKey) -> Found | None:
+    """The profile entry for a function met in this run, or None.
 
+    Exact key first; then the same code under the same name elsewhere (the file moved); then the
+    same module and name (the code was edited, or the profile predates recorded keys).
+    """
+    def key_of(item: Entry | FunctionKey) -> FunctionKey:
+        return item if isinstance(item, FunctionKey) else record_key(item.report)
 
-def _find_keras(profile: Profile, keras: KerasInfo) -> Found | None:
-    role = _ROLES.get(keras.method, keras.method)
-    alike = [
-        e for e in profile.entries
-        if e.keras is not None and _ROLES.get(e.keras.method, e.keras.method) == role
-        and e.keras.model_class == keras.model_class
-    ]
-    exact = [e for e in alike if e.keras is not None and e.keras.built_at == keras.built_at]
-    if exact:
-        return Found(exact[0])
-    if len(alike) == 1 and alike[0].keras is not None:
-        return Found(alike[0], f"Keras {keras.model_class} {role} matched by class and role "
-                               f"(recorded built at {alike[0].keras.built_at})")
-    return None
+    candidates: list[Entry | FunctionKey] = list(profile.entries)
+    matching = match(candidates, [key], key=key_of)
+    if not matching.pairs:
+        return None
+    pair = matching.pairs[0]
+    entry = pair.base
+    assert isinstance(entry, Entry)
+    if pair.how == EXACT:
+        return Found(entry)
+    recorded = entry.report.location
+    if pair.how == MOVED:
+        return Found(entry, f"matched by name and code: moved from {recorded}")
+    return Found(entry, f"matched by module and name (recorded at {recorded}; its code differs or was not recorded)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from dataclasses import dataclass, field, replace
@@ -134,8 +135,8 @@ class Prevention:
         if not warmup.eager():
             # A call inside another trace: the outer function's warm-up covers it.
             return _SKIP
-        who = warmup.identify(function, warmup.caller_frame())
-        found = find(self.profile, who.name, who.location, who.keras)
+        who = warmup.identify(function, warmup.caller_frame(), getattr(self._monitor, "_root", None) or os.getcwd())
+        found = None if who.key is None else find(self.profile, who.key)
         if found is None:
             return _SKIP
         row = self._rows.get(id(found.entry))
