@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from tfretrace.monitor import Monitor
 
 _WATCH: pytest.StashKey[TestWatch] = pytest.StashKey()
+_PREVENTION: pytest.StashKey[Any] = pytest.StashKey()
 _SUMMARY: pytest.StashKey[list[tuple[str, list[str]]]] = pytest.StashKey()
 _FIXTURE = "tfretrace_monitor"
 # The name under which a test's summary lines travel in its teardown report's user_properties:
@@ -48,6 +49,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+    group.addoption(
+        "--tfretrace-prevent",
+        default=None,
+        metavar="PROFILE.json",
+        help="warm each tf.function whose calls varied in shape in PROFILE (a saved session) with one "
+        "general trace at its first call, for the whole test run (default: $TFRETRACE_PREVENT)",
+    )
+
+
 def _max_traces(text: str) -> int:
     import argparse
 
@@ -74,6 +84,30 @@ def pytest_configure(config: pytest.Config) -> None:
         prepare_xla()
     if config.getoption("tfretrace_summary", False):
         config.pluginmanager.register(_SummaryCollector(config.stash[_SUMMARY]), "tfretrace-summary")
+    _start_prevention(config)
+
+
+def _start_prevention(config: pytest.Config) -> None:
+    """--tfretrace-prevent (or $TFRETRACE_PREVENT): one prevention for the whole test run."""
+    from tfretrace.prevent import profile_from_env
+
+    path = config.getoption("tfretrace_prevent", None) or profile_from_env()
+    if path is None:
+        return
+    from tfretrace.prevent import prevent
+    from tfretrace.session import SessionFormatError
+
+    try:
+        config.stash[_PREVENTION] = prevent(path)
+    except SessionFormatError as exc:
+        raise pytest.UsageError(f"--tfretrace-prevent: {exc}") from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the run's prevention, if any."""
+    prevention = config.stash.get(_PREVENTION, None)
+    if prevention is not None and prevention.active:
+        prevention.stop()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -209,6 +243,13 @@ def tfretrace_monitor(request: pytest.FixtureRequest) -> Monitor:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     """With --tfretrace-summary: every test that traced, with its functions, counts and causes."""
+    prevention = config.stash.get(_PREVENTION, None)
+    if prevention is not None:
+        from tfretrace.prevention import render
+
+        terminalreporter.section("tfretrace: prevention")
+        for line in render(prevention.report()).splitlines():
+            terminalreporter.write_line(line)
     if not config.getoption("tfretrace_summary"):
         return
     terminalreporter.section("tfretrace: tf.function traces per test")
