@@ -167,3 +167,70 @@ def test_the_saved_session_records_the_profile(tmp_path: Path) -> None:
     (row,) = again.prevention.functions
     assert (row.traces_without, row.traces_with) == (4, 1)
     assert again.total_retraces == 0  # what still retraces is what budgets and --fail-on-retrace count
+
+
+def _python_values() -> list[Any]:
+    import tensorflow as tf
+
+    @tf.function
+    def scaled(x: Any, lr: float) -> Any:
+        return tf.reduce_sum(x) * lr
+
+    return [float(scaled(tf.ones([3]), lr)) for lr in (0.1, 0.05, 0.025)]
+
+
+def test_what_a_warm_up_cannot_prevent_points_at_the_fix_plan(tmp_path: Path) -> None:
+    import tfretrace
+
+    with tfretrace.watch(warn=False) as monitor:
+        _python_values()
+    profile = tmp_path / "profile.json"
+    monitor.session().save(profile)
+    with tfretrace.prevent(profile) as prevention:
+        _python_values()
+    report = prevention.report()
+    (row,) = report.functions
+    assert row.warmups == 0
+    assert row.traces_without == row.traces_with == 3
+    ((cause, retraces, fix),) = row.unpreventable
+    assert (cause, retraces) == ("python-value-changed", 2)
+    assert fix is not None  # the plan's own step for that cause
+
+
+def test_a_profile_from_another_tensorflow_is_used_with_one_note(tmp_path: Path) -> None:
+    import json
+
+    import tfretrace
+
+    with tfretrace.watch(warn=False) as monitor:
+        _widening()
+    profile = tmp_path / "profile.json"
+    data = monitor.session().to_dict()
+    data["tensorflow"] = "2.99.0"
+    profile.write_text(json.dumps(data), encoding="utf-8")
+    with tfretrace.prevent(profile) as prevention:
+        _, functions, _ = _widening()
+    assert functions[0].experimental_get_tracing_count() == 1
+    report = prevention.session().prevention
+    assert report is not None and report.profile_tensorflow == "2.99.0"
+    assert len(report.notes) == 1
+
+
+def test_ipython_magic_starts_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import tfretrace
+    from tfretrace import _ipython
+
+    with tfretrace.watch(warn=False) as monitor:
+        _widening()
+    profile = tmp_path / "profile.json"
+    monitor.session().save(profile)
+    shell = type("Shell", (), {})()
+    assert _ipython._prevent(shell, str(profile)) is None
+    _, functions, _ = _widening()
+    view = _ipython._prevent(shell, "off")
+    assert view is not None
+    (row,) = view.report.functions
+    assert (row.traces_without, row.traces_with) == (4, 1)
+    assert functions[0].experimental_get_tracing_count() == 1
+    assert _ipython._prevent(shell, str(tmp_path / "missing.json")) is None
+    assert "tfretrace: error:" in capsys.readouterr().out

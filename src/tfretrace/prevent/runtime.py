@@ -139,16 +139,16 @@ class Prevention:
         found = None if who.key is None else find(self.profile, who.key)
         if found is None:
             return _SKIP
+        if found.entry.report.retraces == 0:
+            return _SKIP  # nothing to prevent or to report
         row = self._rows.get(id(found.entry))
         if row is None:
             row = _Row(found.entry, who.name, who.location, found.fallback, who.jit_compile)
             self._rows[id(found.entry)] = row
         group = found.entry.group_for(who.params)
-        if group is None or not group.warm:
-            return _SKIP
         before = warmup.tracing_count(function)
         done: list[Signature] = []
-        for signature in group.warm:
+        for signature in group.warm if group is not None else ():
             try:
                 row.warmup_seconds += warmup.warm(function, signature)
                 done.append(signature)
@@ -158,7 +158,9 @@ class Prevention:
                 _add(row.failures, f"warm-up trace failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
         after = warmup.tracing_count(function)
         row.warmups += after - before
-        obj = _Object(weakref.ref(function), tuple(done), group.recorded, who.reduce_retracing, after, after)
+        recorded = group.recorded if group is not None else ()
+        # Watched even when nothing was warmed: the report compares the same calls either way.
+        obj = _Object(weakref.ref(function), tuple(done), recorded, who.reduce_retracing, after, after)
         row.objects.append(obj)
         return obj
 
