@@ -234,3 +234,45 @@ def test_ipython_magic_starts_and_reports(tmp_path: Path, capsys: pytest.Capture
     assert functions[0].experimental_get_tracing_count() == 1
     assert _ipython._prevent(shell, str(tmp_path / "missing.json")) is None
     assert "tfretrace: error:" in capsys.readouterr().out
+
+
+def _static_shapes() -> tuple[list[float], list[Any]]:
+    import tensorflow as tf
+
+    class Flattener(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight: Any = None
+
+        @tf.function
+        def flat(self, x: Any) -> Any:
+            if self.weight is None:
+                self.weight = tf.Variable(tf.fill([4], 0.5))
+            # Python arithmetic on the static shape: a trace with a None dimension fails here.
+            return tf.reduce_sum(tf.reshape(x * self.weight, [x.shape[0] * 4]))
+
+    @tf.function
+    def plain(x: Any) -> Any:
+        return tf.reduce_sum(tf.reshape(x, [x.shape[0] * 4]))
+
+    module = Flattener()
+    results = [float(module.flat(tf.ones([n, 4]))) + float(plain(tf.ones([n, 4]))) for n in (8, 8, 3)]
+    return results, [module.flat, plain]
+
+
+def test_a_general_trace_that_fails_leaves_the_program_as_it_was(tmp_path: Path) -> None:
+    import tfretrace
+
+    plain, plain_functions = _static_shapes()
+    with tfretrace.watch(warn=False) as monitor:
+        _static_shapes()
+    profile = tmp_path / "profile.json"
+    monitor.session().save(profile)
+    with tfretrace.prevent(profile) as prevention:
+        results, functions = _static_shapes()
+    assert results == plain
+    assert [f.experimental_get_tracing_count() for f in functions] == [
+        f.experimental_get_tracing_count() for f in plain_functions]
+    report = prevention.report()
+    assert all(row.failures for row in report.functions)  # each says its warm-up trace failed
+    assert {row.traces_without for row in report.functions} == {row.traces_with for row in report.functions}

@@ -107,8 +107,59 @@ def warm(function: Any, signature: Sequence[Leaf]) -> float:
     """
     args, kwargs = rebuild(function, signature)
     start = time.perf_counter()
-    function.get_concrete_function(*args, **kwargs)
+    with function._lock:
+        # A failed first trace leaves the function half initialized (its next call would return
+        # None): put TensorFlow's fields back so the user's call initializes it as it would have.
+        saved = _first_call_state(function)
+        try:
+            function.get_concrete_function(*args, **kwargs)
+        except Exception:
+            if saved is not None:
+                _restore(function, saved)
+            raise
     return time.perf_counter() - start
+
+
+def initialize(function: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> float:
+    """TensorFlow's own first step, with the call's own arguments, for a function that creates variables.
+
+    The variable-creating trace must see the call's arguments: a general trace that failed there
+    would leave the user's objects holding variables that were never initialized. What the
+    function traces after this (the no-variable-creation trace) is where the general warm-up
+    goes. Returns the seconds; 0.0 when the function was already initialized. On an error the
+    fields are put back and the error raised: the user's call then meets it itself.
+    """
+    with function._lock:
+        saved = _first_call_state(function)
+        if saved is None:
+            return 0.0
+        start = time.perf_counter()
+        initializers: list[Any] = []
+        try:
+            function._initialize(args, kwds, add_initializers_to=initializers)
+            function._initialize_uninitialized_variables(initializers)
+        except Exception:
+            _restore(function, saved)
+            raise
+        return time.perf_counter() - start
+
+
+_FIRST_CALL_FIELDS = (
+    "_variable_creation_config", "_no_variable_creation_config", "_created_variables",
+    "_concrete_variable_creation_fn",
+)
+
+
+def _first_call_state(function: Any) -> dict[str, Any] | None:
+    """TensorFlow's first-call fields of a function not yet initialized; None once it is."""
+    if getattr(function, "_variable_creation_config", None) is not None:
+        return None
+    return {name: function.__dict__.get(name) for name in _FIRST_CALL_FIELDS}
+
+
+def _restore(function: Any, saved: dict[str, Any]) -> None:
+    for name, value in saved.items():
+        setattr(function, name, value)
 
 
 def rebuild(function: Any, signature: Sequence[Leaf]) -> tuple[list[Any], dict[str, Any]]:

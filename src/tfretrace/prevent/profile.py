@@ -49,6 +49,11 @@ class Entry:
         return self.report.keras
 
     @property
+    def creates_variables(self) -> bool:
+        """Whether the function created variables at its first call in the recorded run."""
+        return any(e.cause == "variable-creation" for e in self.report.events)
+
+    @property
     def warmable(self) -> bool:
         """Whether some recorded family of calls varied in shape."""
         return any(g.warm for g in self.groups)

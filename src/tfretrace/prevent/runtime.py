@@ -119,7 +119,7 @@ class Prevention:
                 with self._lock:
                     state = function.__dict__.get("_tfretrace_prevent")
                     if state is None or state[0] is not self:
-                        state = (self, self._first_call(function))
+                        state = (self, self._first_call(function, args, kwds))
                         function.__dict__["_tfretrace_prevent"] = state
             watched = state[1]
             if watched is _SKIP:
@@ -129,7 +129,7 @@ class Prevention:
             self._error(exc)
             return None
 
-    def _first_call(self, function: Any) -> Any:
+    def _first_call(self, function: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
         from tfretrace._tf import warmup
 
         if not warmup.eager():
@@ -148,6 +148,11 @@ class Prevention:
         group = found.entry.group_for(who.params)
         before = warmup.tracing_count(function)
         done: list[Signature] = []
+        if group is not None and group.warm and found.entry.creates_variables:
+            try:
+                row.warmup_seconds += warmup.initialize(function, args, kwds)
+            except Exception:
+                return _SKIP  # the call itself fails the same way, where the user sees it
         for signature in group.warm if group is not None else ():
             try:
                 row.warmup_seconds += warmup.warm(function, signature)
@@ -239,7 +244,7 @@ def _replayed(obj: _Object, entry: Entry) -> int:
     """The traces this object's calls make without a warm-up: TensorFlow's rules replayed."""
     calls = tuple(Call(i + 1, 1, (), sig, None, 0.0) for i, sig in enumerate(obj.calls))
     # A first call that creates variables traces once more; the profile says whether it did.
-    variable = 1 if any(e.cause == "variable-creation" for e in entry.report.events) else 0
+    variable = 1 if entry.creates_variables else 0
     predicted = count(Replay(calls, variable_traces=variable), Config(reduce_retracing=obj.reduce_retracing))
     return predicted if predicted is not None else len(calls) + variable
 
