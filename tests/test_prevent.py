@@ -276,3 +276,28 @@ def test_a_general_trace_that_fails_leaves_the_program_as_it_was(tmp_path: Path)
     report = prevention.report()
     assert all(row.failures for row in report.functions)  # each says its warm-up trace failed
     assert {row.traces_without for row in report.functions} == {row.traces_with for row in report.functions}
+
+
+def test_jit_compile_functions_say_xla_still_compiles_per_shape(tmp_path: Path) -> None:
+    import tensorflow as tf
+
+    import tfretrace
+
+    def run() -> Any:
+        @tf.function(jit_compile=True)
+        def dense(x: Any) -> Any:
+            return tf.reduce_sum(x * 3.0)
+
+        for n in (4, 4, 6):
+            dense(tf.ones([n]))
+        return dense
+
+    with tfretrace.watch(warn=False) as monitor:
+        run()
+    profile = tmp_path / "profile.json"
+    monitor.session().save(profile)
+    with tfretrace.prevent(profile) as prevention:
+        dense = run()
+    assert dense.experimental_get_tracing_count() == 1
+    (row,) = prevention.report().functions
+    assert row.jit_compile and row.to_dict()["jit_compile"] is True

@@ -293,10 +293,6 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     if tensorboard is not None:
         _write_tensorboard(session, tensorboard)
     written = emit(session, ns, sys.stderr, saved, outputs)
-    if session.prevention is not None and not outputs:
-        from tfretrace.prevention import render as render_prevention
-
-        print("\n" + render_prevention(session.prevention), end="", file=sys.stderr)
     status = _final_status(status, session, ns, sys.stderr)
     # A report that could not be written is a failure, but never hides the program's own status.
     if ns.fix_plan:

@@ -8,7 +8,6 @@ import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tfretrace.events import Leaf
 from tfretrace.fix.predict import Call, Config, Replay, count
 from tfretrace.fix.rules import Signature, covers
 from tfretrace.prevent.match import find
@@ -253,7 +252,3 @@ def _add(items: list[str], text: str) -> None:
     if text not in items:
         items.append(text)
 
-
-def leaves_text(signature: Signature) -> str:
-    """``x: Tensor float32(None, 4)`` for each top-level tensor (the report's warm-up line)."""
-    return ", ".join(f"{leaf.path}: {leaf.describe()}" for leaf in signature if isinstance(leaf, Leaf))
