@@ -115,6 +115,10 @@ class Prevention:
         try:
             state = function.__dict__.get("_tfretrace_prevent")
             if state is None or state[0] is not self:
+                if not self._eager():
+                    # A call inside another trace (maybe in a replica thread while the lock is
+                    # held by the warm-up that runs it): the outer function's warm-up covers it.
+                    return None
                 with self._lock:
                     state = function.__dict__.get("_tfretrace_prevent")
                     if state is None or state[0] is not self:
@@ -131,9 +135,6 @@ class Prevention:
     def _first_call(self, function: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
         from tfretrace._tf import warmup
 
-        if not warmup.eager():
-            # A call inside another trace: the outer function's warm-up covers it.
-            return _SKIP
         who = warmup.identify(function, warmup.caller_frame(), getattr(self._monitor, "_root", None) or os.getcwd())
         found = None if who.key is None else find(self.profile, who.key)
         if found is None:
@@ -167,6 +168,12 @@ class Prevention:
         obj = _Object(weakref.ref(function), tuple(done), recorded, who.reduce_retracing, after, after)
         row.objects.append(obj)
         return obj
+
+    @staticmethod
+    def _eager() -> bool:
+        from tfretrace._tf.warmup import eager
+
+        return eager()
 
     def _on_call(self, obj: _Object, function: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
         from tfretrace._tf import warmup
