@@ -210,7 +210,9 @@ class Prevention:
             rows.append(_function_row(row))
             if row.fallback:
                 notes.append(f"{row.name}: {row.fallback}")
-        not_met = len(self.profile.entries) - len(met)
+        # Profiled functions that retraced there and never ran here (eagerly) in this run.
+        met_ids = {id(row.entry) for row in met}
+        not_met = sum(1 for e in self.profile.entries if e.report.retraces and id(e) not in met_ids)
         return PreventionReport(self.profile.path, self.profile.tensorflow, tuple(rows), tuple(notes), not_met)
 
 
