@@ -84,6 +84,21 @@ def _mirrored() -> tuple[list[float], list[Any], Callable[[], float]]:
     return results, [distributed_step], lambda: float(distributed_step(tf.ones([3, 4])))
 
 
+def _mirrored_dataset() -> tuple[list[float], list[Any], Callable[[], float]]:
+    import tensorflow as tf
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+
+    @tf.function
+    def distributed_step(batch: Any) -> Any:
+        per_replica = strategy.run(lambda x: tf.reduce_sum(x * 2.0), args=(batch,))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+    data = tf.data.Dataset.from_tensor_slices(tf.ones([10, 3])).batch(4)  # 4, 4, then 2
+    results = [float(distributed_step(b)) for b in strategy.experimental_distribute_dataset(data)]
+    return results, [distributed_step], lambda: float(distributed_step(tf.ones([3, 3])))
+
+
 def _method() -> tuple[list[float], list[Any], Callable[[], float]]:
     import tensorflow as tf
 
@@ -109,6 +124,7 @@ SCENARIOS: dict[str, tuple[Scenario, int]] = {
     "widening-sequence-lengths": (_widening, 1),
     "keras-predict": (_keras_predict, 1),
     "mirrored-strategy-step": (_mirrored, 1),
+    "mirrored-distributed-dataset": (_mirrored_dataset, 1),
     "method-tf-function": (_method, 2),
 }
 

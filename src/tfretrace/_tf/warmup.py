@@ -13,7 +13,7 @@ from typing import Any
 from tfretrace._tf.frames import innermost_code, short_path
 from tfretrace._tf.keras import KERAS_ROLES, is_keras_functions_file, keras_info, layer_names
 from tfretrace._tf.types import signature_leaves
-from tfretrace.events import CONTAINERS, PYTHON, TENSOR, KerasInfo, Leaf
+from tfretrace.events import CONTAINERS, PYTHON, SPEC, TENSOR, KerasInfo, Leaf
 from tfretrace.function_key import FunctionKey, code_key, keras_key
 
 
@@ -196,6 +196,15 @@ def _value(leaf: Leaf, by_path: dict[str, Leaf], tf: Any) -> Any:
             return ast.literal_eval(leaf.value or "")
         except (ValueError, SyntaxError):
             raise NotWarmable(f"{leaf.path}: {leaf.type_name} value {leaf.value} cannot be rebuilt") from None
+    if leaf.kind == SPEC and leaf.type_name == "PerReplicaSpec" and (leaf.value or "").startswith("PerReplicaSpec of "):
+        # Distributed values (a distributed dataset's batches): one spec per replica, each rebuilt.
+        from tensorflow.python.distribute import values as distribute_values
+
+        replicas = int((leaf.value or "").rsplit(" ", 1)[1])
+        parts = [by_path.get(f"{leaf.path}.replica[{i}]") for i in range(replicas)]
+        if any(part is None for part in parts):
+            raise NotWarmable(f"{leaf.path}: a replica's spec was not recorded")
+        return distribute_values.PerReplicaSpec(*(_value(p, by_path, tf) for p in parts if p is not None))
     if leaf.kind not in CONTAINERS or leaf.kind not in ("list", "tuple", "dict"):
         raise NotWarmable(f"{leaf.path}: a {leaf.type_name or leaf.kind} needs the live object")
     kids = [k for p, k in by_path.items() if _is_child(leaf.path, p)]
