@@ -85,7 +85,13 @@ def call_key(args: tuple[Any, ...], kwds: dict[str, Any]) -> tuple[Any, ...]:
         elif isinstance(value, (int, float, bool, str, type(None))):
             out.append((type(value).__name__, value))
         else:
-            out.append(id(value))
+            # A composite value (PerReplica, a ragged tensor) by its spec, which holds its shapes;
+            # anything else by identity, as TensorFlow keys it.
+            spec = getattr(value, "_type_spec", None)
+            try:
+                out.append(("spec", spec, hash(spec)) if spec is not None else id(value))
+            except TypeError:
+                out.append(id(value))
     return tuple(out)
 
 

@@ -15,6 +15,8 @@ from tfretrace.prevent.profile import Entry, Profile
 from tfretrace.prevention import FunctionPrevention, PreventionReport
 
 _SKIP = object()
+# Cheap call keys kept per tf.function object before they are forgotten (a bound on memory).
+_MAX_KEYS = 4096
 
 
 @dataclass
@@ -28,7 +30,9 @@ class _Object:
     after_warmup: int = 0
     last_count: int = 0
     keys: dict[Any, None] = field(default_factory=dict)
+    # The distinct call signatures, in the order they first came (what the replay needs).
     calls: list[Signature] = field(default_factory=list)
+    seen: set[Signature] = field(default_factory=set)
 
 
 @dataclass
@@ -181,8 +185,14 @@ class Prevention:
         key = warmup.call_key(args, kwds)
         if key in obj.keys:
             return None
+        if len(obj.keys) >= _MAX_KEYS:
+            obj.keys.clear()  # keys by identity pile up: forget them, the signatures stay exact
         obj.keys[key] = None
-        obj.calls.append(warmup.call_signature(function, args, kwds))
+        signature = warmup.call_signature(function, args, kwds)
+        if signature in obj.seen:
+            return None
+        obj.seen.add(signature)
+        obj.calls.append(signature)
 
         def after() -> None:
             obj.last_count = warmup.tracing_count(function)
