@@ -64,6 +64,29 @@ def _keras_predict() -> tuple[list[float], list[Any], Callable[[], float]]:
     return results, [model.predict_function], outside
 
 
+def _keras_fit() -> tuple[list[float], list[Any], Callable[[], float]]:
+    import keras
+    import numpy as np
+
+    from keras_roles import tf_functions
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile("sgd", "mse")
+    results: list[float] = []
+    # 64 samples in batches of 32 give the adapter a static batch size; 70 then has a partial batch.
+    for n in (64, 70):
+        x, y = np.full((n, 4), 0.5, "float32"), np.ones((n, 2), "float32")
+        results += model.fit(x, y, batch_size=32, epochs=1, verbose=0, shuffle=False).history["loss"]
+    loop = tf_functions(model, "train")["multi_step_on_iterator"]
+
+    def outside() -> float:
+        x, y = np.full((5, 4), 0.5, "float32"), np.ones((5, 2), "float32")
+        return float(model.fit(x, y, batch_size=5, epochs=1, verbose=0).history["loss"][0])
+
+    return [float(r) for r in results], [loop], outside
+
+
 def _mirrored() -> tuple[list[float], list[Any], Callable[[], float]]:
     import tensorflow as tf
 
@@ -123,6 +146,7 @@ SCENARIOS: dict[str, tuple[Scenario, int]] = {
     "custom-loop-partial-batch": (_custom_loop, 1),
     "widening-sequence-lengths": (_widening, 1),
     "keras-predict": (_keras_predict, 1),
+    "keras-fit-static-then-partial-batch": (_keras_fit, 1),
     "mirrored-strategy-step": (_mirrored, 1),
     "mirrored-distributed-dataset": (_mirrored_dataset, 1),
     "method-tf-function": (_method, 2),

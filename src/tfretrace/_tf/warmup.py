@@ -211,6 +211,9 @@ def _value(leaf: Leaf, by_path: dict[str, Leaf], tf: Any) -> Any:
         if any(part is None for part in parts):
             raise NotWarmable(f"{leaf.path}: a replica's spec was not recorded")
         return distribute_values.PerReplicaSpec(*(_value(p, by_path, tf) for p in parts if p is not None))
+    if leaf.kind == SPEC and leaf.type_name == "IteratorSpec" and f"{leaf.path}.element_spec" in by_path:
+        # A tf.data iterator (Keras' fit/evaluate loop on one device): keyed by its element spec.
+        return tf.data.IteratorSpec(_value(by_path[f"{leaf.path}.element_spec"], by_path, tf))
     if leaf.kind not in CONTAINERS or leaf.kind not in ("list", "tuple", "dict"):
         raise NotWarmable(f"{leaf.path}: a {leaf.type_name or leaf.kind} needs the live object")
     kids = [k for p, k in by_path.items() if _is_child(leaf.path, p)]
