@@ -16,6 +16,7 @@ from tfretrace.errors import (
     UntestedVersionWarning,
 )
 from tfretrace.monitor import Monitor, current, stop, watch
+from tfretrace.prevent import prevent
 from tfretrace.session import Session, SessionFormatError, load, merge
 
 
@@ -47,6 +48,7 @@ __all__ = [
     "install",
     "load",
     "merge",
+    "prevent",
     "stop",
     "watch",
 ]

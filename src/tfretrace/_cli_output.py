@@ -15,6 +15,7 @@ from typing import TextIO
 
 from tfretrace._io import atomic_write_text
 from tfretrace._text import encodable, printable
+from tfretrace.prevention import render as render_prevention
 from tfretrace.render import renderer_for
 from tfretrace.render._model import hide_below
 from tfretrace.render.text import TextRenderer
@@ -123,6 +124,9 @@ def emit(
         return ok
     width, color = terminal_style(stream, os.environ)
     stream.write(TextRenderer(width=width, color=color).render(view))
+    if session.prevention is not None:
+        # A run warmed from a profile (tfretrace run --prevent): what the warm-ups prevented.
+        stream.write("\n" + render_prevention(session.prevention))
     files = sources if sources is not None else ([saved] if saved else [])
     if files:
         quoted = " ".join(shlex.quote(f) for f in files)

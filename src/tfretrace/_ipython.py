@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfretrace._text import one_line
 from tfretrace.monitor import Monitor, watch
+from tfretrace.prevent import prevent
+from tfretrace.prevention import PreventionReport
+from tfretrace.prevention import render as render_prevention
 from tfretrace.render.notebook import CellRetraces, report_frame
 from tfretrace.render.text import TextRenderer
-from tfretrace.session import Session
+from tfretrace.session import Session, SessionFormatError
 
 _KEY = "_tfretrace_cells"
+_PREVENT_KEY = "_tfretrace_prevention"
 
 
 class SessionView:
@@ -100,11 +105,48 @@ def unload(shell: Any) -> None:
         setattr(shell, _KEY, None)
 
 
-def _magic(line: str, cell: str | None = None) -> SessionView | None:
+class PreventionView:
+    """Displays what a profile's warm-ups prevented (``%tfretrace prevent off``)."""
+
+    def __init__(self, report: PreventionReport) -> None:
+        self.report = report
+
+    def __repr__(self) -> str:
+        return render_prevention(self.report)
+
+
+def _prevent(shell: Any, argument: str) -> PreventionView | None:
+    """``%tfretrace prevent PROFILE.json`` warms profiled functions; ``%tfretrace prevent off`` reports."""
+    running = getattr(shell, _PREVENT_KEY, None)
+    if argument in ("", "off"):
+        if running is None:
+            print("tfretrace: no profile in use (%tfretrace prevent PROFILE.json)")
+            return None
+        setattr(shell, _PREVENT_KEY, None)
+        session = running.stop()
+        return None if session.prevention is None else PreventionView(session.prevention)
+    watcher = getattr(shell, _KEY, None)
+    try:
+        started = prevent(argument, monitor=watcher.monitor if watcher is not None else None)
+    except SessionFormatError as exc:
+        print(f"tfretrace: error: {one_line(str(exc))}")
+        return None
+    if running is not None:
+        running.stop()
+    setattr(shell, _PREVENT_KEY, started)
+    print(f"tfretrace: warming the functions {argument} recorded at their first call "
+          "(%tfretrace prevent off to stop and report)")
+    return None
+
+
+def _magic(line: str, cell: str | None = None) -> SessionView | PreventionView | None:
     """``%tfretrace``: the report of every cell so far; ``%%tfretrace``: run this cell, report it."""
     from IPython import get_ipython
 
     shell = get_ipython()
+    words = line.split(None, 1)
+    if cell is None and words[:1] == ["prevent"]:
+        return _prevent(shell, words[1].strip() if len(words) > 1 else "")
     if cell is None:
         watcher = getattr(shell, _KEY, None)
         if watcher is None:

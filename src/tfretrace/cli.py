@@ -77,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--label", help="name of this process in merged reports (default workerN)")
     run.add_argument(
+        "--prevent", metavar="PROFILE.json",
+        help="prevent the shape retraces PROFILE (a saved session) recorded: each function whose "
+        "recorded calls varied in shape is traced once, generally, at its first call "
+        "(default: $TFRETRACE_PREVENT)",
+    )
+    run.add_argument(
         "--fix-plan", action="store_true",
         help="after the report, print each function's checked fix plan and the command that applies it",
     )
@@ -255,6 +261,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
                 raise UsageError(f"{output.shown!r} is the program itself: the report would overwrite it")
     tensorboard = None if ns.tensorboard is None else _tensorboard_dir(ns.tensorboard)
     gate = compare_command.RunGate.from_args(ns)
+    profile = _profile(ns)
     monitor = importlib.import_module("tfretrace.monitor")
     strict = importlib.import_module("tfretrace.budget").strict_from_env
     try:
@@ -269,6 +276,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
         raise UsageError(first) from None
     progress = _live_status(installed, ns)
     parent = os.getpid()
+    prevention = None if profile is None else profile.start(installed)
     try:
         status = execute(target)
         if os.getpid() == parent:
@@ -289,6 +297,8 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     if os.getpid() != parent:
         return status
     session: Session = installed.stop()
+    if prevention is not None:
+        session = prevention.stop(session)
     # The monitor sees tfretrace's own argv once the program is done; record the program's.
     program = target.script if target.script is not None else f"-m {target.module}"
     session = replace(session, argv=(program, *target.args), label=ns.label or session.label)
@@ -303,6 +313,35 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     if ns.fix_plan:
         emit_plans(session, sys.stderr, saved)
     return status if written or status != EXIT_OK else EXIT_USAGE
+
+
+class _Planned:
+    """A checked profile, loaded before the program runs, started once the monitor is."""
+
+    def __init__(self, profile: Any) -> None:
+        self._profile = profile
+        self._prevention: Any = None
+
+    def start(self, monitor: Any) -> _Planned:
+        from tfretrace.prevent import Prevention
+
+        self._prevention = Prevention(self._profile, monitor).start()
+        return self
+
+    def stop(self, session: Session) -> Session:
+        prevention = self._prevention
+        prevention.stop_watching()
+        return prevention.finish(session)  # type: ignore[no-any-return]
+
+
+def _profile(ns: argparse.Namespace) -> _Planned | None:
+    """The --prevent profile (or $TFRETRACE_PREVENT), read before the program runs; bad file: exit 2."""
+    from tfretrace.prevent import load_profile, profile_from_env
+
+    path = ns.prevent if ns.prevent is not None else profile_from_env()
+    if path is None:
+        return None
+    return _Planned(load_profile(path))
 
 
 def _tensorboard_dir(text: str) -> Path:

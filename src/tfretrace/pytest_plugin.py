@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from tfretrace.monitor import Monitor
 
 _WATCH: pytest.StashKey[TestWatch] = pytest.StashKey()
+_PREVENTION: pytest.StashKey[Any] = pytest.StashKey()
 _SUMMARY: pytest.StashKey[list[tuple[str, list[str]]]] = pytest.StashKey()
 _GATE: pytest.StashKey[BaselineGate] = pytest.StashKey()
 _RECORDED: pytest.StashKey[dict[str, Any]] = pytest.StashKey()
@@ -65,6 +66,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="record every test's trace counts in the --tfretrace-baseline FILE instead of checking them",
     )
+    group.addoption(
+        "--tfretrace-prevent",
+        default=None,
+        metavar="PROFILE.json",
+        help="warm each tf.function whose calls varied in shape in PROFILE (a saved session) with one "
+        "general trace at its first call, for the whole test run (default: $TFRETRACE_PREVENT)",
+    )
 
 
 def _max_traces(text: str) -> int:
@@ -94,6 +102,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("tfretrace_summary", False):
         config.pluginmanager.register(_SummaryCollector(config.stash[_SUMMARY]), "tfretrace-summary")
     _configure_baseline(config)
+    _start_prevention(config)
 
 
 def _configure_baseline(config: pytest.Config) -> None:
@@ -113,6 +122,29 @@ def _configure_baseline(config: pytest.Config) -> None:
     config.stash[_RECORDED] = {}
     if update:
         config.pluginmanager.register(_CountsCollector(config.stash[_RECORDED]), "tfretrace-baseline")
+
+
+def _start_prevention(config: pytest.Config) -> None:
+    """--tfretrace-prevent (or $TFRETRACE_PREVENT): one prevention for the whole test run."""
+    from tfretrace.prevent import profile_from_env
+
+    path = config.getoption("tfretrace_prevent", None) or profile_from_env()
+    if path is None:
+        return
+    from tfretrace.prevent import prevent
+    from tfretrace.session import SessionFormatError
+
+    try:
+        config.stash[_PREVENTION] = prevent(path)
+    except SessionFormatError as exc:
+        raise pytest.UsageError(f"--tfretrace-prevent: {exc}") from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the run's prevention, if any."""
+    prevention = config.stash.get(_PREVENTION, None)
+    if prevention is not None and prevention.active:
+        prevention.stop()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -292,6 +324,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     updated = config.stash.get(_UPDATED, None)
     if updated is not None:
         terminalreporter.write_line(updated)
+    prevention = config.stash.get(_PREVENTION, None)
+    if prevention is not None:
+        from tfretrace.prevention import render
+
+        terminalreporter.section("tfretrace: prevention")
+        for line in render(prevention.report()).splitlines():
+            terminalreporter.write_line(line)
     if not config.getoption("tfretrace_summary"):
         return
     terminalreporter.section("tfretrace: tf.function traces per test")

@@ -12,6 +12,7 @@ from tfretrace import _checked as C
 from tfretrace._io import atomic_write_text
 from tfretrace._text import printable
 from tfretrace.events import FunctionReport
+from tfretrace.prevention import PreventionReport
 
 SCHEMA = 1
 TOOL = "tfretrace"
@@ -61,6 +62,8 @@ class Session:
     # file the plans edit, so `tfretrace fix` can refuse a file that changed since the run.
     root: str | None = None
     sources: tuple[tuple[str, str], ...] = ()
+    # The profile this run was warmed from and what the warm-ups prevented (tfretrace.prevent).
+    prevention: PreventionReport | None = None
 
     def _repr_html_(self) -> str:
         """Jupyter: the full HTML report (the page ``-o report.html`` writes) in a frame, offline."""
@@ -137,6 +140,7 @@ class Session:
             "root": self.root,
             "sources": dict(self.sources),
             "functions": [f.to_dict() for f in self.functions],
+            **({} if self.prevention is None else {"prevention": self.prevention.to_dict()}),
         }
 
     def to_json(self) -> str:
@@ -189,6 +193,8 @@ class Session:
                 notes=C.texts(data.get("notes", []), "notes"),
                 root=C.optional_text(data.get("root"), "root"),
                 sources=C.text_map(data.get("sources", {}), "sources"),
+                prevention=None if data.get("prevention") is None
+                else PreventionReport.from_dict(data["prevention"]),
             )
         except C.FieldError as exc:
             raise SessionFormatError(f"{source}: malformed tfretrace session: {exc}") from None

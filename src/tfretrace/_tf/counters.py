@@ -9,6 +9,17 @@ import time
 import weakref
 from typing import Any
 
+# One optional watcher of every call (prevention's warm-up): ``watch(function, args, kwds)``
+# runs before the call and may return a callable to run after it. A one-element list so the hook
+# reads it without a global statement; None costs the cached path one list read.
+_call_watch: list[Any] = [None]
+
+
+def set_call_watch(watch: Any) -> Any:
+    """Install ``watch`` (or None) as the call watcher; returns the one it replaced."""
+    previous, _call_watch[0] = _call_watch[0], watch
+    return previous
+
 
 def make_call_hook(orig: Any) -> Any:
     """Wrap Function.__call__ so that each call advances the object's counter."""
@@ -20,7 +31,14 @@ def make_call_hook(orig: Any) -> Any:
         except AttributeError:
             counter_of(self)
             next(self._tfretrace_calls)
-        return orig(self, *args, **kwds)
+        watch = _call_watch[0]
+        if watch is None:
+            return orig(self, *args, **kwds)
+        after = watch(self, args, kwds)
+        result = orig(self, *args, **kwds)
+        if after is not None:
+            after()
+        return result
 
     __call__.__wrapped__ = orig  # type: ignore[attr-defined]
     return __call__

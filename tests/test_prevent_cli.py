@@ -1,0 +1,98 @@
+"""``tfretrace run --prevent``, TFRETRACE_PREVENT and the pytest plugin's --tfretrace-prevent, in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.tf
+pytest_plugins = ["pytester"]
+
+PROGRAM = """
+import tensorflow as tf
+
+@tf.function
+def train_step(x):
+    return tf.reduce_sum(x * 2.0)
+
+print([float(train_step(tf.ones([n, 3]))) for n in (32, 32, 32, 5)])
+print("TRACES", train_step.experimental_get_tracing_count())
+"""
+
+
+def _tfretrace(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1", **env)
+    full.pop("TFRETRACE_PREVENT", None) if "TFRETRACE_PREVENT" not in env else None
+    return subprocess.run(
+        [sys.executable, "-m", "tfretrace", *args],
+        capture_output=True, text=True, cwd=cwd, env=full, timeout=300, check=False,
+    )
+
+
+def test_two_run_workflow_with_the_env_variable(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(PROGRAM, encoding="utf-8")
+    first = _tfretrace("run", "--save", "profile.json", "--fail-on-retrace", "train.py", cwd=tmp_path)
+    assert first.returncode == 1, first.stderr  # it retraced: the partial batch
+    assert "TRACES 2" in first.stdout
+
+    # The function moves down its file: its key (module, name, code) still finds the profile entry.
+    (tmp_path / "train.py").write_text("# a comment\n\n" + PROGRAM, encoding="utf-8")
+    second = _tfretrace("run", "--save", "run.json", "--fail-on-retrace", "train.py", cwd=tmp_path,
+                        TFRETRACE_PREVENT="profile.json")
+    assert second.returncode == 0, second.stderr  # what still retraces is what --fail-on-retrace counts
+    assert "TRACES 1" in second.stdout  # TensorFlow's own count
+    assert second.stdout.splitlines()[0] == first.stdout.splitlines()[0]  # same results
+    saved = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    (row,) = saved["prevention"]["functions"]
+    assert saved["prevention"]["profile"] == "profile.json"
+    assert (row["traces_without"], row["traces_with"], row["matched"]) == (2, 1, "exact")
+
+
+def test_a_bad_profile_is_one_line_and_status_2(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(PROGRAM, encoding="utf-8")
+    (tmp_path / "bad.json").write_text("{}", encoding="utf-8")
+    result = _tfretrace("run", "--prevent", "bad.json", "train.py", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""  # the program never ran
+    assert result.stderr.count("\n") == 1 and "bad.json" in result.stderr
+
+
+INNER = """
+import tensorflow as tf
+
+@tf.function
+def step(x):
+    return tf.reduce_sum(x)
+
+def test_steps():
+    for n in (8, 8, 3):
+        step(tf.ones([n, 2]))
+    assert step.experimental_get_tracing_count() == int(__import__("os").environ["EXPECTED"])
+"""
+
+
+def test_pytest_plugin_option(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    monkeypatch.delenv("TFRETRACE_PREVENT", raising=False)
+    pytester.makepyfile(test_inner=INNER)
+    monkeypatch.setenv("EXPECTED", "2")
+    # Record: a conftest saves the session of the whole run.
+    pytester.makeconftest(
+        "import tfretrace\n"
+        "def pytest_sessionstart(session):\n    session.config._mon = tfretrace.Monitor(warn=False).start()\n"
+        "def pytest_sessionfinish(session):\n    session.config._mon.stop().save('profile.json')\n"
+    )
+    recorded = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider")
+    recorded.assert_outcomes(passed=1)
+    (pytester.path / "conftest.py").unlink()
+    monkeypatch.setenv("EXPECTED", "1")
+    prevented = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "--tfretrace-prevent", "profile.json")
+    prevented.assert_outcomes(passed=1)
+    prevented.stdout.fnmatch_lines(["*tfretrace: prevention*", "*2 traces without -> 1 with*"])

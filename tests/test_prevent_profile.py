@@ -1,0 +1,60 @@
+"""The profile without TensorFlow: families of shapes to warm, what cannot be prevented, matching."""
+
+from __future__ import annotations
+
+from sessions import python, tensor
+from tfretrace.events import FunctionReport, TraceEvent
+from tfretrace.function_key import FunctionKey
+from tfretrace.prevent.match import find
+from tfretrace.prevent.profile import Profile, entry_of, families
+
+
+def _report(*signatures: tuple[object, ...], causes: tuple[str, ...] = ()) -> FunctionReport:
+    events = tuple(
+        TraceEvent(
+            index=i + 1, cause=(causes[i] if i < len(causes) else ("first-trace" if i == 0 else "shape-changed")),
+            seconds=0.01, time=float(i), call_site="train.py:20", signature=tuple(sig),  # type: ignore[arg-type]
+        )
+        for i, sig in enumerate(signatures)
+    )
+    return FunctionReport("train_step", "train.py:8", len(events), len(events), 0.01, 1, events)
+
+
+def test_varied_dims_open_the_rest_as_recorded() -> None:
+    sigs = [(tensor("x", 32, 4), python("training", True)), (tensor("x", 7, 4), python("training", True))]
+    (general,) = families(sigs)  # type: ignore[arg-type]
+    assert general[0].shape == (None, 4)
+    assert general[1] == python("training", True)
+
+
+def test_one_general_signature_per_python_value_family() -> None:
+    sigs = [
+        (tensor("x", 32, 4), python("training", True)),
+        (tensor("x", 7, 4), python("training", True)),
+        (tensor("x", 32, 4), python("training", False)),
+    ]
+    (general,) = families(sigs)  # type: ignore[arg-type]  # the False family has one shape: nothing to warm
+    assert general[1] == python("training", True)
+
+
+def test_unpreventable_causes_are_counted_apart() -> None:
+    report = _report(
+        (tensor("x", 3), python("lr", 0.1)), (tensor("x", 3), python("lr", 0.2)), (tensor("x", 5), python("lr", 0.2)),
+        causes=("first-trace", "python-value-changed", "shape-changed"),
+    )
+    entry = entry_of(report)
+    assert entry.unpreventable == (("python-value-changed", 1),)
+    assert entry.warmable  # the lr=0.2 family varied in shape
+
+
+def test_match_exact_then_moved_then_edited() -> None:
+    report = _report((tensor("x", 3),), (tensor("x", 5),))
+    keyed = FunctionReport(**{**report.__dict__, "key": FunctionKey("app.train", "train_step", "abc")})
+    profile = Profile("p.json", (entry_of(keyed),), "2.21.0", None)
+    exact = find(profile, FunctionKey("app.train", "train_step", "abc"))
+    assert exact is not None and exact.fallback is None
+    moved = find(profile, FunctionKey("app.steps", "train_step", "abc"))
+    assert moved is not None and moved.fallback is not None
+    edited = find(profile, FunctionKey("app.train", "train_step", "def"))
+    assert edited is not None and edited.fallback is not None
+    assert find(profile, FunctionKey("app.other", "eval_step", "abc")) is None
