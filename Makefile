@@ -13,9 +13,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Runs an unmodified example training script under the monitor and prints the report, then the
-# checked fix plan and the command that applies it.
+# checked fix plan and the commands that verify and apply it. It runs a copy in .demo/ (ignored by
+# git): following the demo's last line edits that copy, never the tracked example.
 demo: $(STAMP)
-	$(BIN)/tfretrace run --fix-plan --save demo-session.json examples/demo_train.py
+	@rm -rf .demo && mkdir -p .demo && cp examples/demo_train.py .demo/demo_train.py
+	$(BIN)/tfretrace run --fix-plan --save demo-session.json .demo/demo_train.py
 
 # The browser test needs a real Chromium; Debian's package provides it and its driver.
 chromium:

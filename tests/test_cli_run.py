@@ -64,6 +64,7 @@ def test_run_script_keeps_argv_exit_status_and_saves(program: Path, tmp_path: Pa
     assert "Fix plan: 4 traces -> 1" in plan
     assert "@tf.function(input_signature=[tf.TensorSpec(shape=[2, None], dtype=tf.float32)])" in plan
     assert f"Apply: tfretrace fix {saved} --apply" in plan
+    assert "Check: tfretrace fix " + str(saved) + " --verify -- python train.py --flag --exit 3" in plan
     # --tensorboard: each trace at the function's call count, read back with TensorBoard's reader.
     from test_tensorboard import read_back
 

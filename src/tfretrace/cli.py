@@ -286,7 +286,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     status = _final_status(status, session, ns, sys.stderr)
     # A report that could not be written is a failure, but never hides the program's own status.
     if ns.fix_plan:
-        emit_plans(session, sys.stderr, saved)
+        emit_plans(session, sys.stderr, saved, target)
     return status if written or status != EXIT_OK else EXIT_USAGE
 
 
@@ -338,14 +338,21 @@ def command_report(ns: argparse.Namespace) -> int:
     return _final_status(EXIT_OK, session, ns, sys.stderr) if written else EXIT_USAGE
 
 
-def emit_plans(session: Session, stream: TextIO, saved: str | None) -> None:
-    """The fix plans, then the command that applies their edits to the program's files."""
+def emit_plans(session: Session, stream: TextIO, saved: str | None, target: Target | None = None) -> None:
+    """The fix plans, then the commands that verify their edits on a copy and apply them."""
     width, color = terminal_style(stream, os.environ)
     print("\n" + render_plans(session, width=width, color=color).rstrip(), file=stream)
-    # The command that applies the plan's edits.
     editable = any(step.get("edits") for f in session.functions for step in f.plan)
     if saved is not None and editable:
-        print(f"\nApply: tfretrace fix {printable(shlex.quote(saved))} --apply", file=stream)
+        quoted = printable(shlex.quote(saved))
+        lines = []
+        # Checking on a copy comes first: --apply edits the program's files in place.
+        if target is not None:
+            program = ["-m", target.module] if target.script is None else [target.script]
+            command = printable(shlex.join(["python", *program, *target.args]))
+            lines.append(f"Check: tfretrace fix {quoted} --verify -- {command}")
+        lines.append(f"Apply: tfretrace fix {quoted} --apply")
+        print("\n" + "\n".join(lines), file=stream)
     stream.flush()
 
 

@@ -112,13 +112,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                             pytrace=False)
         try:
             watch = TestWatch(n, functions, origin=marker_origin(n, functions, xla_max), warn_only=warn_only,
-                              max_xla_compiles=xla_max)
+                              max_xla_compiles=xla_max, warn=wants_fixture)
         except (TypeError, ValueError) as exc:  # a negative n, or something that is no function
             pytest.fail(f"@pytest.mark.max_traces: {exc}", pytrace=False)
     elif global_max is not None:
-        watch = TestWatch(global_max, origin=f"--tfretrace-max-traces={global_max}")
+        watch = TestWatch(global_max, origin=f"--tfretrace-max-traces={global_max}", warn=wants_fixture)
     else:
-        watch = TestWatch()
+        # The fixture's monitor warns at each retrace: `pytest -W error::tfretrace.RetracingWarning`
+        # then fails the test (README); the options and markers alone stay silent.
+        watch = TestWatch(warn=wants_fixture)
     item.stash[_WATCH] = _start(watch)
 
 
@@ -202,7 +204,7 @@ def tfretrace_monitor(request: pytest.FixtureRequest) -> Monitor:
     if watch is None:  # requested through getfixturevalue: setup could not see it coming
         from tfretrace._pytest_support import TestWatch
 
-        watch = _start(TestWatch())
+        watch = _start(TestWatch(warn=True))
         request.node.stash[_WATCH] = watch
     return watch.monitor
 
