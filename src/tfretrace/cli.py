@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import hashlib
 import importlib
 import os
 import shlex
@@ -333,9 +334,23 @@ def _live_status(monitor: Any, ns: argparse.Namespace) -> Progress | None:
 def command_report(ns: argparse.Namespace) -> int:
     """Load, merge and render saved sessions."""
     outputs = [checked_output(text, "-o") for text in ns.output]
+    _refuse_duplicates(ns.files)
     session = merge([load(path) for path in ns.files])
     written = emit(session, ns, sys.stdout, None, outputs, sources=list(ns.files))
     return _final_status(EXIT_OK, session, ns, sys.stderr) if written else EXIT_USAGE
+
+
+def _refuse_duplicates(paths: Sequence[str]) -> None:
+    """Merging a session with itself would count its traces twice: one line, exit 2."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        try:
+            content = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            continue  # load() reports the unreadable file with its own line
+        if content in seen:
+            raise UsageError(f"{path!r} is the same session as {seen[content]!r}: give each worker's file once")
+        seen[content] = path
 
 
 def emit_plans(session: Session, stream: TextIO, saved: str | None, target: Target | None = None) -> None:
