@@ -25,6 +25,10 @@ chromium:
 	  { (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
 	    || echo "warning: could not install chromium; the browser test will fail"; }
 
+# tfretrace's own linter over tfretrace's own sources (examples/ hold retracing mistakes on purpose).
+lint-self: $(STAMP)
+	$(BIN)/tfretrace lint src/tfretrace bench tools
+
 test: $(STAMP) chromium
 	$(BIN)/ruff check src tests bench examples tools
 	$(BIN)/mypy

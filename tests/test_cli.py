@@ -63,6 +63,18 @@ def test_run_script_that_raises_still_reports(script: Path, monitor: FakeMonitor
     assert monitor.stopped == 1
 
 
+def test_a_syntax_error_in_the_script_shows_python_s_lines_not_ours(
+    monitor: FakeMonitor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("x = 1\ndef broken(:\n    pass\n", encoding="utf-8")
+    assert cli.main(["run", str(bad)]) == 1
+    err = capsys.readouterr().err.split("tfretrace: ")[0]
+    # What python itself prints for a script that does not compile: the file, line and caret.
+    assert f'File "{bad}", line 2' in err and "SyntaxError" in err
+    assert "Traceback" not in err and "runpy" not in err and "tfretrace" not in err, err
+
+
 def test_run_without_save_leaves_no_file(script: Path, monitor: FakeMonitor, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:

@@ -59,3 +59,17 @@ def test_demo_and_the_commands_it_suggests_leave_the_checkout_unchanged(tmp_path
     assert applied.returncode == 0, applied.stderr
     assert "Applied:" in applied.stdout  # the edits went somewhere ...
     assert _git(repo, "status", "--porcelain") == ""  # ... but not into a tracked file
+
+
+def test_lint_self_lints_tfretraces_own_sources(tmp_path: Path) -> None:
+    clean = _make(ROOT, "lint-self")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "Found 0 findings" in clean.stdout
+    # A mistake planted in a copy of the sources makes the target fail.
+    repo = _checkout(tmp_path, "Makefile", "src/tfretrace/__init__.py")
+    (repo / "src/tfretrace/planted.py").write_text(
+        "import tensorflow as tf\n@tf.function\ndef f(x):\n    print(x)\n    return x\n", encoding="utf-8")
+    (repo / "bench").mkdir()
+    (repo / "tools").mkdir()
+    planted = _make(repo, "lint-self")
+    assert planted.returncode != 0 and "planted.py:4:5: TFR108" in planted.stdout, planted.stdout

@@ -166,6 +166,19 @@ def drop_our_frames(exc: BaseException, seen: set[int]) -> None:
         return
     seen.add(id(exc))
     unlink_frames(exc, _ours)
+    if isinstance(exc, SyntaxError) and _only_ours(exc):
+        # The script did not compile: python names the file, line and caret with no traceback,
+        # and every frame left is runpy's or tfretrace's.
+        exc.__traceback__ = None
     for other in (exc.__cause__, exc.__context__):
         if other is not None:
             drop_our_frames(other, seen)
+
+
+def _only_ours(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if not _ours(tb.tb_frame.f_code.co_filename):
+            return False
+        tb = tb.tb_next
+    return True

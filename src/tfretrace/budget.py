@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import linecache
 import os
 import sys
 import threading
@@ -220,7 +221,20 @@ def budget(fn: Any = None, *, max_traces: int | None = 1, warn_only: bool = Fals
     that alone); a compile is known once TensorFlow has logged it, so the breach is raised at
     the end of the block, or at the decorated function's next call.
     """
+    if fn is not None and _on_a_decorator_line(sys._getframe(1)):
+        # A bare @tfretrace.budget would turn the function into a context manager and fail at
+        # its first call, far from the mistake: say so at the decorator's line instead.
+        raise TypeError(
+            "a bare @tfretrace.budget budgets nothing: write @tfretrace.budget(max_traces=N) above or "
+            "below @tf.function (tfretrace.budget(fn) is a context manager: with tfretrace.budget(fn): ...)"
+        )
     return Budget(fn, max_traces, warn_only, max_xla_compiles)
+
+
+def _on_a_decorator_line(frame: Any) -> bool:
+    """Whether the caller runs a decorator line (``@...``); False when its source is unknown."""
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    return line.lstrip().startswith("@")
 
 
 def _budget_args(max_traces: int | None, max_xla_compiles: int | None) -> str:
