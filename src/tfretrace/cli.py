@@ -270,7 +270,9 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     finally:
         if progress is not None:
             installed.remove_listener(progress)
+            progress.detach()
             progress.clear()
+            progress.stream.close()
         # The program may have called tfretrace.stop() itself (the monitor went on recording);
         # stopping it here is the real end.
         if monitor.current() is installed:
@@ -326,7 +328,13 @@ def _live_status(monitor: Any, ns: argparse.Namespace) -> Progress | None:
     if ns.no_progress or not is_tty(stream) or os.environ.get("TERM") == "dumb":
         return None
     width, _ = terminal_style(stream, os.environ)
-    progress = Progress(stream, width)
+    # Its own handle on the terminal: the XLA log tap may swap fd 2 for a pipe during the run.
+    try:
+        terminal = open(os.dup(stream.fileno()), "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+    except (OSError, ValueError, AttributeError):
+        return None
+    progress = Progress(terminal, width)
+    progress.attach(is_tty)
     monitor.add_listener(progress)
     return progress
 
