@@ -145,6 +145,8 @@ class Budget:
         if not callable(fn):
             raise TypeError(f"tfretrace.budget(...) decorates a function, got {type(fn).__name__}")
         key = function_key(fn)
+        if self.max_xla_compiles is not None:
+            _refuse_blind_compile_budget(self.max_xla_compiles)
         limit = _hub.persistent_limit(key, self.max_traces, self.warn_only, self.max_xla_compiles)
         if self.max_xla_compiles is not None:
             # Compiles are read from TensorFlow's log after the call: each call raises the
@@ -159,6 +161,8 @@ class Budget:
         return _lazy(fn, key, limit)
 
     def __enter__(self) -> Budget:
+        if self.max_xla_compiles is not None:
+            _refuse_blind_compile_budget(self.max_xla_compiles)
         self._limit.reset()
         self._limit.thread = threading.get_ident()
         _hub.enter(self._limit)
@@ -235,6 +239,13 @@ def _on_a_decorator_line(frame: Any) -> bool:
     """Whether the caller runs a decorator line (``@...``); False when its source is unknown."""
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
     return line.lstrip().startswith("@")
+
+
+def _refuse_blind_compile_budget(max_xla_compiles: int) -> None:
+    """A compile budget that cannot see compiles would always pass: say why, in one line, now."""
+    why = _monitor.xla_unavailable()
+    if why is not None:
+        raise RuntimeError(f"tfretrace.budget(max_xla_compiles={max_xla_compiles}) cannot count: {why}")
 
 
 def _budget_args(max_traces: int | None, max_xla_compiles: int | None) -> str:

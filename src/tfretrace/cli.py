@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import NoReturn, TextIO
 
 from tfretrace import __version__, catalogue, fix_command
 from tfretrace._cli_output import UsageError, checked_output, emit, is_tty, save_session, terminal_style
@@ -253,7 +253,12 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     tensorboard = None if ns.tensorboard is None else _tensorboard_dir(ns.tensorboard)
     monitor = importlib.import_module("tfretrace.monitor")
     strict = importlib.import_module("tfretrace.budget").strict_from_env
+    # Before the XLA log tap may take fd 2: the status line's terminal, the program's streams.
+    progress = _live_status(ns)
     try:
+        # tfretrace run starts before TensorFlow loads: it may lower TF_CPP_MIN_LOG_LEVEL to read
+        # the compile log, and hides again what the user's level hides.
+        monitor.prepare_xla(lower_level=True)
         installed = monitor.install(warn=ns.warn, keep_tf_warning=ns.keep_tf_warning)
         installed.pinned = True  # the program's own tfretrace.stop() does not end the run's record
         # TFRETRACE_STRICT=N turns every function into a budget of N traces for unmodified scripts.
@@ -262,8 +267,12 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
         first = str(exc).splitlines()[0] if str(exc) else "TensorFlow is not installed"
         with contextlib.suppress(RuntimeError):
             monitor.stop()
+        if progress is not None:
+            progress.detach()
+            progress.stream.close()
         raise UsageError(first) from None
-    progress = _live_status(installed, ns)
+    if progress is not None:
+        installed.add_listener(progress)
     try:
         status = execute(target)
         wait_for_threads()
@@ -322,7 +331,7 @@ def _write_tensorboard(session: Session, logdir: Path) -> None:
     print(f"tfretrace: wrote {count} traces to TensorBoard ({printable(str(logdir))})", file=sys.stderr)
 
 
-def _live_status(monitor: Any, ns: argparse.Namespace) -> Progress | None:
+def _live_status(ns: argparse.Namespace) -> Progress | None:
     """A one-line live status on stderr when it is a terminal (never when piped or --no-progress)."""
     stream = sys.stderr
     if ns.no_progress or not is_tty(stream) or os.environ.get("TERM") == "dumb":
@@ -335,7 +344,6 @@ def _live_status(monitor: Any, ns: argparse.Namespace) -> Progress | None:
         return None
     progress = Progress(terminal, width)
     progress.attach(is_tty)
-    monitor.add_listener(progress)
     return progress
 
 

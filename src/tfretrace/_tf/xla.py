@@ -31,9 +31,9 @@ from typing import Any
 # Module -> verbose level tfretrace needs. Nothing here logs on a cached call.
 MODULES: dict[str, int] = {"device_compilation_profiler": 1, "xla_compiler": 2}
 ENV = "TF_CPP_VMODULE"
-_LOG_LINE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+(\d+) ([\w.]+):\d+\] (.*)$")
+_LOG_LINE = re.compile(rb"^([IWEF])\d{4} [\d:.]+\s+(\d+) ([\w.]+):\d+\] (.*)$")
 # TensorFlow 2.15 logs through its own C++ logger: a date, the level, the source path, no thread.
-_OLD_LOG_LINE = re.compile(rb"^\d{4}-\d\d-\d\d [\d:.]+: [IWEF] (?:\S*/)?([\w.]+):\d+\] (.*)$")
+_OLD_LOG_LINE = re.compile(rb"^\d{4}-\d\d-\d\d [\d:.]+: ([IWEF]) (?:\S*/)?([\w.]+):\d+\] (.*)$")
 _COMPILE_FN = re.compile(r"^XlaCompiler::CompileFunction (\S+?)\[")
 _ARG = re.compile(r"^\s*XLA arg (\d+) shape: (\w+)\[([\d,]*)\] name: (\S*) TF arg (\d+)")
 _COMPILED = re.compile(r"^Compiled (\S+) (\d+) times, compile time: (\d+) us")
@@ -99,17 +99,48 @@ def restore(original: str | None, env: dict[str, str] | os._Environ[str] = os.en
 def silenced(env: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
     """Why TensorFlow will not log compiles whatever TF_CPP_VMODULE says, or None.
 
-    Compile lines are INFO lines: TF_CPP_MIN_LOG_LEVEL above 0 drops them. tfretrace does not
-    lower it, because TensorFlow prints some INFO lines before it applies the level and those
-    could not be told apart from the ones the user's setting hides.
+    Compile lines are INFO lines: TF_CPP_MIN_LOG_LEVEL above 0 drops them. Only ``tfretrace run``
+    lowers it (see :func:`lower_level`): it owns the process's stderr from before TensorFlow loads,
+    so it can hide again every line the user's level hides. A monitor started in the user's own
+    code leaves the level alone.
     """
     level = env.get(MIN_LEVEL_ENV, "").strip()
     if level not in ("", "0"):
         return (
             f"XLA compiles not observed: {MIN_LEVEL_ENV}={level} hides TensorFlow's compile log "
-            "(INFO lines); unset it to see them"
+            "(INFO lines); run under `tfretrace run`, or unset it"
         )
     return None
+
+
+# TensorFlow's C++ severities in the order TF_CPP_MIN_LOG_LEVEL counts them.
+_SEVERITIES = b"IWEF"
+
+
+def user_level(env: dict[str, str] | os._Environ[str] = os.environ) -> int:
+    """The user's TF_CPP_MIN_LOG_LEVEL as TensorFlow reads it: 0 (all) to 3; 0 when unset or foreign."""
+    text = env.get(MIN_LEVEL_ENV, "").strip()
+    return min(int(text), 3) if text.isascii() and text.isdigit() else 0
+
+
+def lower_level(env: dict[str, str] | os._Environ[str] = os.environ) -> int:
+    """Before TensorFlow loads: log everything; return the user's level, whose lines the tap hides.
+
+    The user's value goes back with :func:`restore_level` right after the import (TensorFlow reads
+    it once, as it loads), so child processes see their own setting.
+    """
+    level = user_level(env)
+    if level > 0:
+        env[MIN_LEVEL_ENV] = "0"
+    return level
+
+
+def restore_level(original: str | None, env: dict[str, str] | os._Environ[str] = os.environ) -> None:
+    """Put the user's TF_CPP_MIN_LOG_LEVEL back (None: it was not set)."""
+    if original is None:
+        env.pop(MIN_LEVEL_ENV, None)
+    else:
+        env[MIN_LEVEL_ENV] = original
 
 
 def tensorflow_loaded() -> bool:
@@ -154,28 +185,37 @@ class Parser:
     CompileFunction line, so later blocks (the bodies') are ignored.
     """
 
-    def __init__(self, swallow: frozenset[str]) -> None:
+    def __init__(self, swallow: frozenset[str], hide_below: int = 0) -> None:
         # Source files whose lines exist only because tfretrace asked for them.
         self._swallow = swallow
         self._building: dict[bytes, list[_Building]] = {}
+        # Lines of a severity below the user's TF_CPP_MIN_LOG_LEVEL, which tfretrace lowered:
+        # hidden again, with the further lines of their message (until the next read: new_chunk).
+        self._hide_below = hide_below
+        self._hiding = False
+
+    def new_chunk(self) -> None:
+        """A new read from the pipe: a message's further lines arrive in the same write."""
+        self._hiding = False
 
     def feed(self, line: bytes) -> tuple[bool, Compile | None]:
         """(line is tfretrace's own, the compile it completes if any)."""
         text = line.rstrip(b"\r\n")
         match = _LOG_LINE.match(text)
         if match is not None:
-            thread, source, body_bytes = match.groups()
+            severity, thread, source, body_bytes = match.groups()
         else:
             old = _OLD_LOG_LINE.match(text)
             if old is None:
-                return False, None
+                return self._hiding, None  # a hidden message's further line, or the user's
             # No thread id in this format: compiles on several threads at once could interleave
             # their argument lines, which only makes the per-argument diff of those compiles vaguer.
             thread = b""
-            source, body_bytes = old.groups()
+            severity, source, body_bytes = old.groups()
         module = source.decode("ascii", "replace").rsplit(".", 1)[0]
         body = body_bytes.decode("utf-8", "replace")
-        ours = module in self._swallow or (
+        self._hiding = _SEVERITIES.index(severity) < self._hide_below
+        ours = self._hiding or module in self._swallow or (
             module == "dump_graph" and "xla_compile_" in body and "xla_compiler" in self._swallow
         )
         if module == "xla_compiler":
@@ -308,6 +348,7 @@ class Tap:
                 break
             data = pending + chunk
             pending = b""
+            self._parser.new_chunk()
             out = bytearray()
             while data:
                 newline = data.find(b"\n")
