@@ -18,7 +18,8 @@ LAYERS = [
     {"analyzer", "fix", "render", "lint", "_tf", "messages"},
     {"_records", "_earlier", "_intake", "xla_budget", "_xla_watch", "_dispatch", "monitor", "_limit", "budget",
      "_pytest_support"},
-    {"cli", "_cli_output", "_program", "_progress", "_ipython", "_tensorboard", "fix_command", "pytest_plugin", "keras",
+    {"cli", "_cli_output", "_program", "_notebook_run", "_progress", "_ipython", "_tensorboard", "fix_command",
+     "pytest_plugin", "keras",
      "__main__", "__init__"},
 ]
 

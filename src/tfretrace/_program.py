@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from tfretrace._notebook_run import run_notebook
 from tfretrace._traceback import PACKAGE_DIR, unlink_frames
 
 EXIT_OK = 0
@@ -33,6 +34,11 @@ class Target:
 def runnable(script: Path) -> bool:
     """A file python can run, or a folder (or zip) with a __main__.py, as ``python PATH`` takes."""
     return script.is_file() or (script / "__main__.py").is_file()
+
+
+def is_notebook(script: str) -> bool:
+    """A Jupyter notebook: ``run`` executes its code cells instead of the file."""
+    return script.lower().endswith(".ipynb")
 
 
 def find_module(name: str) -> object | None:
@@ -63,7 +69,10 @@ def execute(target: Target) -> int:
             script = Path(target.script).resolve()
             # python puts a script's folder first on sys.path, or the folder it runs itself.
             _set_path0(str(script if script.is_dir() else script.parent))
-            runpy.run_path(target.script, run_name="__main__")
+            if is_notebook(target.script):
+                run_notebook(target.script)
+            else:
+                runpy.run_path(target.script, run_name="__main__")
         return EXIT_OK
     except SystemExit as exc:
         _restore_streams(streams)

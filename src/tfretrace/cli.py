@@ -18,7 +18,8 @@ from typing import NoReturn, TextIO
 
 from tfretrace import __version__, catalogue, fix_command
 from tfretrace._cli_output import UsageError, checked_output, emit, is_tty, save_session, terminal_style
-from tfretrace._program import EXIT_OK, Target, execute, find_module, runnable, wait_for_threads
+from tfretrace._notebook_run import NotebookRunError, code_cells
+from tfretrace._program import EXIT_OK, Target, execute, find_module, is_notebook, runnable, wait_for_threads
 from tfretrace._progress import Progress
 from tfretrace._text import one_line, printable
 from tfretrace.errors import TensorFlowMissingError, UnsupportedVersionError
@@ -243,6 +244,11 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     save = None if ns.save is None else checked_output(ns.save, "--save", check_format=False)
     if target.script is not None and not runnable(Path(target.script)):
         raise UsageError(f"can't open file {target.script!r}: no such file")
+    if target.script is not None and is_notebook(target.script):
+        try:  # IPython syntax is refused now, before minutes of monitoring
+            code_cells(Path(target.script))
+        except NotebookRunError as exc:
+            raise UsageError(str(exc), hint=False) from None
     if target.module is not None and find_module(target.module) is None:
         raise UsageError(f"no module named {target.module!r}")
     if target.script is not None:
