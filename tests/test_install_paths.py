@@ -39,7 +39,8 @@ def _pip_install(spec: str, target: Path) -> subprocess.CompletedProcess[str]:
 def _installed_version(target: Path) -> str:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(target)
-    done = subprocess.run([sys.executable, "-c", "import tfretrace, sys; print(tfretrace.__file__, tfretrace.__version__)"],
+    code = "import tfretrace; print(tfretrace.__file__, tfretrace.__version__)"
+    done = subprocess.run([sys.executable, "-c", code],
                           capture_output=True, text=True, env=env, cwd=target, check=True)
     where, version = done.stdout.split()
     assert Path(where).is_relative_to(target)
