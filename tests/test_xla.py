@@ -448,3 +448,14 @@ def test_a_compile_budget_after_tensorflow_was_imported_says_why_it_cannot_count
     last = err.strip().splitlines()[-1]
     assert "max_xla_compiles" in last and "TensorFlow was imported before tfretrace" in last, err[-2000:]
     assert 'late.py", line 5' in err  # raised at the decorator, in the user's file
+
+
+def test_hidden_lines_take_only_a_known_message_s_further_lines_along() -> None:
+    parser = xla.Parser(frozenset(), hide_below=2)
+    parser.new_chunk()
+    guard = b"I0000 00:00:1.5   7 cpu_feature_guard.cc:227] This TensorFlow binary is optimized\n"
+    assert parser.feed(guard)[0] and parser.feed(b"To enable the following instructions: AVX2\n")[0]
+    other = b"I0000 00:00:1.5   7 service.cc:153] XLA service initialized\n"
+    assert parser.feed(other)[0]
+    assert not parser.feed(b"the program's own stderr line\n")[0]  # same read, right after: kept
+    assert not parser.feed(b"E0000 00:00:1.5   7 service.cc:9] an error the level shows\n")[0]

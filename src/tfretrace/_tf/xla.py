@@ -115,6 +115,8 @@ def silenced(env: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
 
 # TensorFlow's C++ severities in the order TF_CPP_MIN_LOG_LEVEL counts them.
 _SEVERITIES = b"IWEF"
+# Sources whose INFO message spans lines (the CPU instructions note at import: "To enable ...").
+_MULTILINE = frozenset({"cpu_feature_guard"})
 
 
 def user_level(env: dict[str, str] | os._Environ[str] = os.environ) -> int:
@@ -190,7 +192,7 @@ class Parser:
         self._swallow = swallow
         self._building: dict[bytes, list[_Building]] = {}
         # Lines of a severity below the user's TF_CPP_MIN_LOG_LEVEL, which tfretrace lowered:
-        # hidden again, with the further lines of their message (until the next read: new_chunk).
+        # hidden again (a known multi-line message with its further lines in the same read).
         self._hide_below = hide_below
         self._hiding = False
 
@@ -214,8 +216,11 @@ class Parser:
             severity, source, body_bytes = old.groups()
         module = source.decode("ascii", "replace").rsplit(".", 1)[0]
         body = body_bytes.decode("utf-8", "replace")
-        self._hiding = _SEVERITIES.index(severity) < self._hide_below
-        ours = self._hiding or module in self._swallow or (
+        hidden = _SEVERITIES.index(severity) < self._hide_below
+        # A message's further lines have no prefix; in a pipe they cannot be told from the user's
+        # next line, so only TensorFlow's known multi-line INFO message takes them along.
+        self._hiding = hidden and module in _MULTILINE
+        ours = hidden or module in self._swallow or (
             module == "dump_graph" and "xla_compile_" in body and "xla_compiler" in self._swallow
         )
         if module == "xla_compiler":
