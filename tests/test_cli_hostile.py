@@ -226,8 +226,10 @@ def _file_writes(tree: ast.AST) -> list[int]:
 
 def test_every_file_write_goes_through_the_atomic_writer() -> None:
     # cli.py reopens the terminal's file descriptors when the program closed its streams.
+    # run_command.py opens its own handle on the terminal for the live status line.
     allowed = {("_io.py", "fdopen"), ("_io.py", "mkstemp"),
-               ("_program.py", "open(fd,"), ("_program.py", "open(os.devnull")}
+               ("_program.py", "open(fd,"), ("_program.py", "open(os.devnull"),
+               ("run_command.py", "open(os.dup(stream.fileno())")}
     offenders = []
     for path in sorted(SRC.rglob("*.py")):
         source = path.read_text(encoding="utf-8")

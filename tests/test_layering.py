@@ -14,12 +14,12 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tfretrace"
 # Lower layers never import higher ones: data, then logic, then the monitor, then adapters.
 LAYERS = [
     {"_io", "_text", "_traceback", "_checked", "errors", "events", "_cause", "catalogue", "_lint_catalogue",
-     "session", "xla_events"},
+     "session", "xla_events", "config"},
     {"analyzer", "fix", "render", "lint", "_tf", "messages"},
     {"_records", "_earlier", "_intake", "xla_budget", "_xla_watch", "_dispatch", "monitor", "_limit", "budget",
      "_pytest_support"},
-    {"cli", "_cli_output", "_program", "_notebook_run", "_progress", "_ipython", "_tensorboard", "fix_command",
-     "pytest_plugin", "keras",
+    {"cli", "run_command", "_cli_output", "_program", "_notebook_run", "_progress", "_ipython", "_tensorboard",
+     "fix_command", "pytest_plugin", "keras",
      "__main__", "__init__"},
 ]
 
