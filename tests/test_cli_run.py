@@ -198,3 +198,10 @@ def test_run_a_notebook_traces_its_cells(tmp_path: Path) -> None:
     measured = int(result.stdout.split()[-1])  # TensorFlow's own count, printed by the notebook
     assert measured == 3
     assert tfretrace.load(saved).function("step").traces == measured
+
+
+def test_the_projects_max_traces_is_a_budget_for_every_function(program: Path, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.tfretrace.run]\nmax-traces = 2\n", encoding="utf-8")
+    result = _tfretrace("run", "train.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "budget exceeded:" in result.stderr and "TFRETRACE_STRICT=2" in result.stderr

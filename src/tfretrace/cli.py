@@ -18,6 +18,7 @@ from tfretrace import __version__, catalogue, fix_command
 from tfretrace._cli_output import UsageError, checked_output, emit, terminal_style
 from tfretrace._program import EXIT_OK, Target
 from tfretrace._text import one_line
+from tfretrace.config import ProjectConfigError
 from tfretrace.fix.apply import FixError
 from tfretrace.render import UnknownFormatError
 
@@ -162,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = f" (see '{helper}')" if exc.hint else ""
         print(f"tfretrace: error: {one_line(str(exc))}{hint}", file=sys.stderr)
         return EXIT_USAGE
-    except (SessionFormatError, UnknownFormatError, FixError) as exc:
+    except (SessionFormatError, UnknownFormatError, FixError, ProjectConfigError) as exc:
         print(f"tfretrace: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:

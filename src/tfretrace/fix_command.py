@@ -9,6 +9,8 @@ from typing import TextIO
 
 from tfretrace._io import atomic_write_text
 from tfretrace._text import printable
+from tfretrace.config import find as find_config
+from tfretrace.config import load as load_config
 from tfretrace.fix.apply import Advice, FileChange, FixError, mark_verified, prepare, unified_diff, write_all
 from tfretrace.fix.verify import Verification, verify
 from tfretrace.render.text import render_plans
@@ -50,7 +52,9 @@ def command_fix(
 ) -> int:
     """Run ``tfretrace fix``; FixError and session errors become one line and exit status 2."""
     session = load(ns.session)
-    root = Path(ns.root or session.root or ".")
+    # --root, else the project's [tool.tfretrace.fix] root, else the folder the run recorded.
+    configured = load_config(find_config(Path.cwd())).fix.root
+    root = Path(ns.root or configured or session.root or ".")
     changes, advice = prepare(session, root)
     out.write(render_plans(session, width=width, color=color).rstrip() + "\n")
     _print_changes(changes, advice, out)

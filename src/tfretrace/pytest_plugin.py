@@ -65,6 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "limits XLA compiles); see tfretrace docs/budgets.md",
     )
     config.stash[_SUMMARY] = []
+    _apply_project_settings(config)
     wants_xla = (config.getoption("tfretrace_xla") or config.getoption("tfretrace_summary")
                  or config.getoption("tfretrace_max_traces") is not None)
     if wants_xla:
@@ -74,6 +75,23 @@ def pytest_configure(config: pytest.Config) -> None:
         prepare_xla()
     if config.getoption("tfretrace_summary", False):
         config.pluginmanager.register(_SummaryCollector(config.stash[_SUMMARY]), "tfretrace-summary")
+
+
+def _apply_project_settings(config: pytest.Config) -> None:
+    """``[tool.tfretrace.pytest]`` in the project's pyproject.toml: defaults for the options above."""
+    from tfretrace.config import ProjectConfigError, load
+
+    path = config.rootpath / "pyproject.toml"
+    try:
+        settings = load(path if path.is_file() else None).pytest
+    except ProjectConfigError as exc:
+        raise pytest.UsageError(f"tfretrace: {exc}") from None
+    option = config.option
+    # A command-line option wins; a setting only fills in what was not given.
+    if settings.max_traces is not None and option.tfretrace_max_traces is None:
+        option.tfretrace_max_traces = settings.max_traces
+    option.tfretrace_summary = option.tfretrace_summary or settings.summary
+    option.tfretrace_xla = option.tfretrace_xla or settings.xla
 
 
 @pytest.hookimpl(tryfirst=True)

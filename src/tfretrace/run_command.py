@@ -17,6 +17,9 @@ from tfretrace._notebook_run import NotebookRunError, code_cells
 from tfretrace._program import EXIT_OK, Target, execute, find_module, is_notebook, runnable, wait_for_threads
 from tfretrace._progress import Progress
 from tfretrace._text import printable
+from tfretrace.config import ProjectConfig, ProjectConfigError
+from tfretrace.config import find as find_config
+from tfretrace.config import load as load_config
 from tfretrace.errors import TensorFlowMissingError, UnsupportedVersionError
 from tfretrace.render.text import render_plans
 from tfretrace.session import Session
@@ -29,10 +32,15 @@ EXIT_USAGE = 2
 
 def command_run(ns: argparse.Namespace, target: Target) -> int:
     """Run the program under the monitor; report and save even when it fails."""
+    settings = project_settings().run
+    # Options given on the command line win; the project's settings fill the rest.
+    ns.keep_tf_warning = ns.keep_tf_warning or settings.keep_tf_warning
+    ns.fix_plan = ns.fix_plan or settings.fix_plan
     # Check every output before spending minutes on the program, and pin relative paths to
     # this folder: the program may chdir() away.
-    outputs = [checked_output(text, "-o") for text in ns.output]
-    save = None if ns.save is None else checked_output(ns.save, "--save", check_format=False)
+    outputs = [checked_output(_in_folder(text, settings.output_dir), "-o") for text in ns.output]
+    save = None if ns.save is None else checked_output(
+        _in_folder(ns.save, settings.output_dir), "--save", check_format=False)
     if target.script is not None and not runnable(Path(target.script)):
         raise UsageError(f"can't open file {target.script!r}: no such file")
     if target.script is not None and is_notebook(target.script):
@@ -58,8 +66,12 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
         monitor.prepare_xla(lower_level=True)
         installed = monitor.install(warn=ns.warn, keep_tf_warning=ns.keep_tf_warning)
         installed.pinned = True  # the program's own tfretrace.stop() does not end the run's record
-        # TFRETRACE_STRICT=N turns every function into a budget of N traces for unmodified scripts.
-        strict(installed)
+        # TFRETRACE_STRICT=N turns every function into a budget of N traces for unmodified scripts;
+        # the project's max-traces does the same when the variable is not set.
+        environ = dict(os.environ)
+        if settings.max_traces is not None and not environ.get("TFRETRACE_STRICT", "").strip():
+            environ["TFRETRACE_STRICT"] = str(settings.max_traces)
+        strict(installed, environ)
     except (TensorFlowMissingError, UnsupportedVersionError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else "TensorFlow is not installed"
         with contextlib.suppress(RuntimeError):
@@ -97,6 +109,25 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     if ns.fix_plan:
         emit_plans(session, sys.stderr, saved, target)
     return status if written or status != EXIT_OK else EXIT_USAGE
+
+
+def project_settings() -> ProjectConfig:
+    """``[tool.tfretrace.*]`` of the nearest pyproject.toml; a bad setting is a one-line error."""
+    try:
+        return load_config(find_config(Path.cwd()))
+    except ProjectConfigError as exc:
+        raise UsageError(str(exc), hint=False) from None
+
+
+def _in_folder(text: str, folder: Path | None) -> str:
+    """A relative output path inside the project's output folder (created), else as given."""
+    if folder is None or os.path.isabs(text):
+        return text
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"output-dir {str(folder)!r}: {exc.strerror or exc}", hint=False) from None
+    return os.path.relpath(folder / text)
 
 
 def _tensorboard_dir(text: str) -> Path:
