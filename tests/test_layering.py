@@ -18,8 +18,8 @@ LAYERS = [
     {"analyzer", "fix", "render", "lint", "_tf", "messages"},
     {"_records", "_earlier", "_intake", "xla_budget", "_xla_watch", "_dispatch", "monitor", "_limit", "budget",
      "_pytest_support"},
-    {"cli", "run_command", "_cli_output", "_program", "_notebook_run", "_progress", "_ipython", "_tensorboard",
-     "fix_command", "pytest_plugin", "keras",
+    {"cli", "run_command", "_completion", "_cli_output", "_program", "_notebook_run", "_progress", "_ipython",
+     "_tensorboard", "fix_command", "pytest_plugin", "keras",
      "__main__", "__init__"},
 ]
 

@@ -16,6 +16,8 @@ from typing import NoReturn
 
 from tfretrace import __version__, catalogue, fix_command
 from tfretrace._cli_output import UsageError, checked_output, emit, terminal_style
+from tfretrace._completion import SHELLS, options_by_command
+from tfretrace._completion import script as completion_script
 from tfretrace._program import EXIT_OK, Target
 from tfretrace._text import one_line
 from tfretrace.config import ProjectConfigError
@@ -29,7 +31,7 @@ from tfretrace.session import SessionFormatError, load, merge
 
 # What a shell reports for a process ended by SIGPIPE (128 + 13), the status `cat` gives in `| head`.
 EXIT_BROKEN_PIPE = 141
-COMMANDS = ("run", "report", "explain", "fix", "lint")
+COMMANDS = ("run", "report", "explain", "fix", "lint", "completion")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -93,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     fix_command.add_parser(sub)
     sub.add_parser("lint", help="check source files statically (see 'tfretrace lint --help')")
+    completion = sub.add_parser("completion", help="print a shell completion script: bash, zsh or fish")
+    completion.add_argument("shell", choices=SHELLS)
     return parser
 
 
@@ -152,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return command_report(ns)
         if ns.command == "explain":
             return command_explain(ns)
+        if ns.command == "completion":
+            return command_completion(ns, parser)
         if ns.command == "fix":
             width, color = terminal_style(sys.stdout, os.environ)
             return fix_command.command_fix(ns, verify_command, sys.stdout, sys.stderr, width, color)
@@ -251,6 +257,15 @@ def _refuse_duplicates(paths: Sequence[str]) -> None:
         if content in seen:
             raise UsageError(f"{path!r} is the same session as {seen[content]!r}: give each worker's file once")
         seen[content] = path
+
+
+def command_completion(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Print the completion script for the shell named."""
+    lint_cli = importlib.import_module("tfretrace.lint.cli")
+    commands = options_by_command(parser, lint_cli.build_parser())
+    causes = sorted({k for e in catalogue.entries() for k in (e.code, e.slug)})
+    sys.stdout.write(completion_script(ns.shell, commands, causes))
+    return EXIT_OK
 
 
 def command_explain(ns: argparse.Namespace) -> int:
