@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shlex
 import sys
@@ -15,6 +14,9 @@ from typing import TextIO
 from tfretrace._io import atomic_write_text
 from tfretrace._text import encodable, printable
 from tfretrace.render import renderer_for
+from tfretrace.render._console import colored, console_for, is_tty
+
+__all__ = ["colored", "console_for", "is_tty"]  # the CLI's names for the console helpers
 from tfretrace.render._model import hide_below
 from tfretrace.render.text import TextRenderer
 from tfretrace.session import Session
@@ -105,28 +107,7 @@ def emit(
     return ok
 
 
-def is_tty(stream: TextIO) -> bool:
-    """Whether the stream is a terminal; False for a stream that is closed or replaced by a stand-in."""
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
 def terminal_style(stream: TextIO, environ: Mapping[str, str]) -> tuple[int, bool]:
-    """Width and colour for ``stream``: FORCE_COLOR, then NO_COLOR, then whether it is a tty."""
-    tty = is_tty(stream)
-    if environ.get("FORCE_COLOR"):
-        color = True
-    elif environ.get("NO_COLOR") or environ.get("TERM") == "dumb":
-        color = False
-    else:
-        color = tty
-    width = 100
-    columns = environ.get("COLUMNS", "")
-    if columns.isascii() and columns.isdigit():  # not '²', which int() refuses
-        width = int(columns)
-    elif tty:
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            width = os.get_terminal_size(stream.fileno()).columns
-    return width, color
+    """Width and colour for ``stream``, as its Console (:func:`console_for`) sees them."""
+    console = console_for(stream, environ)
+    return console.width, colored(console)

@@ -22,7 +22,9 @@ class Progress:
     terminal ended its line, and erased (``\\r`` and erase-to-end) before the program writes
     again: :meth:`attach` routes ``sys.stdout``/``sys.stderr`` writes through :class:`_Guarded`
     for that. So the program's lines come out on the terminal exactly as without tfretrace.
-    :meth:`clear` erases the line before the report is printed.
+    :meth:`clear` erases the line before the report is printed. Not rich's Live: it redirects
+    ``sys.stdout`` into its console, which buffers the program's partial lines and re-renders
+    them (wrapping, markup of ANSI codes), so the program's output would not be its own bytes.
     """
 
     def __init__(self, stream: TextIO, width: int = 80, clock: Callable[[], float] = time.monotonic) -> None:

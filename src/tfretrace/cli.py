@@ -9,13 +9,12 @@ import hashlib
 import importlib
 import os
 import sys
-import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from tfretrace import __version__, catalogue, fix_command
-from tfretrace._cli_output import UsageError, checked_output, emit, terminal_style
+from tfretrace._cli_output import UsageError, checked_output, colored, console_for, emit, terminal_style
 from tfretrace._completion import SHELLS, options_by_command
 from tfretrace._completion import script as completion_script
 from tfretrace._program import EXIT_OK, Target
@@ -23,6 +22,8 @@ from tfretrace._text import one_line
 from tfretrace.config import ProjectConfigError
 from tfretrace.fix.apply import FixError
 from tfretrace.render import UnknownFormatError
+from tfretrace.render.explain import WIDTH
+from tfretrace.render.explain import explanation as render_explanation
 
 # The statuses live with `run`; EXIT_RETRACED (--fail-on-retrace found something) stays importable here.
 from tfretrace.run_command import EXIT_RETRACED as EXIT_RETRACED
@@ -281,18 +282,11 @@ def command_explain(ns: argparse.Namespace) -> int:
         close = difflib.get_close_matches(ns.cause, keys, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else " (see 'tfretrace explain --list')"
         raise UsageError(f"unknown cause {ns.cause!r}{hint}", hint=False) from None
-    print(explanation(entry))
+    console = console_for(sys.stdout)
+    console.file.write(render_explanation(entry, width=min(console.width, WIDTH), color=colored(console)) + "\n")
     return EXIT_OK
 
 
-def explanation(entry: catalogue.Cause, width: int = 88) -> str:
-    """The text ``tfretrace explain`` prints for one entry."""
-    wrap = textwrap.TextWrapper(width=width, subsequent_indent="     ")
-    lines = [f"{entry.code} {entry.slug}: {entry.title}", ""]
-    if entry.kind != "runtime" and entry.cause:
-        lines += [f"Kind: {entry.kind} rule; at run time this shows up as {entry.cause}.", ""]
-    lines += [wrap.fill(f"Why: {entry.why}"), wrap.fill(f"Fix: {entry.fix}")]
-    for heading, code in (("Bad", entry.bad), ("Good", entry.good)):
-        if code:
-            lines += ["", f"{heading}:", textwrap.indent(code, "    ")]
-    return "\n".join(lines)
+def explanation(entry: catalogue.Cause, width: int = WIDTH) -> str:
+    """The text ``tfretrace explain`` prints for one entry (without colour)."""
+    return render_explanation(entry, width=width)

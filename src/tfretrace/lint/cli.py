@@ -13,8 +13,10 @@ from tfretrace.lint import config as config_mod
 from tfretrace.lint.checker import ALL_CODES
 from tfretrace.lint.discover import repository
 from tfretrace.lint.findings import Report
-from tfretrace.lint.formats import FORMATS, SUFFIXES, explain, shown_path, statistics
+from tfretrace.lint.formats import FORMATS, SUFFIXES, shown_path, statistics
 from tfretrace.lint.runner import lint_paths
+from tfretrace.render._console import colored, console_for
+from tfretrace.render.explain import WIDTH, explanation
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -136,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         except KeyError:
             print(f"tfretrace lint: error: unknown code {args.explain!r}", file=sys.stderr)
             return EXIT_USAGE
-        sys.stdout.write(explain(entry))
+        console = console_for(sys.stdout)
+        console.file.write(explanation(entry, width=min(console.width, WIDTH), color=colored(console)) + "\n")
         return EXIT_CLEAN
     try:
         cfg = _load_config(args)

@@ -209,16 +209,3 @@ FORMATS: dict[str, Callable[[Report, Sequence[str]], str]] = {
 }
 # `--output report.sarif` picks its format from the suffix when --format is not given.
 SUFFIXES: dict[str, str] = {".json": "json", ".sarif": "sarif", ".txt": "text"}
-
-
-def explain(entry: Cause) -> str:
-    """The long form of one catalogue entry, with its bad and good examples."""
-    parts = [f"{entry.code} {entry.slug}: {entry.title}"]
-    if entry.cause:
-        parts.append(f"Leads to: {entry.cause}")
-    parts += ["", entry.why, "", f"Fix: {entry.fix}"]
-    if entry.bad:
-        parts += ["", "Bad:", *("    " + line for line in entry.bad.splitlines())]
-    if entry.good:
-        parts += ["", "Good:", *("    " + line for line in entry.good.splitlines())]
-    return "\n".join(parts) + "\n"
