@@ -38,3 +38,22 @@ def test_explain_is_coloured_on_a_coloured_console_and_plain_otherwise(
     assert "\x1b[1mWhy:" in coloured
     monkeypatch.setenv("NO_COLOR", "1")
     assert run() == plain
+
+
+def test_lint_findings_are_styled_on_a_coloured_console_with_the_same_text(
+    tmp_path: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+    from pathlib import Path
+
+    folder = Path(str(tmp_path))
+    (folder / "m.py").write_text("import tensorflow as tf\n@tf.function\ndef f(x):\n    print(x)\n", encoding="utf-8")
+    monkeypatch.chdir(folder)
+    assert lint_main(["--no-cache", "m.py"]) == 1
+    plain = capsys.readouterr().out
+    assert "\x1b[" not in plain and "m.py:4:5: TFR108 " in plain
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert lint_main(["--no-cache", "m.py"]) == 1
+    coloured = capsys.readouterr().out
+    assert "\x1b[1;31mTFR108\x1b[0m" in coloured
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain

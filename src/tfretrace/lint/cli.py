@@ -13,7 +13,7 @@ from tfretrace.lint import config as config_mod
 from tfretrace.lint.checker import ALL_CODES
 from tfretrace.lint.discover import repository
 from tfretrace.lint.findings import Report
-from tfretrace.lint.formats import FORMATS, SUFFIXES, shown_path, statistics
+from tfretrace.lint.formats import FORMATS, SUFFIXES, render_text, shown_path, statistics
 from tfretrace.lint.runner import lint_paths
 from tfretrace.render._console import colored, console_for
 from tfretrace.render.explain import WIDTH, explanation
@@ -177,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
         report = run()  # the fixed files linted again: what is left is reported
     fmt = args.format or SUFFIXES.get(Path(args.output).suffix, "text") if args.output else None
     text = FORMATS[fmt or args.format or "text"](report, codes)
+    if not args.output and (fmt or args.format or "text") == "text" and colored(console_for(sys.stdout)):
+        text = render_text(report, codes, color=True)  # the same lines, styled for the terminal
     if args.output:
         try:
             atomic_write_text(args.output, text)

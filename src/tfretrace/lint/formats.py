@@ -53,10 +53,13 @@ def statistics(report: Report) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
-def render_text(report: Report, codes: Sequence[str]) -> str:
-    """``path:line:col: CODE message`` lines (1-based column), skipped files, then a summary."""
+def render_text(report: Report, codes: Sequence[str], color: bool = False) -> str:
+    """``path:line:col: CODE message`` lines (1-based column), skipped files, then a summary.
+
+    ``color`` (a terminal's console): the same text, the location bold and the code red.
+    """
     lines = [
-        f"{shown_path(f.path)}:{f.where}:{f.column + 1}: {f.code} {printable(f.message)}"
+        _colored(f"{shown_path(f.path)}:{f.where}:{f.column + 1}:", f.code, printable(f.message), color)
         for f in report.findings
     ]
     lines += [
@@ -72,6 +75,14 @@ def render_text(report: Report, codes: Sequence[str]) -> str:
         summary += f" ({len(report.skipped) - errors} skipped)"
     lines.append(summary + ".")
     return "\n".join(lines) + "\n"
+
+
+def _colored(where: str, code: str, message: str, color: bool) -> str:
+    if not color:
+        return f"{where} {code} {message}"
+    from rich.style import Style  # only a terminal's run needs rich's styles
+
+    return f"{Style(bold=True).render(where)} {Style(bold=True, color='red').render(code)} {message}"
 
 
 def render_json(report: Report, codes: Sequence[str]) -> str:
