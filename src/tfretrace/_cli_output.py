@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from rich.console import Console
+
 from tfretrace._io import atomic_write_text
 from tfretrace._text import encodable, printable
 from tfretrace.render import renderer_for
@@ -72,12 +74,13 @@ def save_session(session: Session, output: Output | None) -> str | None:
 def emit(
     session: Session,
     ns: argparse.Namespace,
-    stream: TextIO,
+    console: Console,
     saved: str | None,
     outputs: Sequence[Output] = (),
     sources: list[str] | None = None,
 ) -> bool:
-    """Write each ``-o`` file, or the terminal report followed by the re-render command.
+    """Write each ``-o`` file, or the terminal report (at the console's width and colour) and the
+    re-render command to the console's stream.
 
     Returns False when a file could not be written (one line says why; an earlier file of
     that name is left as it was).
@@ -95,8 +98,8 @@ def emit(
         print(f"tfretrace: wrote {printable(output.shown)}", file=sys.stderr)
     if outputs:
         return ok
-    width, color = terminal_style(stream, os.environ)
-    stream.write(TextRenderer(width=width, color=color).render(view))
+    stream = console.file
+    stream.write(TextRenderer(width=console.width, color=colored(console)).render(view))
     files = sources if sources is not None else ([saved] if saved else [])
     if files:
         quoted = " ".join(shlex.quote(f) for f in files)

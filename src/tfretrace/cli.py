@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from tfretrace import __version__, catalogue, fix_command
-from tfretrace._cli_output import UsageError, checked_output, colored, console_for, emit, terminal_style
+from tfretrace._cli_output import UsageError, checked_output, colored, console_for, emit
+from tfretrace._cli_output import terminal_style as terminal_style  # (width, colour) of a stream, for callers
 from tfretrace._completion import SHELLS, options_by_command
 from tfretrace._completion import script as completion_script
 from tfretrace._program import EXIT_OK, Target
@@ -160,7 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ns.command == "completion":
             return command_completion(ns, parser)
         if ns.command == "fix":
-            width, color = terminal_style(sys.stdout, os.environ)
+            out = console_for(sys.stdout)
+            width, color = out.width, colored(out)
             return fix_command.command_fix(ns, verify_command, sys.stdout, sys.stderr, width, color)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -243,7 +245,7 @@ def command_report(ns: argparse.Namespace) -> int:
     outputs = [checked_output(text, "-o") for text in ns.output]
     _refuse_duplicates(ns.files)
     session = merge([load(path) for path in ns.files])
-    written = emit(session, ns, sys.stdout, None, outputs, sources=list(ns.files))
+    written = emit(session, ns, console_for(sys.stdout), None, outputs, sources=list(ns.files))
     return final_status(EXIT_OK, session, ns, sys.stderr) if written else EXIT_USAGE
 
 

@@ -12,7 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from tfretrace._cli_output import UsageError, checked_output, emit, is_tty, save_session, terminal_style
+from rich.console import Console
+
+from tfretrace._cli_output import UsageError, checked_output, colored, console_for, emit, is_tty, save_session
 from tfretrace._notebook_run import NotebookRunError, code_cells
 from tfretrace._program import EXIT_OK, Target, execute, find_module, is_notebook, runnable, wait_for_threads
 from tfretrace._progress import Progress
@@ -103,11 +105,13 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     saved = save_session(session, save)
     if tensorboard is not None:
         _write_tensorboard(session, tensorboard)
-    written = emit(session, ns, sys.stderr, saved, outputs)
+    # The report's console, made now: the program may have replaced or closed its streams.
+    err = console_for(sys.stderr)
+    written = emit(session, ns, err, saved, outputs)
     status = final_status(status, session, ns, sys.stderr)
     # A report that could not be written is a failure, but never hides the program's own status.
     if ns.fix_plan:
-        emit_plans(session, sys.stderr, saved, target)
+        emit_plans(session, err, saved, target)
     return status if written or status != EXIT_OK else EXIT_USAGE
 
 
@@ -164,7 +168,7 @@ def _live_status(ns: argparse.Namespace) -> Progress | None:
     stream = sys.stderr
     if ns.no_progress or not is_tty(stream) or os.environ.get("TERM") == "dumb":
         return None
-    width, _ = terminal_style(stream, os.environ)
+    width = console_for(stream).width
     # Its own handle on the terminal: the XLA log tap may swap fd 2 for a pipe during the run.
     try:
         terminal = open(os.dup(stream.fileno()), "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
@@ -175,9 +179,9 @@ def _live_status(ns: argparse.Namespace) -> Progress | None:
     return progress
 
 
-def emit_plans(session: Session, stream: TextIO, saved: str | None, target: Target | None = None) -> None:
+def emit_plans(session: Session, console: Console, saved: str | None, target: Target | None = None) -> None:
     """The fix plans, then the commands that verify their edits on a copy and apply them."""
-    width, color = terminal_style(stream, os.environ)
+    stream, width, color = console.file, console.width, colored(console)
     print("\n" + render_plans(session, width=width, color=color).rstrip(), file=stream)
     editable = any(step.get("edits") for f in session.functions for step in f.plan)
     if saved is not None and editable:
