@@ -27,8 +27,8 @@ LAYERS = [
 # (which also rules out import cycles between them).
 ADAPTER = SRC / "_tf"
 ADAPTER_ORDER = [
-    "__init__", "logfilter", "versions", "frames", "counters", "types", "keras", "origins", "reading", "earlier", "xla",
-    "hooks",
+    "__init__", "logfilter", "versions", "frames", "counters", "types", "keras", "origins", "reading", "earlier",
+    "loglevel", "xla", "hooks",
 ]
 
 

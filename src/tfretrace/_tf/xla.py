@@ -28,6 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+# The log level's reading and lowering live in loglevel; xla.<name> keeps working for callers.
+from tfretrace._tf.loglevel import MIN_LEVEL_ENV, lower_level, restore_level, silenced, user_level
+
+__all__ = ["MIN_LEVEL_ENV", "lower_level", "restore_level", "silenced", "user_level"]
+
 # Module -> verbose level tfretrace needs. Nothing here logs on a cached call.
 MODULES: dict[str, int] = {"device_compilation_profiler": 1, "xla_compiler": 2}
 ENV = "TF_CPP_VMODULE"
@@ -69,7 +74,6 @@ def requested(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
     return all(levels.get(m, 0) >= level for m, level in MODULES.items())
 
 
-MIN_LEVEL_ENV = "TF_CPP_MIN_LOG_LEVEL"
 
 
 def request(env: dict[str, str] | os._Environ[str] = os.environ) -> frozenset[str]:
@@ -96,53 +100,10 @@ def restore(original: str | None, env: dict[str, str] | os._Environ[str] = os.en
         env[ENV] = original
 
 
-def silenced(env: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
-    """Why TensorFlow will not log compiles whatever TF_CPP_VMODULE says, or None.
-
-    Compile lines are INFO lines: TF_CPP_MIN_LOG_LEVEL above 0 drops them. Only ``tfretrace run``
-    lowers it (see :func:`lower_level`): it owns the process's stderr from before TensorFlow loads,
-    so it can hide again every line the user's level hides. A monitor started in the user's own
-    code leaves the level alone.
-    """
-    level = env.get(MIN_LEVEL_ENV, "").strip()
-    if level not in ("", "0"):
-        return (
-            f"XLA compiles not observed: {MIN_LEVEL_ENV}={level} hides TensorFlow's compile log "
-            "(INFO lines); run under `tfretrace run`, or unset it"
-        )
-    return None
-
-
 # TensorFlow's C++ severities in the order TF_CPP_MIN_LOG_LEVEL counts them.
 _SEVERITIES = b"IWEF"
 # Sources whose INFO message spans lines (the CPU instructions note at import: "To enable ...").
 _MULTILINE = frozenset({"cpu_feature_guard"})
-
-
-def user_level(env: dict[str, str] | os._Environ[str] = os.environ) -> int:
-    """The user's TF_CPP_MIN_LOG_LEVEL as TensorFlow reads it: 0 (all) to 3; 0 when unset or foreign."""
-    text = env.get(MIN_LEVEL_ENV, "").strip()
-    return min(int(text), 3) if text.isascii() and text.isdigit() else 0
-
-
-def lower_level(env: dict[str, str] | os._Environ[str] = os.environ) -> int:
-    """Before TensorFlow loads: log everything; return the user's level, whose lines the tap hides.
-
-    The user's value goes back with :func:`restore_level` right after the import (TensorFlow reads
-    it once, as it loads), so child processes see their own setting.
-    """
-    level = user_level(env)
-    if level > 0:
-        env[MIN_LEVEL_ENV] = "0"
-    return level
-
-
-def restore_level(original: str | None, env: dict[str, str] | os._Environ[str] = os.environ) -> None:
-    """Put the user's TF_CPP_MIN_LOG_LEVEL back (None: it was not set)."""
-    if original is None:
-        env.pop(MIN_LEVEL_ENV, None)
-    else:
-        env[MIN_LEVEL_ENV] = original
 
 
 def tensorflow_loaded() -> bool:
