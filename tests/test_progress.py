@@ -105,16 +105,14 @@ def _screen(raw: bytes) -> list[str]:
     return lines
 
 
-def _in_a_terminal(argv: list[str], cwd: Any) -> bytes:
+def _in_a_terminal(argv: list[str], cwd: Any, level: str = "0") -> bytes:
     """Run ``argv`` with stdin, stdout and stderr on a pseudo-terminal; everything it showed."""
     import os
     import pty
     import subprocess
 
     main, child = pty.openpty()
-    # Level 0: a raised level makes `tfretrace run` read fd 2 through its XLA log tap (a pipe),
-    # which is not what this test is about.
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="0", COLUMNS="120", TERM="xterm")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=level, COLUMNS="120", TERM="xterm")
     env.pop("NO_COLOR", None)
     proc = subprocess.Popen(argv, stdin=child, stdout=child, stderr=child, cwd=cwd, env=env, close_fds=True)
     os.close(child)
@@ -133,13 +131,15 @@ def _in_a_terminal(argv: list[str], cwd: Any) -> bytes:
 
 
 @pytest.mark.tf
-def test_the_status_line_never_mixes_into_the_programs_output_in_a_terminal(tmp_path: Any) -> None:
+# Level 3: `tfretrace run` reads fd 2 through its XLA log tap (a pipe) from the start.
+@pytest.mark.parametrize("level", ["0", "3"])
+def test_the_status_line_never_mixes_into_the_programs_output_in_a_terminal(tmp_path: Any, level: str) -> None:
     import sys
 
     program = tmp_path / "prog.py"
     program.write_text(PRINTS_WHILE_RETRACING, encoding="utf-8")
-    plain = _screen(_in_a_terminal([sys.executable, str(program)], tmp_path))
-    raw = _in_a_terminal([sys.executable, "-m", "tfretrace", "run", str(program)], tmp_path)
+    plain = _screen(_in_a_terminal([sys.executable, str(program)], tmp_path, level))
+    raw = _in_a_terminal([sys.executable, "-m", "tfretrace", "run", str(program)], tmp_path, level)
     assert b"\x1b[K" in raw and b"tfretrace: 1 function, " in raw  # the status line was drawn
     shown = _screen(raw)
     ours = [line for line in plain if line.startswith(("epoch", "stderr", "partial"))]

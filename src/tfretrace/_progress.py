@@ -69,7 +69,7 @@ class Progress:
             for name in ("stdout", "stderr"):
                 stream = getattr(sys, name)
                 if stream is not None and terminal(stream):
-                    guarded = _Guarded(stream, self)
+                    guarded = _Guarded(stream, self, direct=self.stream if name == "stderr" else None)
                     self._guarded.append((name, stream, guarded))
                     setattr(sys, name, guarded)
 
@@ -120,6 +120,12 @@ class Progress:
             self._erase()
 
 
+def _fd2_tapped() -> bool:
+    """Whether tfretrace's XLA log tap holds fd 2 (its module loaded only when monitoring)."""
+    dispatch = sys.modules.get("tfretrace._dispatch")
+    return dispatch is not None and bool(dispatch.dispatch.xla.tapping())
+
+
 class _Guarded:
     """The program's ``sys.stdout``/``sys.stderr`` while the status line shows.
 
@@ -127,15 +133,24 @@ class _Guarded:
     and the text written is the program's, unchanged.
     """
 
-    def __init__(self, stream: TextIO, progress: Progress) -> None:
+    def __init__(self, stream: TextIO, progress: Progress, direct: TextIO | None = None) -> None:
         self.__dict__["_stream"] = stream
         self.__dict__["_progress"] = progress
+        # stderr's own handle on the terminal: while the XLA log tap holds fd 2, text written
+        # through the pipe would reach the terminal late, after the status line or later stdout.
+        self.__dict__["_direct"] = direct
 
     def write(self, text: str) -> int:
         progress: Progress = self._progress
         with progress._lock:
             progress.before_write()
             try:
+                direct = self._direct
+                if direct is not None and isinstance(text, str) and _fd2_tapped():
+                    self._stream.flush()  # what went through the pipe before stays first
+                    direct.write(text)
+                    direct.flush()
+                    return len(text)
                 return int(self._stream.write(text))
             finally:
                 progress.after_write(text if isinstance(text, str) else "")

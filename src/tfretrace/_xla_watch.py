@@ -152,6 +152,11 @@ class XlaWatch:
         if tap is not None:
             tap.stop()
 
+    def tapping(self) -> bool:
+        """Whether fd 2 is the tap's pipe right now (what is written there reaches stderr later)."""
+        tap = self._tap
+        return tap is not None and bool(tap.active)
+
     def sync(self) -> None:
         """Wait until the compiles TensorFlow has logged so far are recorded."""
         tap = self._tap
