@@ -89,3 +89,21 @@ def test_the_pytest_plugin_takes_its_options_from_the_project(pytester: pytest.P
     bad = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert "unknown key 'sumary'" in bad.stderr.str()
+
+
+def test_fix_takes_its_root_from_the_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from test_fix_command import SIGNATURE, TRAIN, recorded, step
+    from tfretrace.session import load as load_session
+
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    saved = recorded(checkout, [step((SIGNATURE,))], {"train.py": TRAIN})
+    # The run was recorded on another machine: its root does not exist here.
+    replace(load_session(saved), root=str(tmp_path / "ci" / "build")).save(saved)
+    monkeypatch.chdir(checkout)
+    assert cli.main(["fix", "run.json", "--apply"]) == cli.EXIT_USAGE
+    (checkout / "pyproject.toml").write_text('[tool.tfretrace.fix]\nroot = "."\n', encoding="utf-8")
+    assert cli.main(["fix", "run.json", "--apply"]) == 0
+    assert "reduce_retracing=True" in (checkout / "train.py").read_text()
