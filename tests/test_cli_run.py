@@ -204,4 +204,4 @@ def test_the_projects_max_traces_is_a_budget_for_every_function(program: Path, t
     (tmp_path / "pyproject.toml").write_text("[tool.tfretrace.run]\nmax-traces = 2\n", encoding="utf-8")
     result = _tfretrace("run", "train.py", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
-    assert "budget exceeded:" in result.stderr and "TFRETRACE_STRICT=2" in result.stderr
+    assert "budget exceeded:" in result.stderr and "[tool.tfretrace.run] max-traces = 2" in result.stderr

@@ -270,10 +270,11 @@ def _xla_checked(fn: F, limit: Limit) -> F:
 _strict: weakref.WeakKeyDictionary[Monitor, Limit] = weakref.WeakKeyDictionary()
 
 
-def strict_from_env(monitor: Monitor, environ: Mapping[str, str] | None = None) -> None:
+def strict_from_env(monitor: Monitor, environ: Mapping[str, str] | None = None, origin: str | None = None) -> None:
     """Enforce ``TFRETRACE_STRICT=N`` traces per function on this monitor (idempotent).
 
     ``TFRETRACE_STRICT_WARN=1`` warns instead of raising. Does nothing when the variable is unset.
+    ``origin`` names where N came from in a breach's message (default ``TFRETRACE_STRICT=N``).
     """
     env = os.environ if environ is None else environ
     text = env.get(STRICT_ENV, "").strip()
@@ -289,7 +290,8 @@ def strict_from_env(monitor: Monitor, environ: Mapping[str, str] | None = None) 
         raise ValueError(f"{STRICT_WARN_ENV} must be 1/true/yes/on or 0/false/no/off, got {warn_text!r}")
     warn_only = warn_text in ("1", "true", "yes", "on")
     # Strict mode bounds every trace a function has, those made before the monitor included.
-    limit = Limit(int(text), warn_only=warn_only, origin=f"{STRICT_ENV}={int(text)}", existing=True)
+    limit = Limit(int(text), warn_only=warn_only, origin=origin or f"{STRICT_ENV}={int(text)}",
+                  existing=True)
     limit.attach(monitor)
     _strict[monitor] = limit
 

@@ -70,10 +70,11 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
         installed.pinned = True  # the program's own tfretrace.stop() does not end the run's record
         # TFRETRACE_STRICT=N turns every function into a budget of N traces for unmodified scripts;
         # the project's max-traces does the same when the variable is not set.
-        environ = dict(os.environ)
+        environ, origin = dict(os.environ), None
         if settings.max_traces is not None and not environ.get("TFRETRACE_STRICT", "").strip():
             environ["TFRETRACE_STRICT"] = str(settings.max_traces)
-        strict(installed, environ)
+            origin = f"[tool.tfretrace.run] max-traces = {settings.max_traces}"
+        strict(installed, environ, origin)
     except (TensorFlowMissingError, UnsupportedVersionError, ValueError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else "TensorFlow is not installed"
         with contextlib.suppress(RuntimeError):
