@@ -13,15 +13,21 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Runs an unmodified example training script under the monitor and prints the report, then the
-# checked fix plan and the command that applies it.
+# checked fix plan and the commands that verify and apply it. It runs a copy in .demo/ (ignored by
+# git): following the demo's last line edits that copy, never the tracked example.
 demo: $(STAMP)
-	$(BIN)/tfretrace run --fix-plan --save demo-session.json examples/demo_train.py
+	@rm -rf .demo && mkdir -p .demo && cp examples/demo_train.py .demo/demo_train.py
+	$(BIN)/tfretrace run --fix-plan --save demo-session.json .demo/demo_train.py
 
 # The browser test needs a real Chromium; Debian's package provides it and its driver.
 chromium:
 	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
 	  { (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
 	    || echo "warning: could not install chromium; the browser test will fail"; }
+
+# tfretrace's own linter over tfretrace's own sources (examples/ hold retracing mistakes on purpose).
+lint-self: $(STAMP)
+	$(BIN)/tfretrace lint src/tfretrace bench tools
 
 test: $(STAMP) chromium
 	$(BIN)/ruff check src tests bench examples tools

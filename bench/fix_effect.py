@@ -24,6 +24,7 @@ Usage: python bench/fix_effect.py [SCRIPT ...]      (about 10 s per example on 2
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
@@ -155,7 +156,9 @@ def measure(script: Path) -> list[Row]:
 
 
 def main(argv: list[str]) -> int:
-    scripts = [Path(a).resolve() for a in argv] or sorted(
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scripts", nargs="*", metavar="SCRIPT", help="examples to measure (default: all)")
+    scripts = [Path(a).resolve() for a in parser.parse_args(argv).scripts] or sorted(
         [*EXAMPLES.glob("*.py"), *EXAMPLES.glob("wild/*.py")]
     )
     header = (

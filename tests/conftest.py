@@ -31,6 +31,7 @@ def monitor(monkeypatch: pytest.MonkeyPatch) -> FakeMonitor:
     module.install = fake.install  # type: ignore[attr-defined]
     module.stop = fake.stop_process  # type: ignore[attr-defined]
     module.current = fake.current  # type: ignore[attr-defined]
+    module.prepare_xla = lambda lower_level=False: None  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "tfretrace.monitor", module)
     return fake
 

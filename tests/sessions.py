@@ -231,3 +231,19 @@ SESSIONS: dict[str, Callable[[], Session]] = {
     "storm": storm_session,
     "mixed": mixed_session,
 }
+
+
+def xla_only(name: str = "predict_batch") -> FunctionReport:
+    """Traced once, compiled by XLA for four shapes: recompiles but no retrace."""
+    from tfretrace.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
+
+    compiles = tuple(
+        XlaEvent(index=i, trace=1, cause=FIRST_COMPILE if i == 1 else RECOMPILE, seconds=0.1,
+                 signature=(tensor("x", 8, 4 + i),), closest=None if i == 1 else i - 1, tf_count=i)
+        for i in range(1, 5)
+    )
+    return FunctionReport(
+        name=name, location="serve.py:7", calls=4, traces=1, trace_seconds=0.05, objects=1,
+        events=(event(1, "first-trace", time=0.2, calls_total=1, seconds=0.05),),
+        xla_compiles=4, xla_compile_seconds=0.4, xla_events=compiles,
+    )

@@ -412,3 +412,24 @@ def test_a_detached_budget_leaves_no_listener_behind() -> None:
     assert (len(monitor._listeners), len(monitor._xla_listeners)) == (2, 1)
     limit.detach(monitor)
     assert (len(monitor._listeners), len(monitor._xla_listeners)) == (0, 0)
+
+
+BARE_DECORATOR = """
+import tfretrace
+
+@tfretrace.budget
+def step(x):
+    return x
+"""
+
+
+def test_a_bare_decorator_fails_at_decoration(tmp_path: Any) -> None:
+    import runpy
+
+    path = tmp_path / "bare.py"
+    path.write_text(BARE_DECORATOR, encoding="utf-8")
+    # At the decorator's line, when the module is imported: not later at the first call of step.
+    with pytest.raises(TypeError, match=r"@tfretrace.budget\(max_traces=N\)") as info:
+        runpy.run_path(str(path))
+    frames = [(entry.path, entry.lineno + 1) for entry in info.traceback]
+    assert (path, 4) in frames

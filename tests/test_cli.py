@@ -63,6 +63,18 @@ def test_run_script_that_raises_still_reports(script: Path, monitor: FakeMonitor
     assert monitor.stopped == 1
 
 
+def test_a_syntax_error_in_the_script_shows_python_s_lines_not_ours(
+    monitor: FakeMonitor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("x = 1\ndef broken(:\n    pass\n", encoding="utf-8")
+    assert cli.main(["run", str(bad)]) == 1
+    err = capsys.readouterr().err.split("tfretrace: ")[0]
+    # What python itself prints for a script that does not compile: the file, line and caret.
+    assert f'File "{bad}", line 2' in err and "SyntaxError" in err
+    assert "Traceback" not in err and "runpy" not in err and "tfretrace" not in err, err
+
+
 def test_run_without_save_leaves_no_file(script: Path, monitor: FakeMonitor, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -317,3 +329,44 @@ def test_piped_report_keeps_long_fix_lines_whole(tmp_path: Path, capsys: pytest.
     out = capsys.readouterr().out
     assert len(long_fix) > 100 and f"        {long_fix}\n" in out
     assert "\x1b" not in out
+
+
+def _notebook(path: Path, *cells: str) -> Path:
+    """A notebook with a markdown cell, then one code cell per text."""
+    content = [{"cell_type": "markdown", "metadata": {}, "source": ["# title"]}]
+    content += [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                 "source": text.splitlines(keepends=True)} for text in cells]
+    path.write_text(json.dumps({"cells": content, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def test_run_a_notebook_runs_its_code_cells_in_order(
+    monitor: FakeMonitor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb = _notebook(tmp_path / "nb.ipynb", "%matplotlib inline\nimport json, sys\nx = 41\n",
+                   "x += 1\nprint(json.dumps({'x': x, 'name': __name__, 'argv': sys.argv}))\n")
+    assert cli.main(["run", str(nb), "a"]) == 0
+    out, err = capsys.readouterr()
+    assert _stdout_json(out) == {"x": 42, "name": "__main__", "argv": [str(nb), "a"]}
+    assert monitor.stopped == 1 and "tfretrace: 6 functions" in err
+
+
+def test_run_a_notebook_that_raises_shows_the_cell(
+    monitor: FakeMonitor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb = _notebook(tmp_path / "nb.ipynb", "x = 1\n", "y = 2\nraise ValueError('in cell two')\n")
+    assert cli.main(["run", str(nb)]) == 1
+    err = capsys.readouterr().err
+    assert f'File "{nb} (cell 2)", line 2' in err and "raise ValueError('in cell two')" in err
+    assert "tfretrace/" not in err.split("tfretrace: 6 functions")[0]
+
+
+def test_run_a_notebook_with_ipython_syntax_is_refused_in_one_line(
+    monitor: FakeMonitor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb = _notebook(tmp_path / "nb.ipynb", "x = 1\n", "!pip install tensorflow\n")
+    assert cli.main(["run", str(nb)]) == cli.EXIT_USAGE
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1
+    assert "cell 2, line 1" in err and "%load_ext tfretrace" in err and "nbconvert --execute" in err
+    assert monitor.installed == []  # refused before anything ran

@@ -64,6 +64,7 @@ def test_run_script_keeps_argv_exit_status_and_saves(program: Path, tmp_path: Pa
     assert "Fix plan: 4 traces -> 1" in plan
     assert "@tf.function(input_signature=[tf.TensorSpec(shape=[2, None], dtype=tf.float32)])" in plan
     assert f"Apply: tfretrace fix {saved} --apply" in plan
+    assert "Check: tfretrace fix " + str(saved) + " --verify -- python train.py --flag --exit 3" in plan
     # --tensorboard: each trace at the function's call count, read back with TensorBoard's reader.
     from test_tensorboard import read_back
 
@@ -182,3 +183,25 @@ def test_live_status_on_a_terminal_only(program: Path, tmp_path: Path) -> None:
     assert "\rtfretrace: 1 function, 1 trace (0 retraces), last: train_step\x1b[K" in err
     report = err.index("tfretrace: 1 function, 4 traces (3 retraces)")
     assert err.rfind("\r\x1b[K", 0, report) > err.rfind("last: train_step")  # erased before the report
+
+
+def test_run_a_notebook_traces_its_cells(tmp_path: Path) -> None:
+    cells = ["import tensorflow as tf\n\n@tf.function\ndef step(x):\n    return x + 1\n",
+             "for n in (1, 2, 3):\n    step(tf.zeros([n]))\nprint(int(step.experimental_get_tracing_count()))\n"]
+    content = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                "source": text.splitlines(keepends=True)} for text in cells]
+    nb = tmp_path / "nb.ipynb"
+    nb.write_text(json.dumps({"cells": content, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    saved = tmp_path / "s.json"
+    result = _tfretrace("run", "--save", str(saved), "nb.ipynb", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    measured = int(result.stdout.split()[-1])  # TensorFlow's own count, printed by the notebook
+    assert measured == 3
+    assert tfretrace.load(saved).function("step").traces == measured
+
+
+def test_the_projects_max_traces_is_a_budget_for_every_function(program: Path, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.tfretrace.run]\nmax-traces = 2\n", encoding="utf-8")
+    result = _tfretrace("run", "train.py", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "budget exceeded:" in result.stderr and "[tool.tfretrace.run] max-traces = 2" in result.stderr

@@ -81,3 +81,12 @@ def test_framework_advice_is_by_hand_and_leaves_the_minimum_at_no_retrace() -> N
                   edits=False, kind="statement")
     assert fix_effect.minimum([advice], expected=1) == 1
     assert fix_effect.by_hand([advice])
+
+
+def test_help_prints_usage_and_runs_nothing(capsys: Any) -> None:
+    import pytest
+
+    with pytest.raises(SystemExit) as info:
+        fix_effect.main(["--help"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.startswith("usage:")

@@ -14,12 +14,12 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tfretrace"
 # Lower layers never import higher ones: data, then logic, then the monitor, then adapters.
 LAYERS = [
     {"_io", "_text", "_traceback", "_checked", "errors", "events", "_cause", "catalogue", "_lint_catalogue",
-     "session", "xla_events", "prevention", "function_key"},
+     "session", "xla_events", "prevention", "function_key", "config"},
     {"analyzer", "fix", "render", "lint", "_tf", "messages", "compare", "baseline"},
     {"_records", "_earlier", "_intake", "xla_budget", "_xla_watch", "_dispatch", "monitor", "_limit", "budget",
      "_pytest_support", "_pytest_baseline", "prevent"},
-    {"cli", "_cli_output", "_program", "_progress", "_ipython", "_tensorboard", "fix_command", "compare_command",
-     "pytest_plugin", "keras", "__main__", "__init__"},
+    {"cli", "run_command", "_completion", "_cli_output", "_program", "_notebook_run", "_progress", "_ipython",
+     "_tensorboard", "fix_command", "compare_command", "pytest_plugin", "keras", "__main__", "__init__"},
 ]
 
 # Inside the TensorFlow adapter package, bottom up: a module imports only modules listed before it
@@ -27,7 +27,7 @@ LAYERS = [
 ADAPTER = SRC / "_tf"
 ADAPTER_ORDER = [
     "__init__", "logfilter", "versions", "frames", "counters", "types", "keras", "data_source", "origins", "reading",
-    "earlier", "xla", "relay", "hooks", "warmup",
+    "earlier", "loglevel", "xla", "relay", "hooks", "warmup",
 ]
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 from types import SimpleNamespace
+from typing import Any
+
+import pytest
 
 import sessions as S
 from tfretrace._progress import Progress
@@ -52,3 +55,94 @@ def test_a_name_with_a_newline_stays_on_the_status_line() -> None:
     stream = io.StringIO()
     Progress(stream, width=200)(SimpleNamespace(key="a", name="step\nfake: 0 retraces"), S.healthy().events[0])
     assert "\n" not in stream.getvalue() and "step\\nfake" in stream.getvalue()
+
+
+# -- in a real terminal --------------------------------------------------------------------------
+
+PRINTS_WHILE_RETRACING = """
+import sys, time
+import tensorflow as tf
+
+@tf.function
+def train_step(x):
+    return tf.reduce_sum(x)
+
+for epoch in range(1, 4):  # 4 traces in all: TensorFlow warns from 5
+    train_step(tf.zeros([epoch]))  # a retrace per epoch: the status line redraws
+    time.sleep(0.3)                # longer than the redraw throttle
+    print(f"epoch {epoch}: loss 0.{epoch}", flush=True)
+    sys.stderr.write(f"stderr {epoch}\\n")
+print("partial", end="", flush=True)
+train_step(tf.zeros([9]))
+time.sleep(0.3)
+print(" line ends here", flush=True)
+"""
+
+
+def _screen(raw: bytes) -> list[str]:
+    """The lines a terminal shows for ``raw`` (\\r, \\n, erase-to-end; other escapes ignored)."""
+    import re
+
+    lines: list[str] = []
+    line: list[str] = []
+    col = 0
+    text = raw.decode("utf-8", "replace")
+    for token in re.findall(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b.|\r|\n|[^\x1b\r\n]", text):
+        if token == "\r":
+            col = 0
+        elif token == "\n":
+            lines.append("".join(line).rstrip())
+            line, col = [], 0
+        elif token == "\x1b[K":
+            del line[col:]
+        elif token.startswith("\x1b"):
+            continue
+        else:
+            line[col:col + 1] = [token] if col < len(line) else [*([" "] * (col - len(line))), token]
+            col += 1
+    if line:
+        lines.append("".join(line).rstrip())
+    return lines
+
+
+def _in_a_terminal(argv: list[str], cwd: Any, level: str = "0") -> bytes:
+    """Run ``argv`` with stdin, stdout and stderr on a pseudo-terminal; everything it showed."""
+    import os
+    import pty
+    import subprocess
+
+    main, child = pty.openpty()
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=level, COLUMNS="120", TERM="xterm")
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen(argv, stdin=child, stdout=child, stderr=child, cwd=cwd, env=env, close_fds=True)
+    os.close(child)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:  # EIO: the child side closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    proc.wait(timeout=300)
+    os.close(main)
+    return b"".join(chunks)
+
+
+@pytest.mark.tf
+# Level 3: `tfretrace run` reads fd 2 through its XLA log tap (a pipe) from the start.
+@pytest.mark.parametrize("level", ["0", "3"])
+def test_the_status_line_never_mixes_into_the_programs_output_in_a_terminal(tmp_path: Any, level: str) -> None:
+    import sys
+
+    program = tmp_path / "prog.py"
+    program.write_text(PRINTS_WHILE_RETRACING, encoding="utf-8")
+    plain = _screen(_in_a_terminal([sys.executable, str(program)], tmp_path, level))
+    raw = _in_a_terminal([sys.executable, "-m", "tfretrace", "run", str(program)], tmp_path, level)
+    assert b"\x1b[K" in raw and b"tfretrace: 1 function, " in raw  # the status line was drawn
+    shown = _screen(raw)
+    ours = [line for line in plain if line.startswith(("epoch", "stderr", "partial"))]
+    assert len(ours) == 7
+    # Each of the program's lines shows exactly as without tfretrace, in the same order.
+    assert [line for line in shown if ("epoch" in line or "stderr" in line or "partial" in line)] == ours

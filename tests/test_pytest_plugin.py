@@ -295,3 +295,36 @@ def test_bad_budgets_are_one_line_errors(pytester: pytest.Pytester) -> None:
     option = pytester.runpytest_subprocess("--tfretrace-max-traces=-1")
     assert option.ret == pytest.ExitCode.USAGE_ERROR
     assert "expected a whole number of traces" in option.stderr.str()
+
+
+FIXTURE_GATE_TESTS = """
+import tensorflow as tf
+
+@tf.function
+def gated(x):
+    return x
+
+def test_retraces(tfretrace_monitor):
+    gated(tf.zeros([1]))
+    gated(tf.zeros([2]))
+
+def test_steady(tfretrace_monitor):
+    gated(tf.zeros([1]))
+    gated(tf.zeros([1]))
+"""
+
+
+@pytest.mark.tf
+def test_warnings_as_errors_with_the_fixture_fail_a_test_that_retraces(
+    pytester: pytest.Pytester, quiet_tf: None
+) -> None:
+    # README: `pytest -W error::tfretrace.RetracingWarning` with the fixture is the pytest gate.
+    pytester.makepyfile(test_gate=FIXTURE_GATE_TESTS)
+    result = pytester.runpytest_subprocess(
+        "-W", "error::tfretrace.RetracingWarning", "-p", "no:randomly", "-p", "no:cacheprovider",
+        "--junitxml=report.xml",
+    )
+    outcomes = _outcomes(pytester.path / "report.xml")
+    assert outcomes["test_retraces"][0] == "failed", result.stdout.str()
+    assert "RetracingWarning" in outcomes["test_retraces"][1] and "shape-changed" in outcomes["test_retraces"][1]
+    assert outcomes["test_steady"][0] == "passed", result.stdout.str()

@@ -458,3 +458,89 @@ def test_a_terminal_stderr_stays_a_terminal_of_the_same_size(tmp_path: Path) -> 
         os.close(master)
     seen = [line for line in output.splitlines() if line.startswith(b"seen ")]
     assert seen == [b"seen True True 123 37 none"], output[-2000:]
+
+
+_QUIETED_PROGRAM = '''
+import sys
+import tensorflow as tf
+
+@tf.function(jit_compile=True, reduce_retracing=True)
+def step(x):
+    return x * 2.0
+
+for n in (2, 3, 4, 5, 6):
+    step(tf.ones([n]))
+print("program stderr line", file=sys.stderr)
+'''
+_LOG_SOURCE = re.compile(rb"^([IWEF])\d{4} [\d:.]+\s+\d+ ([\w.]+):\d+\]", re.M)
+
+
+def _tf_log_kinds(stderr: bytes) -> set[tuple[bytes, bytes]]:
+    """(severity, source file) of each TensorFlow C++ log line."""
+    return set(_LOG_SOURCE.findall(stderr))
+
+
+@pytest.mark.tf
+def test_a_quieted_tensorflow_still_has_its_compiles_counted_and_stays_quiet(tmp_path: Path) -> None:
+    script = tmp_path / "quiet.py"
+    script.write_text(_QUIETED_PROGRAM, encoding="utf-8")
+    base = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "TF_CPP_VMODULE")}
+    # TensorFlow's own count: the same program, its compile log asked for and shown.
+    own = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=300, check=False,
+                         env=dict(base, TF_CPP_MIN_LOG_LEVEL="0", TF_CPP_VMODULE="device_compilation_profiler=1"))
+    tf_compiles = sum(_tf_counts(own.stderr).values())
+    assert tf_compiles >= 2, own.stderr[-2000:]
+    # What the user's level lets through, without tfretrace.
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=300, check=False,
+                           env=dict(base, TF_CPP_MIN_LOG_LEVEL="2"))
+    saved = tmp_path / "s.json"
+    done = subprocess.run([sys.executable, "-m", "tfretrace", "run", "--save", str(saved), str(script)],
+                          capture_output=True, timeout=300, check=False, env=dict(base, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
+    session = json.loads(saved.read_text())
+    assert sum(f["xla_compiles"] for f in session["functions"]) == tf_compiles
+    assert not [n for n in session["notes"] if "XLA compiles not observed" in n]
+    program_err = done.stderr.split(b"tfretrace: 1 function")[0]
+    assert b"program stderr line" in program_err
+    # Nothing the user's level hides: every TensorFlow log line shown is of a kind the plain run shows.
+    assert _tf_log_kinds(program_err) <= _tf_log_kinds(plain.stderr), program_err.decode(errors="replace")
+    assert b"To enable the following instructions" not in program_err  # a hidden line's second line
+
+
+_LATE_BUDGET = '''
+import tensorflow as tf
+import tfretrace
+
+@tfretrace.budget(max_traces=None, max_xla_compiles=1)
+@tf.function(jit_compile=True, reduce_retracing=True)
+def step(x):
+    return x * 2.0
+
+for n in (2, 3, 4):
+    step(tf.ones([n]))
+print("no budget error")
+'''
+
+
+@pytest.mark.tf
+def test_a_compile_budget_after_tensorflow_was_imported_says_why_it_cannot_count(tmp_path: Path) -> None:
+    script = tmp_path / "late.py"
+    script.write_text(_LATE_BUDGET, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_VMODULE", "TF_CPP_MIN_LOG_LEVEL")}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=300, check=False, env=env)
+    err = done.stderr.decode(errors="replace")
+    assert done.returncode == 1 and "no budget error" not in done.stdout.decode()
+    last = err.strip().splitlines()[-1]
+    assert "max_xla_compiles" in last and "TensorFlow was imported before tfretrace" in last, err[-2000:]
+    assert 'late.py", line 5' in err  # raised at the decorator, in the user's file
+
+
+def test_hidden_lines_take_only_a_known_message_s_further_lines_along() -> None:
+    parser = xla.Parser(frozenset(), hide_below=2)
+    parser.new_chunk()
+    guard = b"I0000 00:00:1.5   7 cpu_feature_guard.cc:227] This TensorFlow binary is optimized\n"
+    assert parser.feed(guard)[0] and parser.feed(b"To enable the following instructions: AVX2\n")[0]
+    other = b"I0000 00:00:1.5   7 service.cc:153] XLA service initialized\n"
+    assert parser.feed(other)[0]
+    assert not parser.feed(b"the program's own stderr line\n")[0]  # same read, right after: kept
+    assert not parser.feed(b"E0000 00:00:1.5   7 service.cc:9] an error the level shows\n")[0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shlex
@@ -13,10 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from rich.console import Console
+
 from tfretrace._io import atomic_write_text
 from tfretrace._text import encodable, printable
 from tfretrace.prevention import render as render_prevention
 from tfretrace.render import renderer_for
+from tfretrace.render._console import colored, console_for, is_tty
+
+__all__ = ["colored", "console_for", "is_tty"]  # the CLI's names for the console helpers
 from tfretrace.render._model import hide_below
 from tfretrace.render.text import TextRenderer
 from tfretrace.session import TOOL, Session
@@ -99,12 +103,13 @@ def save_session(session: Session, output: Output | None) -> str | None:
 def emit(
     session: Session,
     ns: argparse.Namespace,
-    stream: TextIO,
+    console: Console,
     saved: str | None,
     outputs: Sequence[Output] = (),
     sources: list[str] | None = None,
 ) -> bool:
-    """Write each ``-o`` file, or the terminal report followed by the re-render command.
+    """Write each ``-o`` file, or the terminal report (at the console's width and colour) and the
+    re-render command to the console's stream.
 
     Returns False when a file could not be written (one line says why; an earlier file of
     that name is left as it was).
@@ -122,8 +127,8 @@ def emit(
         print(f"tfretrace: wrote {printable(output.shown)}", file=sys.stderr)
     if outputs:
         return ok
-    width, color = terminal_style(stream, os.environ)
-    stream.write(TextRenderer(width=width, color=color).render(view))
+    stream = console.file
+    stream.write(TextRenderer(width=console.width, color=colored(console)).render(view))
     if session.prevention is not None:
         # A run warmed from a profile (tfretrace run --prevent): what the warm-ups prevented.
         stream.write("\n" + render_prevention(session.prevention))
@@ -137,28 +142,7 @@ def emit(
     return ok
 
 
-def is_tty(stream: TextIO) -> bool:
-    """Whether the stream is a terminal; False for a stream that is closed or replaced by a stand-in."""
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
-
-
 def terminal_style(stream: TextIO, environ: Mapping[str, str]) -> tuple[int, bool]:
-    """Width and colour for ``stream``: FORCE_COLOR, then NO_COLOR, then whether it is a tty."""
-    tty = is_tty(stream)
-    if environ.get("FORCE_COLOR"):
-        color = True
-    elif environ.get("NO_COLOR") or environ.get("TERM") == "dumb":
-        color = False
-    else:
-        color = tty
-    width = 100
-    columns = environ.get("COLUMNS", "")
-    if columns.isascii() and columns.isdigit():  # not '²', which int() refuses
-        width = int(columns)
-    elif tty:
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            width = os.get_terminal_size(stream.fileno()).columns
-    return width, color
+    """Width and colour for ``stream``, as its Console (:func:`console_for`) sees them."""
+    console = console_for(stream, environ)
+    return console.width, colored(console)

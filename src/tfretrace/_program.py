@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from tfretrace._notebook_run import run_notebook
 from tfretrace._traceback import PACKAGE_DIR, unlink_frames
 
 EXIT_OK = 0
@@ -36,6 +37,11 @@ class Target:
 def runnable(script: Path) -> bool:
     """A file python can run, or a folder (or zip) with a __main__.py, as ``python PATH`` takes."""
     return script.is_file() or (script / "__main__.py").is_file()
+
+
+def is_notebook(script: str) -> bool:
+    """A Jupyter notebook: ``run`` executes its code cells instead of the file."""
+    return script.lower().endswith(".ipynb")
 
 
 def find_module(name: str) -> object | None:
@@ -66,7 +72,9 @@ def execute(target: Target) -> int:
             script = Path(target.script).resolve()
             # python puts a script's folder first on sys.path, or the folder it runs itself.
             _set_path0(str(script if script.is_dir() else script.parent))
-            if script.is_file() and script.suffix != ".pyc" and not zipfile.is_zipfile(script):
+            if is_notebook(target.script):
+                run_notebook(target.script)
+            elif script.is_file() and script.suffix != ".pyc" and not zipfile.is_zipfile(script):
                 _run_file(target.script)
             else:  # a folder or zip with __main__.py: runpy finds it, its __file__ is absolute
                 runpy.run_path(target.script, run_name="__main__")
@@ -194,6 +202,19 @@ def drop_our_frames(exc: BaseException, seen: set[int]) -> None:
         return
     seen.add(id(exc))
     unlink_frames(exc, _ours)
+    if isinstance(exc, SyntaxError) and _only_ours(exc):
+        # The script did not compile: python names the file, line and caret with no traceback,
+        # and every frame left is runpy's or tfretrace's.
+        exc.__traceback__ = None
     for other in (exc.__cause__, exc.__context__):
         if other is not None:
             drop_our_frames(other, seen)
+
+
+def _only_ours(exc: BaseException) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if not _ours(tb.tb_frame.f_code.co_filename):
+            return False
+        tb = tb.tb_next
+    return True

@@ -38,8 +38,10 @@ class TestWatch:
         origin: str = "",
         warn_only: bool = False,
         max_xla_compiles: int | None = None,
+        warn: bool = False,
     ) -> None:
-        self.monitor = Monitor(warn=False, log=False)
+        # warn: the fixture's monitor emits RetracingWarning, so `pytest -W error::...` gates on it.
+        self.monitor = Monitor(warn=warn, log=False)
         self.limit: Limit | None = None
         if max_traces is not None or max_xla_compiles is not None:
             functions = tuple(functions)

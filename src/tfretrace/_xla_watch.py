@@ -42,13 +42,25 @@ class XlaWatch:
         self._exit_registered = False
         self._original_env: str | None = None
         self._restored = False
+        # tfretrace run with TF_CPP_MIN_LOG_LEVEL=N: TensorFlow logs everything, the tap hides
+        # again what level N hides, for the rest of the process.
+        self._hide_below = 0
+        self._original_level: str | None = None
 
-    def prepare(self) -> None:
-        """Before TensorFlow is imported: ask it to log compiles (kept for the process)."""
+    def prepare(self, lower_level: bool = False) -> None:
+        """Before TensorFlow is imported: ask it to log compiles (kept for the process).
+
+        ``lower_level`` (``tfretrace run``, which starts before the program): a user's
+        TF_CPP_MIN_LOG_LEVEL above 0 would hide the compile lines; TensorFlow loads with 0 instead
+        and the tap, started now, hides every line of a severity the user's level hides.
+        """
         from tfretrace._tf import xla
 
         if self._enabled is not None:
             return
+        if lower_level and not xla.tensorflow_loaded():
+            self._original_level = os.environ.get(xla.MIN_LEVEL_ENV)
+            self._hide_below = xla.lower_level()
         self._silenced = xla.silenced()
         if self._silenced is not None:
             self._enabled = False  # TensorFlow would not print the lines: no tap, no request
@@ -58,6 +70,9 @@ class XlaWatch:
             self._original_env = os.environ.get(xla.ENV)
             self._swallow = xla.request()
             self._enabled = True
+        if self._hide_below:
+            # From before TensorFlow's import on: its import logs INFO lines the user hides.
+            self._start_tap()
 
     def unavailable(self) -> str | None:
         """Why compiles cannot be recorded (TensorFlow loaded first, or silenced), else None."""
@@ -71,8 +86,11 @@ class XlaWatch:
         """After TensorFlow's import: the user's TF_CPP_VMODULE again (TensorFlow has read ours)."""
         from tfretrace._tf import xla
 
-        if self._swallow and xla.tensorflow_loaded() and not self._restored:
-            xla.restore(self._original_env)
+        if (self._swallow or self._hide_below) and xla.tensorflow_loaded() and not self._restored:
+            if self._swallow:
+                xla.restore(self._original_env)
+            if self._hide_below:
+                xla.restore_level(self._original_level)
             self._restored = True
 
     def arm(self, on_error: Callable[[BaseException], None]) -> None:
@@ -92,9 +110,12 @@ class XlaWatch:
 
     def start(self, on_error: Callable[[BaseException], None]) -> None:
         """Start (or re-arm) the tap when TensorFlow logs compiles."""
+        self._errors = [on_error]
+        self._start_tap()
+
+    def _start_tap(self) -> None:
         from tfretrace._tf import xla
 
-        self._errors = [on_error]
         if not self._enabled:
             return
         with self._lock:
@@ -103,24 +124,38 @@ class XlaWatch:
             if self._tap is not None:
                 self._tap.stop()
             try:
-                self._tap = xla.Tap(xla.Parser(self._swallow), self._on_compile, self._error)
+                self._tap = xla.Tap(xla.Parser(self._swallow, self._hide_below), self._on_compile, self._error)
                 self._tap.start()
             except OSError as exc:  # no fd 2, or no pipes: XLA compiles go unobserved
                 self._tap = None
                 self._enabled = False
+                if self._hide_below and not self._restored:  # nothing could hide the lines again
+                    xla.restore_level(self._original_level)
+                    self._hide_below = 0
                 self.note = f"XLA compiles not observed: cannot read TensorFlow's log ({exc})"
                 return
         if not self._exit_registered:
-            atexit.register(self.stop)
+            atexit.register(self.stop, final=True)
             self._exit_registered = True
 
-    def stop(self) -> None:
-        """Drain and remove the tap; fd 2 is the original again."""
+    def stop(self, final: bool = False) -> None:
+        """Drain and remove the tap; fd 2 is the original again.
+
+        While it hides what the user's lowered log level would have hidden, the tap stays until
+        the process ends (``final``): TensorFlow keeps logging at level 0 after the monitor stops.
+        """
         with self._lock:
-            tap, self._tap = self._tap, None
             self._clusters.clear()
+            if self._hide_below and not final:
+                return
+            tap, self._tap = self._tap, None
         if tap is not None:
             tap.stop()
+
+    def tapping(self) -> bool:
+        """Whether fd 2 is the tap's pipe right now (what is written there reaches stderr later)."""
+        tap = self._tap
+        return tap is not None and bool(tap.active)
 
     def sync(self) -> None:
         """Wait until the compiles TensorFlow has logged so far are recorded."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import linecache
 import os
 import sys
 import threading
@@ -144,6 +145,8 @@ class Budget:
         if not callable(fn):
             raise TypeError(f"tfretrace.budget(...) decorates a function, got {type(fn).__name__}")
         key = function_key(fn)
+        if self.max_xla_compiles is not None:
+            _refuse_blind_compile_budget(self.max_xla_compiles)
         limit = _hub.persistent_limit(key, self.max_traces, self.warn_only, self.max_xla_compiles)
         if self.max_xla_compiles is not None:
             # Compiles are read from TensorFlow's log after the call: each call raises the
@@ -158,6 +161,8 @@ class Budget:
         return _lazy(fn, key, limit)
 
     def __enter__(self) -> Budget:
+        if self.max_xla_compiles is not None:
+            _refuse_blind_compile_budget(self.max_xla_compiles)
         self._limit.reset()
         self._limit.thread = threading.get_ident()
         _hub.enter(self._limit)
@@ -220,7 +225,27 @@ def budget(fn: Any = None, *, max_traces: int | None = 1, warn_only: bool = Fals
     that alone); a compile is known once TensorFlow has logged it, so the breach is raised at
     the end of the block, or at the decorated function's next call.
     """
+    if fn is not None and _on_a_decorator_line(sys._getframe(1)):
+        # A bare @tfretrace.budget would turn the function into a context manager and fail at
+        # its first call, far from the mistake: say so at the decorator's line instead.
+        raise TypeError(
+            "a bare @tfretrace.budget budgets nothing: write @tfretrace.budget(max_traces=N) above or "
+            "below @tf.function (tfretrace.budget(fn) is a context manager: with tfretrace.budget(fn): ...)"
+        )
     return Budget(fn, max_traces, warn_only, max_xla_compiles)
+
+
+def _on_a_decorator_line(frame: Any) -> bool:
+    """Whether the caller runs a decorator line (``@...``); False when its source is unknown."""
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    return line.lstrip().startswith("@")
+
+
+def _refuse_blind_compile_budget(max_xla_compiles: int) -> None:
+    """A compile budget that cannot see compiles would always pass: say why, in one line, now."""
+    why = _monitor.xla_unavailable()
+    if why is not None:
+        raise RuntimeError(f"tfretrace.budget(max_xla_compiles={max_xla_compiles}) cannot count: {why}")
 
 
 def _budget_args(max_traces: int | None, max_xla_compiles: int | None) -> str:
@@ -245,10 +270,11 @@ def _xla_checked(fn: F, limit: Limit) -> F:
 _strict: weakref.WeakKeyDictionary[Monitor, Limit] = weakref.WeakKeyDictionary()
 
 
-def strict_from_env(monitor: Monitor, environ: Mapping[str, str] | None = None) -> None:
+def strict_from_env(monitor: Monitor, environ: Mapping[str, str] | None = None, origin: str | None = None) -> None:
     """Enforce ``TFRETRACE_STRICT=N`` traces per function on this monitor (idempotent).
 
     ``TFRETRACE_STRICT_WARN=1`` warns instead of raising. Does nothing when the variable is unset.
+    ``origin`` names where N came from in a breach's message (default ``TFRETRACE_STRICT=N``).
     """
     env = os.environ if environ is None else environ
     text = env.get(STRICT_ENV, "").strip()
@@ -264,7 +290,8 @@ def strict_from_env(monitor: Monitor, environ: Mapping[str, str] | None = None) 
         raise ValueError(f"{STRICT_WARN_ENV} must be 1/true/yes/on or 0/false/no/off, got {warn_text!r}")
     warn_only = warn_text in ("1", "true", "yes", "on")
     # Strict mode bounds every trace a function has, those made before the monitor included.
-    limit = Limit(int(text), warn_only=warn_only, origin=f"{STRICT_ENV}={int(text)}", existing=True)
+    limit = Limit(int(text), warn_only=warn_only, origin=origin or f"{STRICT_ENV}={int(text)}",
+                  existing=True)
     limit.attach(monitor)
     _strict[monitor] = limit
 

@@ -5,34 +5,35 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import hashlib
 import importlib
 import os
-import shlex
 import sys
-import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import NoReturn
 
 from tfretrace import __version__, catalogue, compare_command, fix_command
-from tfretrace._cli_output import UsageError, checked_output, checked_save, emit, is_tty, save_session, terminal_style
-from tfretrace._program import EXIT_OK, Target, execute, find_module, runnable, wait_for_threads
-from tfretrace._progress import Progress
-from tfretrace._text import one_line, printable
-from tfretrace.errors import TensorFlowMissingError, UnsupportedVersionError
+from tfretrace._cli_output import UsageError, checked_output, colored, console_for, emit
+from tfretrace._cli_output import terminal_style as terminal_style  # (width, colour) of a stream, for callers
+from tfretrace._completion import SHELLS, options_by_command
+from tfretrace._completion import script as completion_script
+from tfretrace._program import EXIT_OK, Target
+from tfretrace._text import one_line
+from tfretrace.config import ProjectConfigError
 from tfretrace.fix.apply import FixError
 from tfretrace.render import UnknownFormatError
-from tfretrace.render.text import render_plans
-from tfretrace.session import Session, SessionFormatError, load, merge
+from tfretrace.render.explain import WIDTH
+from tfretrace.render.explain import explanation as render_explanation
 
-# --fail-on-retrace uses the status linters use for "found something"; the program's own
-# non-zero status always wins, so a crash is never reported as "only" a retrace.
-EXIT_RETRACED = 1
-EXIT_USAGE = 2
+# The statuses live with `run`; EXIT_RETRACED (--fail-on-retrace found something) stays importable here.
+from tfretrace.run_command import EXIT_RETRACED as EXIT_RETRACED
+from tfretrace.run_command import EXIT_USAGE, command_run, final_status
+from tfretrace.session import SessionFormatError, load, merge
+
 # What a shell reports for a process ended by SIGPIPE (128 + 13), the status `cat` gives in `| head`.
 EXIT_BROKEN_PIPE = 141
-COMMANDS = ("run", "report", "explain", "fix", "compare", "lint")
+COMMANDS = ("run", "report", "explain", "fix", "compare", "lint", "completion")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -104,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     fix_command.add_parser(sub)
     compare_command.add_parser(sub)
     sub.add_parser("lint", help="check source files statically (see 'tfretrace lint --help')")
+    completion = sub.add_parser("completion", help="print a shell completion script: bash, zsh or fish")
+    completion.add_argument("shell", choices=SHELLS)
     return parser
 
 
@@ -165,8 +168,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return command_explain(ns)
         if ns.command == "compare":
             return compare_command.command_compare(ns, sys.stdout)
+        if ns.command == "completion":
+            return command_completion(ns, parser)
         if ns.command == "fix":
-            width, color = terminal_style(sys.stdout, os.environ)
+            out = console_for(sys.stdout)
+            width, color = out.width, colored(out)
             return fix_command.command_fix(ns, verify_command, sys.stdout, sys.stderr, width, color)
         parser.print_help(sys.stderr)
         return EXIT_USAGE
@@ -176,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = f" (see '{helper}')" if exc.hint else ""
         print(f"tfretrace: error: {one_line(str(exc))}{hint}", file=sys.stderr)
         return EXIT_USAGE
-    except (SessionFormatError, UnknownFormatError, FixError) as exc:
+    except (SessionFormatError, UnknownFormatError, FixError, ProjectConfigError) as exc:
         print(f"tfretrace: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
@@ -244,176 +250,35 @@ def _options_taking_value(parser: argparse.ArgumentParser) -> set[str]:
     return set()
 
 
-def command_run(ns: argparse.Namespace, target: Target) -> int:
-    """Run the program under the monitor; report and save even when it fails."""
-    # Check every output before spending minutes on the program, and pin relative paths to
-    # this folder: the program may chdir() away.
-    outputs = [checked_output(text, "-o") for text in ns.output]
-    save = None if ns.save is None else checked_save(ns.save)
-    if target.script is not None and not runnable(Path(target.script)):
-        raise UsageError(f"can't open file {target.script!r}: no such file")
-    if target.module is not None and find_module(target.module) is None:
-        raise UsageError(f"no module named {target.module!r}")
-    if target.script is not None:
-        own_file = Path(target.script).resolve()
-        for output in (*outputs, *([save] if save is not None else [])):
-            if output.path.resolve() == own_file:
-                raise UsageError(f"{output.shown!r} is the program itself: the report would overwrite it")
-    tensorboard = None if ns.tensorboard is None else _tensorboard_dir(ns.tensorboard)
-    gate = compare_command.RunGate.from_args(ns)
-    profile = _profile(ns)
-    monitor = importlib.import_module("tfretrace.monitor")
-    strict = importlib.import_module("tfretrace.budget").strict_from_env
-    try:
-        installed = monitor.install(warn=ns.warn, keep_tf_warning=ns.keep_tf_warning)
-        installed.pinned = True  # the program's own tfretrace.stop() does not end the run's record
-        # TFRETRACE_STRICT=N turns every function into a budget of N traces for unmodified scripts.
-        strict(installed)
-    except (TensorFlowMissingError, UnsupportedVersionError, ValueError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else "TensorFlow is not installed"
-        with contextlib.suppress(RuntimeError):
-            monitor.stop()
-        raise UsageError(first) from None
-    progress = _live_status(installed, ns)
-    parent = os.getpid()
-    prevention = None if profile is None else profile.start(installed)
-    try:
-        status = execute(target)
-        if os.getpid() == parent:
-            wait_for_threads()
-    finally:
-        # A child the program forked returns here too when its copy of the program ends: the
-        # run's status line, report and --save belong to the process `run` started, never to a
-        # copy (a child that outlives its parent would replace the parent's session).
-        if os.getpid() == parent:
-            if progress is not None:
-                installed.remove_listener(progress)
-                progress.clear()
-            # The program may have called tfretrace.stop() itself (the monitor went on
-            # recording); stopping it here is the real end.
-            if monitor.current() is installed:
-                installed.pinned = False
-                monitor.stop()
-    if os.getpid() != parent:
-        return status
-    session: Session = installed.stop()
-    if prevention is not None:
-        session = prevention.stop(session)
-    # The monitor sees tfretrace's own argv once the program is done; record the program's.
-    program = target.script if target.script is not None else f"-m {target.module}"
-    session = replace(session, argv=(program, *target.args), label=ns.label or session.label)
-    sys.stdout.flush()
-    saved = save_session(session, save)
-    if tensorboard is not None:
-        _write_tensorboard(session, tensorboard)
-    written = emit(session, ns, sys.stderr, saved, outputs)
-    status = _final_status(status, session, ns, sys.stderr)
-    status = gate.finish(session, status, ns.tolerance, sys.stderr)
-    # A report that could not be written is a failure, but never hides the program's own status.
-    if ns.fix_plan:
-        emit_plans(session, sys.stderr, saved)
-    return status if written or status != EXIT_OK else EXIT_USAGE
-
-
-class _Planned:
-    """A checked profile, loaded before the program runs, started once the monitor is."""
-
-    def __init__(self, profile: Any) -> None:
-        self._profile = profile
-        self._prevention: Any = None
-
-    def start(self, monitor: Any) -> _Planned:
-        from tfretrace.prevent import Prevention
-
-        self._prevention = Prevention(self._profile, monitor).start()
-        return self
-
-    def stop(self, session: Session) -> Session:
-        prevention = self._prevention
-        prevention.stop_watching()
-        return prevention.finish(session)  # type: ignore[no-any-return]
-
-
-def _profile(ns: argparse.Namespace) -> _Planned | None:
-    """The --prevent profile (or $TFRETRACE_PREVENT), read before the program runs; bad file: exit 2."""
-    from tfretrace.prevent import load_profile, profile_from_env
-
-    path = ns.prevent if ns.prevent is not None else profile_from_env()
-    if path is None:
-        return None
-    return _Planned(load_profile(path))
-
-
-def _tensorboard_dir(text: str) -> Path:
-    """Check a --tensorboard folder before running: tensorboard installed, not a file."""
-    from tfretrace._tensorboard import TensorBoardMissingError, check_available
-
-    try:
-        check_available()
-    except TensorBoardMissingError as exc:
-        raise UsageError(str(exc), hint=False) from None
-    path = Path(os.path.abspath(text))
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"--tensorboard {text!r} is a file, not a folder")
-    parent = path if path.is_dir() else path.parent
-    if not os.access(parent if parent.exists() else parent.parent, os.W_OK):
-        raise UsageError(f"--tensorboard {text!r}: folder is not writable")
-    return path
-
-
-def _write_tensorboard(session: Session, logdir: Path) -> None:
-    from tfretrace._tensorboard import write_session
-
-    try:
-        count = write_session(session, logdir)
-    except OSError as exc:
-        print(f"tfretrace: error: could not write TensorBoard events to {str(logdir)!r}: "
-              f"{exc.strerror or exc}", file=sys.stderr)
-        return
-    print(f"tfretrace: wrote {count} traces to TensorBoard ({printable(str(logdir))})", file=sys.stderr)
-
-
-def _live_status(monitor: Any, ns: argparse.Namespace) -> Progress | None:
-    """A one-line live status on stderr when it is a terminal (never when piped or --no-progress)."""
-    stream = sys.stderr
-    if ns.no_progress or not is_tty(stream) or os.environ.get("TERM") == "dumb":
-        return None
-    width, _ = terminal_style(stream, os.environ)
-    progress = Progress(stream, width)
-    monitor.add_listener(progress)
-    return progress
-
-
 def command_report(ns: argparse.Namespace) -> int:
     """Load, merge and render saved sessions."""
     outputs = [checked_output(text, "-o") for text in ns.output]
+    _refuse_duplicates(ns.files)
     session = merge([load(path) for path in ns.files])
-    written = emit(session, ns, sys.stdout, None, outputs, sources=list(ns.files))
-    return _final_status(EXIT_OK, session, ns, sys.stderr) if written else EXIT_USAGE
+    written = emit(session, ns, console_for(sys.stdout), None, outputs, sources=list(ns.files))
+    return final_status(EXIT_OK, session, ns, sys.stderr) if written else EXIT_USAGE
 
 
-def emit_plans(session: Session, stream: TextIO, saved: str | None) -> None:
-    """The fix plans, then the command that applies their edits to the program's files."""
-    width, color = terminal_style(stream, os.environ)
-    print("\n" + render_plans(session, width=width, color=color).rstrip(), file=stream)
-    # The command that applies the plan's edits.
-    editable = any(step.get("edits") for f in session.functions for step in f.plan)
-    if saved is not None and editable:
-        print(f"\nApply: tfretrace fix {printable(shlex.quote(saved))} --apply", file=stream)
-    stream.flush()
+def _refuse_duplicates(paths: Sequence[str]) -> None:
+    """Merging a session with itself would count its traces twice: one line, exit 2."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        try:
+            content = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            continue  # load() reports the unreadable file with its own line
+        if content in seen:
+            raise UsageError(f"{path!r} is the same session as {seen[content]!r}: give each worker's file once")
+        seen[content] = path
 
 
-def _final_status(status: int, session: Session, ns: argparse.Namespace, err: TextIO) -> int:
-    """The program's status, or EXIT_RETRACED under --fail-on-retrace when something retraced."""
-    if status != EXIT_OK or not ns.fail_on_retrace:
-        return status
-    retracing = [f for f in session.functions if f.retraces > 0]
-    if not retracing:
-        return status
-    names = ", ".join(f.display_name() for f in retracing[:3])
-    more = f" and {len(retracing) - 3} more" if len(retracing) > 3 else ""
-    print(f"tfretrace: retracing found in {names}{more} (--fail-on-retrace)", file=err)
-    return EXIT_RETRACED
+def command_completion(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Print the completion script for the shell named."""
+    lint_cli = importlib.import_module("tfretrace.lint.cli")
+    commands = options_by_command(parser, lint_cli.build_parser())
+    causes = sorted({k for e in catalogue.entries() for k in (e.code, e.slug)})
+    sys.stdout.write(completion_script(ns.shell, commands, causes))
+    return EXIT_OK
 
 
 def command_explain(ns: argparse.Namespace) -> int:
@@ -429,18 +294,11 @@ def command_explain(ns: argparse.Namespace) -> int:
         close = difflib.get_close_matches(ns.cause, keys, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else " (see 'tfretrace explain --list')"
         raise UsageError(f"unknown cause {ns.cause!r}{hint}", hint=False) from None
-    print(explanation(entry))
+    console = console_for(sys.stdout)
+    console.file.write(render_explanation(entry, width=min(console.width, WIDTH), color=colored(console)) + "\n")
     return EXIT_OK
 
 
-def explanation(entry: catalogue.Cause, width: int = 88) -> str:
-    """The text ``tfretrace explain`` prints for one entry."""
-    wrap = textwrap.TextWrapper(width=width, subsequent_indent="     ")
-    lines = [f"{entry.code} {entry.slug}: {entry.title}", ""]
-    if entry.kind != "runtime" and entry.cause:
-        lines += [f"Kind: {entry.kind} rule; at run time this shows up as {entry.cause}.", ""]
-    lines += [wrap.fill(f"Why: {entry.why}"), wrap.fill(f"Fix: {entry.fix}")]
-    for heading, code in (("Bad", entry.bad), ("Good", entry.good)):
-        if code:
-            lines += ["", f"{heading}:", textwrap.indent(code, "    ")]
-    return "\n".join(lines)
+def explanation(entry: catalogue.Cause, width: int = WIDTH) -> str:
+    """The text ``tfretrace explain`` prints for one entry (without colour)."""
+    return render_explanation(entry, width=width)

@@ -408,7 +408,7 @@ class FunctionReport:
     def main_cause(self) -> str | None:
         """The cause whose fix removes the most traces (the plan's ranking), else the most frequent one.
 
-        None when nothing retraced.
+        ``xla-recompile`` when nothing retraced but XLA compiled again; None when neither.
         """
         best: tuple[int, float, str] | None = None
         for step in self.plan:
@@ -425,9 +425,19 @@ class FunctionReport:
         for event in self.events:
             if event.is_retrace:
                 counts[event.cause] = counts.get(event.cause, 0) + 1
-        if not counts:
-            return None
-        return max(counts, key=lambda k: (counts[k], k))
+        if counts:
+            return max(counts, key=lambda k: (counts[k], k))
+        if self.xla_recompiles:  # never retraced, but XLA compiled a trace again: one answer everywhere
+            from tfretrace.xla_events import RECOMPILE
+
+            return RECOMPILE
+        return None
+
+    @property
+    def xla_recompiles(self) -> int:
+        """XLA compiles beyond the first of each trace (the ones to fix)."""
+        firsts = {e.trace for e in self.xla_events}
+        return max(self.xla_compiles - len(firsts), 0)
 
     def keras_models(self) -> list[str]:
         """Names of the Keras models whose traces this function holds, in order of appearance."""

@@ -9,6 +9,8 @@ from typing import TextIO
 
 from tfretrace._io import atomic_write_text
 from tfretrace._text import printable
+from tfretrace.config import find as find_config
+from tfretrace.config import load as load_config
 from tfretrace.fix.apply import Advice, FileChange, FixError, mark_verified, prepare, unified_diff, write_all
 from tfretrace.fix.verify import Verification, log_path, verify
 from tfretrace.render.text import render_plans
@@ -73,8 +75,10 @@ def command_fix(
 ) -> int:
     """Run ``tfretrace fix``; FixError and session errors become one line and exit status 2."""
     session = load(ns.session)
-    # The program is here (or at --root): never where the session says, a session being data.
-    root = Path(ns.root) if ns.root else Path.cwd()
+    # The program is here, at --root or at the project's [tool.tfretrace.fix] root (the user's own
+    # settings): never where the session says, a session being data.
+    configured = load_config(find_config(Path.cwd())).fix.root
+    root = Path(ns.root or configured or Path.cwd())
     if not root.is_dir():
         raise FixError(f"--root {printable(str(root))}: not a folder")
     changes, advice = prepare(session, root)

@@ -370,9 +370,13 @@ def stop() -> Session:
     return monitor.stop()
 
 
-def prepare_xla() -> None:
-    """Ask TensorFlow to log XLA compiles, if it is not loaded yet (the pytest plugin's configure)."""
-    dispatch.xla.prepare()
+def prepare_xla(lower_level: bool = False) -> None:
+    """Ask TensorFlow to log XLA compiles, if it is not loaded yet (the pytest plugin's configure).
+
+    ``lower_level``: only for ``tfretrace run``, which owns stderr from before the program starts
+    (see XlaWatch.prepare).
+    """
+    dispatch.xla.prepare(lower_level)
 
 
 def xla_unavailable() -> str | None:

@@ -92,6 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "limits XLA compiles); see tfretrace docs/budgets.md",
     )
     config.stash[_SUMMARY] = []
+    _apply_project_settings(config)
     wants_xla = (config.getoption("tfretrace_xla") or config.getoption("tfretrace_summary")
                  or config.getoption("tfretrace_max_traces") is not None)
     if wants_xla:
@@ -147,6 +148,23 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         prevention.stop()
 
 
+def _apply_project_settings(config: pytest.Config) -> None:
+    """``[tool.tfretrace.pytest]`` in the project's pyproject.toml: defaults for the options above."""
+    from tfretrace.config import ProjectConfigError, load
+
+    path = config.rootpath / "pyproject.toml"
+    try:
+        settings = load(path if path.is_file() else None).pytest
+    except ProjectConfigError as exc:
+        raise pytest.UsageError(f"tfretrace: {exc}") from None
+    option = config.option
+    # A command-line option wins; a setting only fills in what was not given.
+    if settings.max_traces is not None and option.tfretrace_max_traces is None:
+        option.tfretrace_max_traces = settings.max_traces
+    option.tfretrace_summary = option.tfretrace_summary or settings.summary
+    option.tfretrace_xla = option.tfretrace_xla or settings.xla
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Give the test a fresh watch when it uses the marker, the fixture or an option."""
@@ -183,13 +201,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                             pytrace=False)
         try:
             watch = TestWatch(n, functions, origin=marker_origin(n, functions, xla_max), warn_only=warn_only,
-                              max_xla_compiles=xla_max)
+                              max_xla_compiles=xla_max, warn=wants_fixture)
         except (TypeError, ValueError) as exc:  # a negative n, or something that is no function
             pytest.fail(f"@pytest.mark.max_traces: {exc}", pytrace=False)
     elif global_max is not None:
-        watch = TestWatch(global_max, origin=f"--tfretrace-max-traces={global_max}")
+        watch = TestWatch(global_max, origin=f"--tfretrace-max-traces={global_max}", warn=wants_fixture)
     else:
-        watch = TestWatch()
+        # The fixture's monitor warns at each retrace: `pytest -W error::tfretrace.RetracingWarning`
+        # then fails the test (README); the options and markers alone stay silent.
+        watch = TestWatch(warn=wants_fixture)
     item.stash[_WATCH] = _start(watch)
 
 
@@ -314,7 +334,7 @@ def tfretrace_monitor(request: pytest.FixtureRequest) -> Monitor:
     if watch is None:  # requested through getfixturevalue: setup could not see it coming
         from tfretrace._pytest_support import TestWatch
 
-        watch = _start(TestWatch())
+        watch = _start(TestWatch(warn=True))
         request.node.stash[_WATCH] = watch
     return watch.monitor
 

@@ -64,6 +64,9 @@ class Session:
     sources: tuple[tuple[str, str], ...] = ()
     # The profile this run was warmed from and what the warm-ups prevented (tfretrace.prevent).
     prevention: PreventionReport | None = None
+    # A merged session: each worker's own wall time, in the order of ``workers``. A function's
+    # share of wall is its trace time over its own worker's wall, never over another's.
+    worker_walls: tuple[float, ...] = ()
 
     def _repr_html_(self) -> str:
         """Jupyter: the full HTML report (the page ``-o report.html`` writes) in a frame, offline."""
@@ -97,9 +100,26 @@ class Session:
                 return report
         raise KeyError(name)
 
+    def wall_of(self, worker: str | None) -> float:
+        """The wall time a function of ``worker`` ran in: its worker's own in a merged session."""
+        if worker is not None and len(self.worker_walls) == len(self.workers) and worker in self.workers:
+            return self.worker_walls[self.workers.index(worker)]
+        return self.wall_seconds
+
+    @property
+    def process_seconds(self) -> float:
+        """The wall time of every process together: the sum of the workers' walls when merged."""
+        if self.worker_walls and len(self.worker_walls) == len(self.workers):
+            return sum(self.worker_walls)
+        return self.wall_seconds
+
+    def share_of_wall(self, report: FunctionReport) -> float:
+        """The fraction of its own process's wall time that ``report``'s function spent tracing."""
+        wall = self.wall_of(report.worker)
+        return report.trace_seconds / wall if wall > 0 else 0.0
+
     def summary(self) -> list[SummaryRow]:
         """Per function: calls, traces, trace seconds and share of wall time, costliest first."""
-        wall = self.wall_seconds if self.wall_seconds > 0 else 0.0
         rows = [
             SummaryRow(
                 name=f.display_name(),
@@ -108,7 +128,7 @@ class Session:
                 traces=f.traces,
                 retraces=f.retraces,
                 trace_seconds=f.trace_seconds,
-                share_of_wall=(f.trace_seconds / wall) if wall else 0.0,
+                share_of_wall=self.share_of_wall(f),
                 main_cause=f.main_cause,
                 worker=f.worker,
                 xla_compiles=f.xla_compiles,
@@ -136,6 +156,7 @@ class Session:
             "internal_errors": self.internal_errors,
             "internal_error_messages": list(self.internal_error_messages),
             "workers": list(self.workers),
+            **({"worker_wall_seconds": [round(w, 6) for w in self.worker_walls]} if self.worker_walls else {}),
             "notes": list(self.notes),
             "root": self.root,
             "sources": dict(self.sources),
@@ -195,6 +216,10 @@ class Session:
                 sources=C.text_map(data.get("sources", {}), "sources"),
                 prevention=None if data.get("prevention") is None
                 else PreventionReport.from_dict(data["prevention"]),
+                worker_walls=tuple(
+                    C.seconds(w, f"worker_wall_seconds[{i}]")
+                    for i, w in enumerate(C.items(data.get("worker_wall_seconds", []), "worker_wall_seconds"))
+                ),
             )
         except C.FieldError as exc:
             raise SessionFormatError(f"{source}: malformed tfretrace session: {exc}") from None
@@ -242,7 +267,9 @@ def merge(sessions: list[Session]) -> Session:
         return sessions[0]
     functions: list[FunctionReport] = []
     labels: list[str] = []
+    walls: list[float] = []
     for number, session in enumerate(sessions):
+        walls.append(session.process_seconds)
         label = session.label or f"worker{number}"
         while label in labels:
             label = f"{label}#{number}"
@@ -263,6 +290,7 @@ def merge(sessions: list[Session]) -> Session:
         internal_errors=sum(s.internal_errors for s in sessions),
         internal_error_messages=tuple(m for s in sessions for m in s.internal_error_messages),
         workers=tuple(labels),
+        worker_walls=tuple(walls),
         notes=tuple(n for s in sessions for n in s.notes) + divergence_notes(functions, labels),
         root=first.root if all(s.root == first.root for s in sessions) else None,
         sources=tuple(sorted({pair for s in sessions for pair in s.sources})),

@@ -172,3 +172,14 @@ def test_output_never_overwrites_source(output: str, tmp_path: Path, monkeypatch
     assert main(["--no-config", "a.py", "-o", output]) == 2
     assert "overwrite" in capsys.readouterr().err
     assert Path("a.py").read_text() == HEAD + PRINT_IN_FN and Path("other.py").read_text() == "x = 1\n"
+
+
+def test_noqa_inside_a_string_is_no_comment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # tfretrace's own catalogue holds such a string: `make lint-self` must not flag it (TFR100),
+    # and it must not suppress the line's finding either.
+    source = (HEAD + 'EXAMPLE = "print(x)  # noqa: print-in-tf-fucntion"\n'
+              + '@tf.function\ndef f(x):\n    print(x, "# noqa")\n')
+    path = tmp_path / "m.py"
+    path.write_text(source, encoding="utf-8")
+    _, doc = _json([str(path)], capsys)
+    assert [(f["line"], f["code"]) for f in doc["findings"]] == [(5, "TFR108")]

@@ -71,6 +71,7 @@ class Relay:
                 break
             data = pending + chunk
             pending = b""
+            self._parser.new_chunk()  # a continuation line is taken along only within one read
             out = bytearray()
             while data:
                 newline = data.find(b"\n")

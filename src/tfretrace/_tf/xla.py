@@ -32,12 +32,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# The log level's reading and lowering live in loglevel; xla.<name> keeps working for callers.
+from tfretrace._tf.loglevel import MIN_LEVEL_ENV, lower_level, restore_level, silenced, user_level
+
+__all__ = ["MIN_LEVEL_ENV", "lower_level", "restore_level", "silenced", "user_level"]
+
 # Module -> verbose level tfretrace needs. Nothing here logs on a cached call.
 MODULES: dict[str, int] = {"device_compilation_profiler": 1, "xla_compiler": 2}
 ENV = "TF_CPP_VMODULE"
-_LOG_LINE = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+(\d+) ([\w.]+):\d+\] (.*)$")
+_LOG_LINE = re.compile(rb"^([IWEF])\d{4} [\d:.]+\s+(\d+) ([\w.]+):\d+\] (.*)$")
 # TensorFlow 2.15 logs through its own C++ logger: a date, the level, the source path, no thread.
-_OLD_LOG_LINE = re.compile(rb"^\d{4}-\d\d-\d\d [\d:.]+: [IWEF] (?:\S*/)?([\w.]+):\d+\] (.*)$")
+_OLD_LOG_LINE = re.compile(rb"^\d{4}-\d\d-\d\d [\d:.]+: ([IWEF]) (?:\S*/)?([\w.]+):\d+\] (.*)$")
 _COMPILE_FN = re.compile(r"^XlaCompiler::CompileFunction (\S+?)\[")
 _ARG = re.compile(r"^\s*XLA arg (\d+) shape: (\w+)\[([\d,]*)\] name: (\S*) TF arg (\d+)")
 _COMPILED = re.compile(r"^Compiled (\S+) (\d+) times, compile time: (\d+) us")
@@ -73,7 +78,6 @@ def requested(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
     return all(levels.get(m, 0) >= level for m, level in MODULES.items())
 
 
-MIN_LEVEL_ENV = "TF_CPP_MIN_LOG_LEVEL"
 
 
 def request(env: dict[str, str] | os._Environ[str] = os.environ) -> frozenset[str]:
@@ -100,20 +104,10 @@ def restore(original: str | None, env: dict[str, str] | os._Environ[str] = os.en
         env[ENV] = original
 
 
-def silenced(env: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
-    """Why TensorFlow will not log compiles whatever TF_CPP_VMODULE says, or None.
-
-    Compile lines are INFO lines: TF_CPP_MIN_LOG_LEVEL above 0 drops them. tfretrace does not
-    lower it, because TensorFlow prints some INFO lines before it applies the level and those
-    could not be told apart from the ones the user's setting hides.
-    """
-    level = env.get(MIN_LEVEL_ENV, "").strip()
-    if level not in ("", "0"):
-        return (
-            f"XLA compiles not observed: {MIN_LEVEL_ENV}={level} hides TensorFlow's compile log "
-            "(INFO lines); unset it to see them"
-        )
-    return None
+# TensorFlow's C++ severities in the order TF_CPP_MIN_LOG_LEVEL counts them.
+_SEVERITIES = b"IWEF"
+# Sources whose INFO message spans lines (the CPU instructions note at import: "To enable ...").
+_MULTILINE = frozenset({"cpu_feature_guard"})
 
 
 def tensorflow_loaded() -> bool:
@@ -158,28 +152,40 @@ class Parser:
     CompileFunction line, so later blocks (the bodies') are ignored.
     """
 
-    def __init__(self, swallow: frozenset[str]) -> None:
+    def __init__(self, swallow: frozenset[str], hide_below: int = 0) -> None:
         # Source files whose lines exist only because tfretrace asked for them.
         self._swallow = swallow
         self._building: dict[bytes, list[_Building]] = {}
+        # Lines of a severity below the user's TF_CPP_MIN_LOG_LEVEL, which tfretrace lowered:
+        # hidden again (a known multi-line message with its further lines in the same read).
+        self._hide_below = hide_below
+        self._hiding = False
+
+    def new_chunk(self) -> None:
+        """A new read from the pipe: a message's further lines arrive in the same write."""
+        self._hiding = False
 
     def feed(self, line: bytes) -> tuple[bool, Compile | None]:
         """(line is tfretrace's own, the compile it completes if any)."""
         text = line.rstrip(b"\r\n")
         match = _LOG_LINE.match(text)
         if match is not None:
-            thread, source, body_bytes = match.groups()
+            severity, thread, source, body_bytes = match.groups()
         else:
             old = _OLD_LOG_LINE.match(text)
             if old is None:
-                return False, None
+                return self._hiding, None  # a hidden message's further line, or the user's
             # No thread id in this format: compiles on several threads at once could interleave
             # their argument lines, which only makes the per-argument diff of those compiles vaguer.
             thread = b""
-            source, body_bytes = old.groups()
+            severity, source, body_bytes = old.groups()
         module = source.decode("ascii", "replace").rsplit(".", 1)[0]
         body = body_bytes.decode("utf-8", "replace")
-        ours = module in self._swallow or (
+        hidden = _SEVERITIES.index(severity) < self._hide_below
+        # A message's further lines have no prefix; in a pipe they cannot be told from the user's
+        # next line, so only TensorFlow's known multi-line INFO message takes them along.
+        self._hiding = hidden and module in _MULTILINE
+        ours = hidden or module in self._swallow or (
             module == "dump_graph" and "xla_compile_" in body and "xla_compiler" in self._swallow
         )
         if module == "xla_compiler":

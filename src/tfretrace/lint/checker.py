@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import difflib
+import io
 import re
+import tokenize
 from collections.abc import Iterable
 
 from tfretrace import catalogue
@@ -76,9 +78,7 @@ def parse_noqa(source: str) -> dict[int, tuple[frozenset[str] | None, tuple[str,
     result: dict[int, tuple[frozenset[str] | None, tuple[str, ...]]] = {}
     if "noqa" not in source.lower():
         return result
-    for number, text in enumerate(python_lines(source), start=1):
-        if "#" not in text:
-            continue
+    for number, text in _comments(source):
         match = _NOQA.search(text)
         if match is None:
             continue
@@ -98,6 +98,18 @@ def parse_noqa(source: str) -> dict[int, tuple[frozenset[str] | None, tuple[str,
                 unknown.append(word)
         result[number] = (frozenset(codes), tuple(unknown))
     return result
+
+
+def _comments(source: str) -> Iterable[tuple[int, str]]:
+    """(line, text) of each comment: a ``# noqa`` inside a string literal is no comment."""
+    # newline=None reads \r and \r\n as line ends, as Python's tokenizer numbers lines.
+    try:
+        return [(tok.start[0], tok.string)
+                for tok in tokenize.generate_tokens(io.StringIO(source, newline=None).readline)
+                if tok.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError):
+        # A module that does not tokenize: every line with a '#', as before.
+        return [(n, text) for n, text in enumerate(python_lines(source), start=1) if "#" in text]
 
 
 def _near_slug(word: str) -> bool:

@@ -13,8 +13,10 @@ from tfretrace.lint import config as config_mod
 from tfretrace.lint.checker import ALL_CODES
 from tfretrace.lint.discover import repository
 from tfretrace.lint.findings import Report
-from tfretrace.lint.formats import FORMATS, SUFFIXES, explain, shown_path, statistics
+from tfretrace.lint.formats import FORMATS, SUFFIXES, render_text, shown_path, statistics
 from tfretrace.lint.runner import lint_paths
+from tfretrace.render._console import colored, console_for
+from tfretrace.render.explain import WIDTH, explanation
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -140,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         except KeyError:
             print(f"tfretrace lint: error: unknown code {args.explain!r}", file=sys.stderr)
             return EXIT_USAGE
-        sys.stdout.write(explain(entry))
+        console = console_for(sys.stdout)
+        console.file.write(explanation(entry, width=min(console.width, WIDTH), color=colored(console)) + "\n")
         return EXIT_CLEAN
     try:
         cfg = _load_config(args)
@@ -192,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         report.session = args.session
     fmt = args.format or SUFFIXES.get(Path(args.output).suffix, "text") if args.output else None
     text = FORMATS[fmt or args.format or "text"](report, codes)
+    if not args.output and (fmt or args.format or "text") == "text" and colored(console_for(sys.stdout)):
+        text = render_text(report, codes, color=True)  # the same lines, styled for the terminal
     if args.output:
         try:
             atomic_write_text(args.output, text)

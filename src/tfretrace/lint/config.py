@@ -14,6 +14,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from tfretrace import catalogue
+from tfretrace.config import TABLES as COMMAND_TABLES
 
 # Directories never worth linting: environments, VCS data, caches and build output.
 DEFAULT_EXCLUDES: tuple[str, ...] = (
@@ -100,7 +101,7 @@ def _strings(table: dict[str, Any], key: str, path: Path) -> tuple[str, ...] | N
     return tuple(value)
 
 
-# Every key the linter reads; the table has no other users yet, so anything else is a typo.
+# Every key the linter reads; besides the other commands' tables, anything else is a typo.
 KEYS = ("select", "ignore", "exclude", "extend-exclude", "max-file-size", "respect-gitignore")
 
 
@@ -119,6 +120,8 @@ def load(path: Path | None) -> LintConfig:
         return LintConfig()
     table = dict(_table(path))
     lint = table.pop("lint", None)
+    for other in COMMAND_TABLES:  # the other commands' settings (tfretrace.config reads them)
+        table.pop(other, None)
     _refuse_unknown(table, path, "[tool.tfretrace]")
     if lint is not None:
         if not isinstance(lint, dict):

@@ -75,10 +75,13 @@ def _site_line(site: RetraceSite) -> str:
     )
 
 
-def render_text(report: Report, codes: Sequence[str]) -> str:
-    """``path:line:col: CODE message`` lines (1-based column), skipped files, then a summary."""
+def render_text(report: Report, codes: Sequence[str], color: bool = False) -> str:
+    """``path:line:col: CODE message`` lines (1-based column), skipped files, then a summary.
+
+    ``color`` (a terminal's console): the same text, the location bold and the code red.
+    """
     lines = [
-        f"{shown_path(f.path)}:{f.where}:{f.column + 1}: {f.code} {printable(f.message)}{_marks(f)}"
+        _colored(f"{shown_path(f.path)}:{f.where}:{f.column + 1}:", f.code, printable(f.message) + _marks(f), color)
         for f in report.findings
     ]
     lines += [
@@ -102,6 +105,14 @@ def render_text(report: Report, codes: Sequence[str]) -> str:
         )
         lines += ["  " + _site_line(site) for site in report.unpredicted]
     return "\n".join(lines) + "\n"
+
+
+def _colored(where: str, code: str, message: str, color: bool) -> str:
+    if not color:
+        return f"{where} {code} {message}"
+    from rich.style import Style  # only a terminal's run needs rich's styles
+
+    return f"{Style(bold=True).render(where)} {Style(bold=True, color='red').render(code)} {message}"
 
 
 def render_json(report: Report, codes: Sequence[str]) -> str:
@@ -262,16 +273,3 @@ FORMATS: dict[str, Callable[[Report, Sequence[str]], str]] = {
 }
 # `--output report.sarif` picks its format from the suffix when --format is not given.
 SUFFIXES: dict[str, str] = {".json": "json", ".sarif": "sarif", ".txt": "text"}
-
-
-def explain(entry: Cause) -> str:
-    """The long form of one catalogue entry, with its bad and good examples."""
-    parts = [f"{entry.code} {entry.slug}: {entry.title}"]
-    if entry.cause:
-        parts.append(f"Leads to: {entry.cause}")
-    parts += ["", entry.why, "", f"Fix: {entry.fix}"]
-    if entry.bad:
-        parts += ["", "Bad:", *("    " + line for line in entry.bad.splitlines())]
-    if entry.good:
-        parts += ["", "Good:", *("    " + line for line in entry.good.splitlines())]
-    return "\n".join(parts) + "\n"

@@ -76,8 +76,7 @@ def ranked_functions(session: Session) -> list[FunctionReport]:
 
 def xla_recompiles(report: FunctionReport) -> int:
     """XLA compiles beyond the first of each trace (the ones to fix)."""
-    firsts = {e.trace for e in report.xla_events}
-    return max(report.xla_compiles - len(firsts), 0)
+    return report.xla_recompiles
 
 
 def recompile_events(report: FunctionReport) -> list[XlaEvent]:
@@ -167,8 +166,8 @@ def fmt_share(share: float) -> str:
 
 
 def share_of_wall(report: FunctionReport, session: Session) -> float:
-    """The fraction of the session's wall time spent tracing this function."""
-    return report.trace_seconds / session.wall_seconds if session.wall_seconds > 0 else 0.0
+    """The fraction of its process's wall time spent tracing this function (its worker's, merged)."""
+    return session.share_of_wall(report)
 
 
 def keras_line(keras: KerasInfo) -> str:
@@ -187,12 +186,15 @@ def summary_line(session: Session) -> str:
     """``3 functions, 41 traces (37 retraces), 2.41 s tracing = 18.2% of 13.2 s wall``."""
     functions = plural(len(session.functions), "function")
     tracing = sum(f.trace_seconds for f in session.functions)
-    share = tracing / session.wall_seconds if session.wall_seconds > 0 else 0.0
+    # Merged workers: all their tracing over all their walls, never over one worker's wall.
+    wall = session.process_seconds
+    share = tracing / wall if wall > 0 else 0.0
+    walls = f" ({len(session.workers)} workers)" if session.worker_walls else ""
     line = (
         f"{functions}, {plural(session.total_traces, 'trace')} "
         f"({plural(session.total_retraces, 'retrace')}), "
         f"{fmt_seconds(tracing)} tracing = {fmt_share(share)} of "
-        f"{fmt_seconds(session.wall_seconds)} wall"
+        f"{fmt_seconds(wall)} wall{walls}"
     )
     compiles = sum(f.xla_compiles for f in session.functions)
     if compiles:

@@ -155,7 +155,7 @@ def _function_view(
         ][: _model.MAX_SHOWN],
         "refused_traces": report.refused_traces,
         "dropped_events": report.dropped_events,
-        "svg": timeline_svg(report, session.wall_seconds, start),
+        "svg": timeline_svg(report, session.wall_of(report.worker), start),
         "groups": [
             {
                 "events": [_event_view(e, fixes.get(e.index)) for e in group.shown],

@@ -19,7 +19,6 @@ from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix.plan import plan_steps
 from tfretrace.render import _model
 from tfretrace.session import Session
-from tfretrace.xla_events import RECOMPILE
 
 # Terminal width from which the location gets its own table column.
 WIDE = 110
@@ -149,7 +148,7 @@ class TextRenderer:
                     Text(str(report.xla_compiles), style="bold red" if recompiling else ""),
                     Text(f"{report.xla_compile_seconds:.3f}"),
                 ]
-            main = report.main_cause or (RECOMPILE if _model.xla_recompiles(report) else None)
+            main = report.main_cause
             cells.append(Text(main or "-", style="red" if main else "dim"))
             table.add_row(*cells)
         return _Natural(table)

@@ -1,0 +1,75 @@
+"""The Makefile's user-facing targets: the demo never changes the checkout, lint-self lints."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# The venv the tests run in: its tfretrace (with this checkout on PYTHONPATH) stands in for .venv's.
+BIN = Path(sys.executable).parent
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+def _checkout(tmp_path: Path, *files: str) -> Path:
+    """A fresh git repository holding the named files of this checkout, committed."""
+    repo = tmp_path / "repo"
+    for name in files:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, repo / name)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "checkout")
+    return repo
+
+
+def _make(repo: Path, target: str) -> subprocess.CompletedProcess[str]:
+    assert shutil.which("make"), "make is needed (the README's set-up commands use it)"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1")
+    # STAMP= : no venv creation; BIN: this test run's interpreter and scripts.
+    return subprocess.run(["make", "-s", target, f"BIN={BIN}", "STAMP="], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.mark.tf
+def test_demo_and_the_commands_it_suggests_leave_the_checkout_unchanged(tmp_path: Path) -> None:
+    repo = _checkout(tmp_path, "Makefile", ".gitignore", "examples/demo_train.py")
+    demo = _make(repo, "demo")
+    assert demo.returncode == 0, demo.stderr[-2000:]
+    lines = (demo.stdout + demo.stderr).splitlines()
+    checks = [line for line in lines if line.startswith("Check: ")]
+    applies = [line for line in lines if line.startswith("Apply: ")]
+    assert len(checks) == 1 and "--verify" in shlex.split(checks[0]), lines[-5:]
+    assert len(applies) == 1, lines[-5:]
+    # Follow the demo's last line as a new user would, then the checkout must be as committed.
+    words = shlex.split(applies[0].removeprefix("Apply: "))
+    assert words[0] == "tfretrace" and "--apply" in words
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1")
+    applied = subprocess.run([sys.executable, "-m", "tfretrace", *words[1:]], cwd=repo, env=env,
+                             capture_output=True, text=True, timeout=300, check=False)
+    assert applied.returncode == 0, applied.stderr
+    assert "Applied:" in applied.stdout  # the edits went somewhere ...
+    assert _git(repo, "status", "--porcelain") == ""  # ... but not into a tracked file
+
+
+def test_lint_self_lints_tfretraces_own_sources(tmp_path: Path) -> None:
+    clean = _make(ROOT, "lint-self")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "Found 0 findings" in clean.stdout
+    # A mistake planted in a copy of the sources makes the target fail.
+    repo = _checkout(tmp_path, "Makefile", "src/tfretrace/__init__.py")
+    (repo / "src/tfretrace/planted.py").write_text(
+        "import tensorflow as tf\n@tf.function\ndef f(x):\n    print(x)\n    return x\n", encoding="utf-8")
+    (repo / "bench").mkdir()
+    (repo / "tools").mkdir()
+    planted = _make(repo, "lint-self")
+    assert planted.returncode != 0 and "planted.py:4:5: TFR108" in planted.stdout, planted.stdout
