@@ -495,6 +495,7 @@ from cli_fakes import FakeMonitor
 fake = FakeMonitor(S.mixed_session())
 module = types.ModuleType("tfretrace.monitor")
 module.install, module.stop, module.current = fake.install, fake.stop_process, fake.current
+module.prepare_xla = lambda lower_level=False: None
 sys.modules["tfretrace.monitor"] = module
 from tfretrace import cli
 sys.exit(cli.main(sys.argv[1:]))

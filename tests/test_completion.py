@@ -29,7 +29,8 @@ def _complete(script: str, *words: str) -> list[str]:
 def test_bash_completes_commands_options_and_causes(capsys: pytest.CaptureFixture[str]) -> None:
     script = _script("bash", capsys)
     assert _complete(script, "tfretrace", "re") == ["report"]
-    assert _complete(script, "tfretrace", "run", "--sa") == ["--save"]
+    assert _complete(script, "tfretrace", "run", "--sa") == ["--save", "--save-baseline"]
+    assert _complete(script, "tfretrace", "run", "--pre") == ["--prevent"]
     assert _complete(script, "tfretrace", "lint", "--unsafe") == ["--unsafe-fixes"]  # the linter's own parser
     assert _complete(script, "tfretrace", "explain", "shape-") == ["shape-changed"]
     assert _complete(script, "tfretrace", "completion", "f") == ["fish"]

@@ -21,7 +21,7 @@ ignore = ["TFR108"]
 output-dir = "tfretrace-out"
 keep-tf-warning = true
 max-traces = 3
-prevent = "strict"
+prevent = "profile.json"
 baseline = "traces-baseline.json"
 
 [tool.tfretrace.fix]
@@ -39,7 +39,7 @@ def test_every_commands_table_is_read_and_paths_start_at_the_pyproject(tmp_path:
     assert find(tmp_path / "sub") == path
     settings = load(path)
     assert settings.run.output_dir == tmp_path / "tfretrace-out" and settings.run.keep_tf_warning
-    assert (settings.run.max_traces, settings.run.prevent) == (3, "strict")
+    assert (settings.run.max_traces, settings.run.prevent) == (3, tmp_path / "profile.json")
     assert settings.run.baseline == tmp_path / "traces-baseline.json"
     assert settings.fix.root == tmp_path / "src"
     assert settings.pytest.summary and settings.pytest.max_traces is None
@@ -100,10 +100,35 @@ def test_fix_takes_its_root_from_the_project(tmp_path: Path, monkeypatch: pytest
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     saved = recorded(checkout, [step((SIGNATURE,))], {"train.py": TRAIN})
-    # The run was recorded on another machine: its root does not exist here.
+    # The run was recorded on another machine: its root does not exist here, and is never used.
     replace(load_session(saved), root=str(tmp_path / "ci" / "build")).save(saved)
-    monkeypatch.chdir(checkout)
-    assert cli.main(["fix", "run.json", "--apply"]) == cli.EXIT_USAGE
+    # Called from a subfolder, fix looks for train.py there: it is not.
+    (checkout / "scripts").mkdir()
+    monkeypatch.chdir(checkout / "scripts")
+    assert cli.main(["fix", "../run.json", "--apply"]) == cli.EXIT_USAGE
+    assert "reduce_retracing=True" not in (checkout / "train.py").read_text()
+    # The project's setting, relative to its pyproject.toml, names the folder the program is in.
     (checkout / "pyproject.toml").write_text('[tool.tfretrace.fix]\nroot = "."\n', encoding="utf-8")
-    assert cli.main(["fix", "run.json", "--apply"]) == 0
+    assert cli.main(["fix", "../run.json", "--apply"]) == 0
     assert "reduce_retracing=True" in (checkout / "train.py").read_text()
+
+
+@pytest.mark.usefixtures("clean_global_state")
+def test_run_compares_with_the_projects_baseline_once_it_exists(
+    script: Path, monitor: FakeMonitor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    from tfretrace.baseline import Baseline
+
+    (tmp_path / "pyproject.toml").write_text('[tool.tfretrace.run]\nbaseline = "b.json"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    # Not recorded yet: the run goes on without a comparison.
+    assert cli.main(["run", str(script)]) == 0
+    assert "b.json" in capsys.readouterr().err
+    # An empty baseline: every retracing function of the run is new and worse.
+    (tmp_path / "b.json").write_text(json.dumps(Baseline().to_dict()), encoding="utf-8")
+    assert cli.main(["run", str(script)]) == 1
+    # The command line's baseline wins over the project's.
+    assert cli.main(["run", "--baseline", str(tmp_path / "missing.json"), str(script)]) == cli.EXIT_USAGE

@@ -21,6 +21,8 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A clone of this repository with no tags, as users get it, and a branch main at HEAD."""
     path = tmp_path_factory.mktemp("clone") / "tfretrace"
     subprocess.run(["git", "clone", "-q", "--no-tags", str(ROOT), str(path)], check=True, timeout=120)
+    # The checkout may be on main already (CI clones main): detach first, so main can be moved.
+    _git(path, "checkout", "-q", "--detach")
     _git(path, "branch", "-f", "main", "HEAD")
     assert _git(path, "tag") == ""  # tags are not published with the branch
     return path

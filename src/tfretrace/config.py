@@ -16,9 +16,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-# Each command's table and its keys. Extension points: ``prevent`` (the profile `run --prevent`
-# applies) and ``baseline`` (the file of accepted traces) are read and checked here; the
-# commands that use them (branches i19 and i22) take their value from RunSettings.
+# Each command's table and its keys. ``prevent`` (the profile `run --prevent` applies) and
+# ``baseline`` (the file `run --baseline` compares with) are paths relative to the pyproject.toml.
 TABLES: dict[str, tuple[str, ...]] = {
     "run": ("output-dir", "keep-tf-warning", "fix-plan", "max-traces", "prevent", "baseline"),
     "fix": ("root",),
@@ -38,8 +37,8 @@ class RunSettings:
     keep_tf_warning: bool = False
     fix_plan: bool = False
     max_traces: int | None = None  # like TFRETRACE_STRICT=N: a budget for every function
-    prevent: str | None = None  # extension point: a prevention profile's name
-    baseline: Path | None = None  # extension point: the accepted-traces file
+    prevent: Path | None = None  # the profile of `run --prevent`
+    baseline: Path | None = None  # the file of `run --baseline`
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ def load(path: Path | None) -> ProjectConfig:
             keep_tf_warning=run.flag("keep-tf-warning"),
             fix_plan=run.flag("fix-plan"),
             max_traces=run.count("max-traces"),
-            prevent=run.text("prevent"),
+            prevent=run.folder("prevent"),
             baseline=run.folder("baseline"),
         ),
         fix=FixSettings(root=fix.folder("root")),

@@ -68,10 +68,13 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
                 raise UsageError(f"{output.shown!r} is the program itself: the report would overwrite it")
     tensorboard = None if ns.tensorboard is None else _tensorboard_dir(ns.tensorboard)
     # The project's baseline and prevention profile apply when the command line names none.
-    if ns.baseline is None and settings.baseline is not None:
-        ns.baseline = str(settings.baseline)
+    if ns.baseline is None:
+        ns.baseline = _configured(settings.baseline, "baseline", "--save-baseline")
     gate = compare_command.RunGate.from_args(ns)
-    profile = planned_prevention(ns.prevent or settings.prevent)
+    prevent = ns.prevent
+    if prevent is None and not os.environ.get("TFRETRACE_PREVENT"):
+        prevent = _configured(settings.prevent, "prevent", "--save")
+    profile = planned_prevention(prevent)
     monitor = importlib.import_module("tfretrace.monitor")
     strict = importlib.import_module("tfretrace.budget").strict_from_env
     # Before the XLA log tap may take fd 2: the status line's terminal, the program's streams.
@@ -170,6 +173,17 @@ def planned_prevention(path: str | None) -> _Planned | None:
     if path is None:
         return None
     return _Planned(load_profile(path))
+
+
+def _configured(path: Path | None, key: str, writer: str) -> str | None:
+    """A file the project's settings name, when it exists; a missing one is a note, not an error."""
+    if path is None:
+        return None
+    if path.is_file():
+        return str(path)
+    print(f"tfretrace: note: [tool.tfretrace.run] {key} {printable(str(path))!r} does not exist yet "
+          f"(write it with tfretrace run {writer}); running without it", file=sys.stderr)
+    return None
 
 
 def project_settings() -> ProjectConfig:

@@ -349,7 +349,22 @@ def _tf_alias(tree: ast.Module) -> str | None:
             for alias in node.names:
                 if alias.name == "tensorflow":
                     return alias.asname or "tensorflow"
+    # `tf = pytest.importorskip("tensorflow")`, `tf = importlib.import_module("tensorflow")`: a
+    # module-level name bound to the module by a call that names it.
+    for stmt in tree.body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and _imports_tensorflow(stmt.value)):
+            return stmt.targets[0].id
     return None
+
+
+def _imports_tensorflow(value: ast.expr) -> bool:
+    if not isinstance(value, ast.Call) or not value.args:
+        return False
+    name = (callee_name(value.func) or "").rpartition(".")[2]
+    first = value.args[0]
+    return (name in ("importorskip", "import_module", "__import__") and isinstance(first, ast.Constant)
+            and first.value == "tensorflow")
 
 
 def _is_tf_function(node: ast.expr, alias: str | None) -> bool:
