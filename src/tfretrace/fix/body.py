@@ -99,3 +99,48 @@ def _is_none_test(test: ast.expr, param: str) -> bool:
 
 def _mentions(node: ast.AST, name: str) -> bool:
     return any(isinstance(sub, ast.Name) and sub.id == name for sub in ast.walk(node))
+
+
+# Keyword arguments that TensorFlow wants as int64 (tf.summary's step, the optimizer's iterations).
+_INT64_KEYWORDS = frozenset({"step", "global_step"})
+
+
+def number_dtype(node: ast.AST, param: str) -> str:
+    """The tensor dtype a Python int ``param`` must become to fit every use in the body.
+
+    int32 (tf.constant's default) unless the body passes it where TensorFlow wants int64: a
+    ``tf.summary`` step (``step=param`` or a summary call's third argument) or ``tf.cast(param, tf.int64)``.
+    """
+    for sub in ast.walk(node):
+        if not isinstance(sub, ast.Call):
+            continue
+        if any(k.arg in _INT64_KEYWORDS and _mentions(k.value, param) for k in sub.keywords):
+            return "int64"
+        func = sub.func
+        in_summary = (
+            isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) and func.value.attr == "summary"
+        )
+        if in_summary and len(sub.args) >= 3 and _mentions(sub.args[2], param):
+            return "int64"
+    return "int32"
+
+
+def reads_static_size(node: ast.AST, param: str) -> bool:
+    """True when the body reads ``param``'s leading size as a Python number (``param.shape[0]``, ``len(param)``)."""
+    for sub in ast.walk(node):
+        if (
+            isinstance(sub, ast.Subscript)
+            and isinstance(sub.value, ast.Attribute)
+            and sub.value.attr == "shape"
+            and isinstance(sub.value.value, ast.Name)
+            and sub.value.value.id == param
+        ):
+            return True
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Name)
+            and sub.func.id == "len"
+            and any(isinstance(a, ast.Name) and a.id == param for a in sub.args)
+        ):
+            return True
+    return False

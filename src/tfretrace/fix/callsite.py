@@ -6,7 +6,7 @@ import ast
 from dataclasses import replace
 
 from tfretrace.events import PYTHON, TENSOR, VARIABLE, Leaf
-from tfretrace.fix.body import assigns_to, assigns_zeros_when_none, unsafe_uses
+from tfretrace.fix.body import assigns_to, assigns_zeros_when_none, number_dtype, unsafe_uses
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.predict import Call
 from tfretrace.fix.source import Replacement
@@ -42,6 +42,9 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
             )
             continue
         dtype = NUMBER_DTYPES["float" if "float" in types else "int"]
+        node = None if ctx.definition is None else ctx.definition.node
+        if dtype == "int32" and node is not None:
+            dtype = number_dtype(node, path)  # a tf.summary step must be int64
         tensor = Leaf(path, TENSOR, dtype=dtype, shape=())
         new = {c.index: replace(c, signature=_swap(c.signature, path, tensor)) for c in calls}
         edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")

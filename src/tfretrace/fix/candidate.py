@@ -42,6 +42,7 @@ class Candidate:
     edits: tuple[Replacement, ...] = ()
     state: State | None = None  # None: a statement, nothing changes
     final: bool = False
+    pinned: str | None = None  # an input_signature's dims that stay pinned, and why
 
 
 @dataclass

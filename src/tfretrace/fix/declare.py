@@ -6,13 +6,11 @@ import ast
 import re
 from dataclasses import replace
 
-from tfretrace.events import OBJECT, PYTHON, SPEC, TENSOR, Leaf
-from tfretrace.fix.body import steers_control_flow, unsafe_uses
-from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
-from tfretrace.fix.predict import Call, Config, count
+from tfretrace.events import OBJECT, SPEC, TENSOR, Leaf
+from tfretrace.fix.candidate import Candidate, FunctionContext, State
+from tfretrace.fix.predict import Call, Config
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.source import BatchCall, Replacement, Span
-from tfretrace.fix.specs import NUMBER_DTYPES, is_top, signature_specs
 
 
 def decorator_edit(ctx: FunctionContext, keyword: str) -> tuple[str, tuple[Replacement, ...]]:
@@ -54,86 +52,6 @@ def _add_keyword(text: str, keyword: str) -> str:
     if not inner:
         return f"{stripped[:-1]}{keyword})"
     return f"{stripped[:-1].rstrip().rstrip(',')}, {keyword})"
-
-
-def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
-    """The one input_signature covering every call seen, with exactly the dims that varied open."""
-    if ctx.report.keras is not None or ctx.definition is None:
-        return None
-    calls = state.replay.calls
-    numbers: dict[str, Leaf] = {}
-    for call in calls:
-        for leaf in call.signature:
-            if leaf.kind == PYTHON and leaf.type_name in NUMBER_DTYPES and is_top(leaf.path):
-                numbers[leaf.path] = Leaf(leaf.path, TENSOR, dtype=NUMBER_DTYPES[str(leaf.type_name)], shape=())
-    node = ctx.definition.node
-    varied = set(varying_paths(calls, PYTHON))
-    if node is not None and any(unsafe_uses(node, p) for p in numbers):
-        return None
-    # A number that never changed and steers Python control flow stays a Python value: as a
-    # tensor it would turn the if/loop into graph control flow for nothing.
-    if node is not None and any(p not in varied and steers_control_flow(node, p) for p in numbers):
-        return None
-    converted = [
-        tuple(numbers.get(leaf.path, leaf) if leaf.kind == PYTHON else leaf for leaf in c.signature) for c in calls
-    ]
-    general = fold_all(converted)
-    if general is None:
-        return None
-    specs = signature_specs(general, ctx.definition.params, ctx.tf)
-    if specs is None:
-        return None
-    config = Config(reduce_retracing=state.config.reduce_retracing, input_signature=general)
-    new_state = replace(
-        state.map_calls({c.index: replace(c, signature=s) for c, s in zip(calls, converted)}), config=config
-    )
-    if count(new_state.replay, config) is None:
-        return None  # some call would not bind: never offer it
-    text = "[" + ", ".join(specs) + "]"
-    if len(text) > 70:
-        text = "[\n    " + ",\n    ".join(specs) + ",\n]"
-    code, edits = decorator_edit(ctx, f"input_signature={text}")
-    opened = _opened(general, calls)
-    return Candidate(
-        _remaining_cause(calls, ctx.report.main_cause),
-        "input-signature",
-        "one input_signature for every call seen"
-        + (f", open where they varied: {opened}" if opened else "")
-        + _xla_caveat(ctx, bool(opened)),
-        code,
-        edits,
-        new_state,
-        final=True,
-    )
-
-
-def _xla_caveat(ctx: FunctionContext, opened: bool) -> str:
-    # With jit_compile, XLA compiles once per concrete shape even under a None dimension.
-    text = (ctx.definition.decorator_text or ctx.definition.wrap_text or "") if ctx.definition else ""
-    if opened and "jit_compile=True" in text:
-        return "; with jit_compile=True XLA still compiles once per concrete shape: pad to a few sizes to bound that"
-    return ""
-
-
-def _remaining_cause(calls: tuple[Call, ...], fallback: str | None) -> str:
-    # The root cause this last step removes: what still varies between the calls.
-    kinds = {leaf.kind for path in varying_paths(calls) for c in calls[:1] for leaf in c.signature if leaf.path == path}
-    if TENSOR in kinds:
-        return "shape-changed"
-    if PYTHON in kinds:
-        return "python-value-changed"
-    return fallback or "shape-changed"
-
-
-def _opened(general: tuple[Leaf, ...], calls: tuple[object, ...]) -> str:
-    parts = []
-    for leaf in general:
-        if leaf.kind == TENSOR and leaf.shape is None:
-            parts.append(f"{leaf.path} (any rank)")
-        elif leaf.kind == TENSOR and leaf.shape is not None and None in leaf.shape:
-            dims = [str(i) for i, d in enumerate(leaf.shape) if d is None]
-            parts.append(f"{leaf.path} dim{'s' if len(dims) > 1 else ''} {', '.join(dims)}")
-    return "; ".join(parts)
 
 
 def reduce_retracing(ctx: FunctionContext, state: State) -> Candidate | None:
