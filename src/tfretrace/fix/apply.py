@@ -171,10 +171,15 @@ def write_all(changes: Sequence[FileChange], base: Path | None = None) -> list[P
     return [t for _c, t in targets]
 
 
-def mark_verified(data: dict[str, Any], measured: dict[tuple[str, str], int]) -> dict[str, Any]:
-    """The session JSON with each function's last edited plan step carrying the count measured after."""
+def mark_verified(data: dict[str, Any], measured: dict[tuple[str, str, str | None], int]) -> dict[str, Any]:
+    """The session JSON with each function's last edited plan step carrying the count measured after.
+
+    ``measured`` is keyed like ``verify.row_key``: name, file, and the Keras method (None for none).
+    """
     for function in data.get("functions", []):
-        key = (function.get("name"), function.get("location", "").rpartition(":")[0])
+        keras = function.get("keras")
+        method = keras.get("method") if isinstance(keras, dict) else None
+        key = (function.get("name"), function.get("location", "").rpartition(":")[0], method)
         if key not in measured:
             continue
         edited = [s for s in function.get("plan") or [] if s.get("edits")]
