@@ -61,9 +61,11 @@ def test_demo_applied_signature_survives_another_data_size(tmp_path: Path) -> No
     shutil.copy(ROOT / "examples" / "demo_train.py", tmp_path / "demo_train.py")
     session, counts = record_apply_measure(tmp_path, "demo_train.py")
     rows = {f["name"]: f for f in session["functions"]}
-    for name in ("train_step", "evaluate.<locals>.batch_error"):
+    for name in ("train_step", "evaluate.<locals>.batch_error", "score"):
         assert counts[name] == apply_count(rows[name]), name
     assert apply_count(rows["train_step"]) == 1
+    # score(token_ids) took Python lists of 3 lengths and did tf.constant([token_ids]): now a tensor.
+    assert apply_count(rows["score"]) == 1
     edited = (tmp_path / "demo_train.py").read_text()
     # The batch dimension was 8 in every call of this run: it stays open all the same.
     assert "tf.TensorSpec(shape=[None, None], dtype=tf.int32)" in edited

@@ -62,3 +62,43 @@ def test_verify_never_compares_one_keras_method_with_another(tmp_path: Path) -> 
     outcomes = _compare(session(train, predict), session(after_train, after_predict), tmp_path)
     by_name = {o.name: o.traces_after for o in outcomes}
     assert by_name == {"encoder.train": 7, "encoder.predict": 1}
+
+
+NEEDS_PYTHON = """import tensorflow as tf
+
+NAMES = ["a", "b", "c", "d"]
+table = {0: 1.0, 1: 2.0, 2: 3.0, 3: 4.0}
+
+
+@tf.function
+def pick(i):
+    return tf.constant(NAMES[i])
+
+
+@tf.function
+def weight(i):
+    return tf.constant(table[i])
+
+
+@tf.function
+def label(i):
+    return tf.strings.join([f"class {i}"])
+
+
+for i in range(3):
+    pick(i)
+    weight(i)
+    label(i)
+"""
+
+
+def test_a_body_that_needs_the_python_value_keeps_it_and_says_so(tmp_path: Path) -> None:
+    from test_fix_plan import py
+
+    path = tmp_path / "needs.py"
+    path.write_text(NEEDS_PYTHON)
+    for line, name in ((7, "pick"), (12, "weight"), (17, "label")):
+        rep = report([(py("i", n),) for n in range(3)], location=f"{path}:{line}", name=name, sites=[f"{path}:22"])
+        steps = plan_for(rep, SourceReader())
+        # Indexing a Python list or dict, or formatting a string: no edit, a statement says why.
+        assert steps and {(s.kind, s.by, s.edits) for s in steps} == {("statement", None, ())}, name

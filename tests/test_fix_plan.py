@@ -290,6 +290,9 @@ def step(x, depth):
     for _ in range(depth):
         x = x * 2.0
     return x
+
+
+score([1, 2], 2)
 """
 
 
@@ -300,10 +303,14 @@ def test_python_values_the_body_needs_stay_python_values(tmp_path: Path) -> None
     def ints(n: int) -> tuple[Leaf, ...]:
         return (Leaf("ids", "list", value=f"of len {n}", type_name="list"), *(py(f"ids[{i}]", i) for i in range(n)))
 
-    # A list the body feeds to tf.constant cannot become a tensor: said, not offered.
-    lists = report([(*ints(n), py("depth", 2)) for n in (2, 3, 4)], location=f"{path}:4", name="score")
+    # A list the body feeds to tf.constant becomes a tensor, and the body says tf.convert_to_tensor
+    # (tf.constant refuses a symbolic tensor); depth steers a Python if, so no signature is written.
+    lists = report(
+        [(*ints(n), py("depth", 2)) for n in (2, 3, 4)], location=f"{path}:4", name="score", sites=[f"{path}:16"]
+    )
     steps = plan_for(lists, SourceReader())
-    assert {s.kind for s in steps} == {"statement"} and "tf.constant" in steps[0].summary
+    assert [s.kind for s in steps] == ["tensor-argument", "reduce-retracing"]
+    assert "tf.convert_to_tensor([ids])" in [e.text for e in steps[0].edits]
     # A constant int that sets a Python loop's length keeps the input_signature from being written.
     shapes = report([(t("x", n), py("depth", 3)) for n in (2, 3, 4)], location=f"{path}:9", name="step")
     assert [s.kind for s in plan_for(shapes, SourceReader())] == ["reduce-retracing"]

@@ -144,3 +144,28 @@ def reads_static_size(node: ast.AST, param: str) -> bool:
         ):
             return True
     return False
+
+
+def constant_calls(node: ast.AST, param: str, tf: str, dtype: str) -> list[ast.Call] | None:
+    """The ``tf.constant(...)`` calls of the body that mention ``param``, when each can become ``tf.convert_to_tensor``.
+
+    ``tf.constant`` refuses a symbolic tensor; ``tf.convert_to_tensor`` gives the same tensor for a
+    Python value and passes a tensor (or a list holding one) through. Only a call with the value
+    alone, or with ``dtype=`` naming the ``dtype`` the call site will pass, is the same after
+    the change; None when some call is not.
+    """
+    found = []
+    for sub in ast.walk(node):
+        if not (isinstance(sub, ast.Call) and callee_name(sub.func) == "constant" and root_name(sub.func) == tf):
+            continue
+        if not any(_mentions(arg, param) for arg in (*sub.args, *(k.value for k in sub.keywords))):
+            continue
+        named = {k.arg: k.value for k in sub.keywords}
+        given = named.get("dtype")
+        same_dtype = given is None or (
+            isinstance(given, ast.Attribute) and given.attr == dtype and root_name(given) == tf
+        )
+        if len(sub.args) != 1 or set(named) - {"dtype"} or not same_dtype or not _mentions(sub.args[0], param):
+            return None
+        found.append(sub)
+    return found

@@ -138,7 +138,7 @@ def _by_hand(candidate: Candidate, by_tool: bool) -> Candidate:
     # Past the first phase nothing is edited: the step relies on a step made by hand.
     if by_tool or not candidate.edits:
         return candidate
-    return replace(candidate, edits=(), summary=candidate.summary + " (by hand, after the step(s) by hand above)")
+    return replace(candidate, edits=(), summary=candidate.summary + " (by hand: its count assumes the steps before it)")
 
 
 def _origin_step(step: dict[str, object], traces: int) -> PlanStep:
