@@ -351,8 +351,15 @@ SCENARIOS: dict[str, tuple[str, str, str | None]] = {
         "decay",
         None,
     ),
+    # A few small inputs: tfretrace calls the model instead (model(x, training=False).numpy()).
     "keras_predict": (
         _example("keras_predict"),
+        "keras:predict",
+        None,
+    ),
+    # predict with a keyword calling the model has no counterpart for: padding, by hand.
+    "keras_predict_pad": (
+        _example("keras_predict").replace("verbose=0)", "verbose=0, callbacks=[])"),
         "keras:predict",
         _p("""
         import numpy as np

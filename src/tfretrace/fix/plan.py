@@ -30,6 +30,7 @@ _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
     declare.drop_remainder,
     declare.one_object,
     declare.same_object,
+    keras_fixes.predict_as_call,
     keras_fixes.predict_buckets,
 )
 

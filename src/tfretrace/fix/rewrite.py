@@ -20,8 +20,11 @@ def apply_replacements(text: str, edits: Sequence[Replacement], *, where: str = 
     """The source with every edit applied, or RewriteError when any edit cannot be made exactly.
 
     A replacement must cover exactly one expression of the concrete syntax tree (a decorator, a
-    call argument, a ``tf.function(...)`` call); an insertion (an empty span) must sit just before the
-    closing parenthesis of a call and add keyword arguments to it. Everything else in the file,
+    call argument, a ``tf.function(...)`` call), or, with an empty text, exactly one statement (a
+    def, with its decorators, or a one-statement line) that it removes; an insertion (an empty
+    span) must sit just before the closing parenthesis of a call and add keyword arguments to it,
+    or, with a text of whole lines, at column 0 of the first line of a module-level statement and
+    add those statements before it. Everything else in the file,
     comments and formatting included, comes back byte for byte.
     """
     if not edits:
@@ -38,6 +41,9 @@ def apply_replacements(text: str, edits: Sequence[Replacement], *, where: str = 
     positions = wrapper.resolve(PositionProvider)
     targets: dict[cst.CSTNode, tuple[str, Replacement]] = {}
     for where_range, edit in wanted.items():
+        if _empty(where_range) and edit.text.endswith("\n"):
+            targets[_statement_at(wrapper.module, positions, where_range, edit, where)] = ("lines", edit)
+            continue
         targets[_find(positions, where_range, edit, where)] = ("insert" if _empty(where_range) else "replace", edit)
     new_module = wrapper.module.visit(_Rewriter(targets, where))
     new_text = new_module.code
@@ -83,12 +89,31 @@ def _find(positions: object, code_range: CodeRange, edit: Replacement, where: st
             # An insertion lands in the call whose closing parenthesis follows it.
             if isinstance(node, cst.Call) and _before_close(node_range, code_range):
                 found.append(node)
-        elif node_range == code_range and isinstance(node, cst.BaseExpression):
+        elif node_range == code_range and isinstance(node, cst.BaseExpression if edit.text else _REMOVABLE):
+            # A text replaces an expression; no text removes a whole statement.
             found.append(node)
     if not found:
         raise RewriteError(f"{where}:{edit.span.line}: the code at the edit is not what the session recorded")
     # Nested nodes can share one range (a name and its parenthesised form): the outermost comes first.
     return found[0]
+
+
+# Statements an empty replacement may remove: a def (decorators included) or a one-statement line.
+_REMOVABLE = (cst.FunctionDef, cst.SimpleStatementLine)
+
+
+def _statement_at(
+    module: cst.Module, positions: object, code_range: CodeRange, edit: Replacement, where: str
+) -> cst.CSTNode:
+    """The module-level statement whose first line (its decorators included) starts at the insertion point."""
+    if code_range.start.column == 0:
+        for statement in module.body:
+            first = positions[statement].start.line  # type: ignore[index]
+            for decorator in getattr(statement, "decorators", ()):
+                first = min(first, positions[decorator].start.line)  # type: ignore[index]
+            if first == code_range.start.line:
+                return statement
+    raise RewriteError(f"{where}:{edit.span.line}: new lines go only before a module-level statement")
 
 
 def _before_close(call_range: CodeRange, point: CodeRange) -> bool:
@@ -107,11 +132,27 @@ class _Rewriter(cst.CSTTransformer):
             return updated_node
         how, edit = target
         try:
+            if how == "replace" and not edit.text:
+                return cst.RemovalSentinel.REMOVE  # type: ignore[return-value]
             if how == "replace":
                 return cst.parse_expression(edit.text)
+            if how == "lines":
+                return _with_lines_before(updated_node, edit.text)  # type: ignore[return-value]
             return _append_arguments(updated_node, edit.text)
         except cst.ParserSyntaxError:
             raise RewriteError(f"{self._where}:{edit.span.line}: the new text is not a Python expression") from None
+
+
+def _with_lines_before(node: cst.CSTNode, text: str) -> cst.FlattenSentinel[cst.BaseStatement]:
+    # The new statements take the blank lines that stood before the statement; two blank lines
+    # then separate them from it, as between module-level defs.
+    added = list(cst.parse_module(text).body)
+    if not added or not isinstance(node, cst.BaseStatement):
+        raise RewriteError("new lines must be statements, added before a statement")
+    lead = getattr(node, "leading_lines", ())
+    added[0] = added[0].with_changes(leading_lines=lead)
+    moved = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+    return cst.FlattenSentinel([*added, moved])
 
 
 def _append_arguments(node: cst.CSTNode, text: str) -> cst.CSTNode:
