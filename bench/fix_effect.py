@@ -168,15 +168,18 @@ def measure(script: Path) -> list[Row]:
         for f in before.functions:
             if f.retraces == 0:
                 continue
-            same = after.get(f.name, [])
+            # A def moved out of its function to module level loses the "outer.<locals>." prefix.
+            short = f.name.rsplit(".", 1)[-1]
+            same = after.get(f.name) or after.get(short, [])
             # By name; by place only between rows of one name (an edit above them shifts lines).
             now = same[0] if len(same) == 1 else next((g for g in same if g.location == f.location), None)
             plan = list(f.plan)
             # TensorFlow's counter by qualname: one row per name (two rows of one name share it).
-            by_tf = f.name in counted and len(same) <= 1 and f.keras is None
-            measured = counted[f.name] if by_tf else (now.traces if now else None)
-            if by_tf and now is None and measured == 0:
-                measured = None  # the function no longer runs at all
+            tf_name = f.name if f.name in counted else short
+            by_tf = tf_name in counted and len(same) <= 1 and f.keras is None
+            measured = counted[tf_name] if by_tf else (now.traces if now else None)
+            if measured is None and status_after == 0:
+                measured = 0  # the edited program ran and never traced it (a model called, not predict)
             rows.append(Row(
                 rel, f.display_name(), f.traces, predicted.get((f.name, f.location)), measured,
                 minimum(plan, f.traces - f.retraces), by_hand(plan), output, by_tf,

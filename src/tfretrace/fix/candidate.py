@@ -21,6 +21,8 @@ class State:
     # An advice step (done by hand) changed what the calls pass: a declaration written for those
     # calls would reject the program as it is, so it is advice too.
     signature_advice: bool = False
+    # A hoist step moved the def to module level: a later declaration edits the moved copy.
+    moved: bool = False
 
     def map_calls(self, change: dict[int, Call | None]) -> State:
         """Calls replaced (or dropped, for None) by call index."""

@@ -8,13 +8,20 @@ from dataclasses import replace
 
 from tfretrace.events import OBJECT, SPEC, TENSOR, Leaf
 from tfretrace.fix.candidate import Candidate, FunctionContext, State
+from tfretrace.fix.hoist import hoist_edits, hoist_summary
 from tfretrace.fix.predict import Call, Config
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.source import BatchCall, Replacement, Span
 
 
-def decorator_edit(ctx: FunctionContext, keyword: str) -> tuple[str, tuple[Replacement, ...]]:
-    """The tf.function declaration with one more keyword argument: its new text and the edit."""
+def decorator_edit(
+    ctx: FunctionContext, keyword: str, state: State | None = None
+) -> tuple[str, tuple[Replacement, ...]]:
+    """The tf.function declaration with one more keyword argument: its new text and the edit.
+
+    After a hoist step (``state.moved``) the edits are the hoist's, the moved def carrying the new
+    decorator: the step replaces the hoist's edits instead of editing the def it removes.
+    """
     definition = ctx.definition
     tf = ctx.tf
     if definition is not None and definition.tf_alias is None and "TensorSpec" in keyword:
@@ -22,6 +29,9 @@ def decorator_edit(ctx: FunctionContext, keyword: str) -> tuple[str, tuple[Repla
         return f"@{tf}.function({keyword})", ()
     if definition is not None and definition.decorator is not None and definition.decorator_text is not None:
         new = _add_keyword(definition.decorator_text, keyword)
+        moved = hoist_edits(ctx, new) if state is not None and state.moved else None
+        if moved is not None:
+            return "@" + new, moved
         return "@" + new, (Replacement(definition.decorator, _indented(ctx, definition.decorator, new)),)
     if definition is not None and definition.wrap_call is not None and definition.wrap_text is not None:
         new = _add_keyword(definition.wrap_text, keyword)
@@ -58,7 +68,7 @@ def reduce_retracing(ctx: FunctionContext, state: State) -> Candidate | None:
     """reduce_retracing=True, offered only where TF's generalization removes traces."""
     if state.config.reduce_retracing or ctx.report.keras is not None:
         return None
-    code, edits = decorator_edit(ctx, "reduce_retracing=True")
+    code, edits = decorator_edit(ctx, "reduce_retracing=True", state)
     return Candidate(
         "shape-changed",
         "reduce-retracing",
@@ -165,6 +175,12 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
             "keras-load-model": f"load the model once and reuse it: each load_model() makes new {method} functions",
         }.get(cause, f"build the Keras model once and reuse it: each new model makes new {method} functions")
         return Candidate(cause, "advice", summary, None, (), merged)
+    moved = hoist_edits(ctx)
+    if definition is not None and moved is not None:
+        code = f"# {definition.path}:{moved[1].span.line}, at module level\n{moved[1].text.rstrip()}"
+        return Candidate(
+            "new-function-object", "hoist-def", hoist_summary(definition), code, moved, replace(merged, moved=True)
+        )
     if definition is not None and definition.outer_kind == "def":
         closes = ", ".join(definition.closes_over)
         summary = (
@@ -258,7 +274,7 @@ def element_spec(ctx: FunctionContext, state: State) -> Candidate | None:
     config = Config(reduce_retracing=state.config.reduce_retracing, input_signature=general)
     found = _loop_source(ctx, calls[0].site, specs[0].path)
     dataset = found or "dist_dataset"
-    code, edits = decorator_edit(ctx, f"input_signature=[{dataset}.element_spec]")
+    code, edits = decorator_edit(ctx, f"input_signature=[{dataset}.element_spec]", state)
     if found is None:
         edits = ()  # the dataset's name is not known where the decorator runs: advice only
     return Candidate(

@@ -23,8 +23,8 @@ def apply_replacements(text: str, edits: Sequence[Replacement], *, where: str = 
     call argument, a ``tf.function(...)`` call), or, with an empty text, exactly one statement (a
     def, with its decorators, or a one-statement line) that it removes; an insertion (an empty
     span) must sit just before the closing parenthesis of a call and add keyword arguments to it,
-    or, with a text of whole lines, at column 0 of the first line of a module-level statement and
-    add those statements before it. Everything else in the file,
+    or, with a text of whole lines, at the start of a statement (its decorators included) and add
+    those statements before it, in the same block. Everything else in the file,
     comments and formatting included, comes back byte for byte.
     """
     if not edits:
@@ -45,7 +45,7 @@ def apply_replacements(text: str, edits: Sequence[Replacement], *, where: str = 
             targets[_statement_at(wrapper.module, positions, where_range, edit, where)] = ("lines", edit)
             continue
         targets[_find(positions, where_range, edit, where)] = ("insert" if _empty(where_range) else "replace", edit)
-    new_module = wrapper.module.visit(_Rewriter(targets, where))
+    new_module = wrapper.module.visit(_Rewriter(targets, where, wrapper.module.body))
     new_text = new_module.code
     try:
         ast.parse(new_text)
@@ -105,15 +105,16 @@ _REMOVABLE = (cst.FunctionDef, cst.SimpleStatementLine)
 def _statement_at(
     module: cst.Module, positions: object, code_range: CodeRange, edit: Replacement, where: str
 ) -> cst.CSTNode:
-    """The module-level statement whose first line (its decorators included) starts at the insertion point."""
-    if code_range.start.column == 0:
-        for statement in module.body:
-            first = positions[statement].start.line  # type: ignore[index]
-            for decorator in getattr(statement, "decorators", ()):
-                first = min(first, positions[decorator].start.line)  # type: ignore[index]
-            if first == code_range.start.line:
-                return statement
-    raise RewriteError(f"{where}:{edit.span.line}: new lines go only before a module-level statement")
+    """The statement whose start (its decorators included) is the insertion point."""
+    for node, node_range in positions.items():  # type: ignore[attr-defined]
+        if not isinstance(node, cst.BaseStatement):
+            continue
+        start = node_range.start
+        for decorator in getattr(node, "decorators", ()):
+            start = min(start, positions[decorator].start, key=lambda p: (p.line, p.column))  # type: ignore[index]
+        if (start.line, start.column) == (code_range.start.line, code_range.start.column):
+            return node
+    raise RewriteError(f"{where}:{edit.span.line}: new lines go only before a statement")
 
 
 def _before_close(call_range: CodeRange, point: CodeRange) -> bool:
@@ -121,8 +122,11 @@ def _before_close(call_range: CodeRange, point: CodeRange) -> bool:
 
 
 class _Rewriter(cst.CSTTransformer):
-    def __init__(self, targets: dict[cst.CSTNode, tuple[str, Replacement]], where: str) -> None:
+    def __init__(
+        self, targets: dict[cst.CSTNode, tuple[str, Replacement]], where: str, body: Sequence[cst.CSTNode] = ()
+    ) -> None:
         super().__init__()
+        self._module_body = tuple(body)
         self._targets = targets
         self._where = where
 
@@ -137,21 +141,22 @@ class _Rewriter(cst.CSTTransformer):
             if how == "replace":
                 return cst.parse_expression(edit.text)
             if how == "lines":
-                return _with_lines_before(updated_node, edit.text)  # type: ignore[return-value]
+                top = any(original_node is s for s in self._module_body)
+                return _with_lines_before(updated_node, edit.text, top)  # type: ignore[return-value]
             return _append_arguments(updated_node, edit.text)
         except cst.ParserSyntaxError:
             raise RewriteError(f"{self._where}:{edit.span.line}: the new text is not a Python expression") from None
 
 
-def _with_lines_before(node: cst.CSTNode, text: str) -> cst.FlattenSentinel[cst.BaseStatement]:
-    # The new statements take the blank lines that stood before the statement; two blank lines
-    # then separate them from it, as between module-level defs.
+def _with_lines_before(node: cst.CSTNode, text: str, top: bool) -> cst.FlattenSentinel[cst.BaseStatement]:
+    # The new statements take the blank lines (and comments) that stood before the statement; at
+    # module level two blank lines then separate them from it, as between module-level defs.
     added = list(cst.parse_module(text).body)
     if not added or not isinstance(node, cst.BaseStatement):
         raise RewriteError("new lines must be statements, added before a statement")
     lead = getattr(node, "leading_lines", ())
     added[0] = added[0].with_changes(leading_lines=lead)
-    moved = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+    moved = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()] if top else [])
     return cst.FlattenSentinel([*added, moved])
 
 

@@ -56,7 +56,7 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
     text = "[" + ", ".join(specs) + "]"
     if len(text) > 70:
         text = "[\n    " + ",\n    ".join(specs) + ",\n]"
-    code, edits = decorator_edit(ctx, f"input_signature={text}")
+    code, edits = decorator_edit(ctx, f"input_signature={text}", state)
     opened = _opened(folded)
     return Candidate(
         _remaining_cause(calls, ctx.report.main_cause),

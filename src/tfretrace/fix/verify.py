@@ -99,7 +99,9 @@ def _compare(before: Session, after: Session | None, root: Path) -> tuple[Outcom
     for report in before.functions:
         if report.retraces == 0:
             continue
-        now = measured.get(row_key(report))
+        key = row_key(report)
+        # A def moved out of its function to module level loses the "outer.<locals>." prefix.
+        now = measured.get(key) or measured.get((key[0].rsplit(".", 1)[-1], *key[1:]))
         out.append(
             Outcome(
                 name=report.display_name(),

@@ -1,0 +1,134 @@
+"""Move what is re-created on every pass out of it: a tf.function def to module level, a pipeline out of its loop."""
+
+from __future__ import annotations
+
+import ast
+
+from tfretrace.fix.candidate import FunctionContext
+from tfretrace.fix.source import DefInfo, Replacement, SourceReader, Span, root_name
+
+
+def hoist_edits(ctx: FunctionContext, decorator: str | None = None) -> tuple[Replacement, Replacement] | None:
+    """The def removed from its outer function and written before that function, at module level.
+
+    Only where moving it changes nothing but how often the tf.function is made: the def closes
+    over no name of the outer function (it sees module names and its own parameters), declares
+    no ``global``/``nonlocal``, the outer function is itself at module level, and no module-level
+    name is the def's. ``decorator``: the tf.function decorator's new text (a later step's).
+    """
+    definition = ctx.definition
+    if definition is None or definition.outer_kind != "def" or definition.closes_over or definition.node is None:
+        return None
+    parsed = ctx.reader.module(definition.path)
+    if parsed is None:
+        return None
+    text, tree = parsed
+    node = definition.node
+    top = next((s for s in tree.body if s.lineno <= node.lineno <= (s.end_lineno or s.lineno)), None)
+    if not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) or top.name != definition.outer:
+        return None
+    if any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(node)) or _bound_at_module(tree, node.name):
+        return None
+    lines = text.splitlines(keepends=True)
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    block = lines[first - 1 : node.end_lineno]
+    moved = "".join(line[node.col_offset :] if line.strip() else line.lstrip(" \t") for line in block)
+    if decorator is not None and definition.decorator_text:
+        moved = moved.replace(definition.decorator_text, decorator, 1)
+    if not moved.endswith("\n"):
+        moved += "\n"
+    start = min([top.lineno] + [d.lineno for d in top.decorator_list])
+    end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
+    removed = Span(definition.path, node.lineno, node.col_offset, *end)
+    return Replacement(removed, ""), Replacement(Span(definition.path, start, 0, start, 0), moved)
+
+
+def hoist_summary(definition: DefInfo) -> str:
+    """What the hoist step says."""
+    return (
+        f"move {definition.name} out of {definition.outer}() to module level: it closes over nothing of "
+        f"{definition.outer}(), and each call of {definition.outer}() made a new tf.function at "
+        f"{definition.path}:{definition.line}"
+    )
+
+
+def _bound_at_module(tree: ast.Module, name: str) -> bool:
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and statement.name == name:
+            return True
+        if isinstance(statement, (ast.Import, ast.ImportFrom)) and any(
+            (a.asname or a.name.split(".")[0]) == name for a in statement.names
+        ):
+            return True
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue  # names bound inside a def or class are theirs, not the module's
+        if any(isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id == name
+               for sub in ast.walk(statement)):
+            return True
+    return False
+
+
+def pipeline_edits(reader: SourceReader, site: str) -> tuple[Replacement, Replacement] | None:
+    """A ``name = tf.data...`` statement at ``site`` moved from inside its loop to just before the loop.
+
+    Only where the pipeline is the same on every pass: one name bound, every call in the value a
+    TensorFlow call or a method of the chain, no name the value reads bound or mutated (a method
+    called on it) in the loop, and the bound name not rebound in the loop. A tf.data.Dataset can
+    be iterated again on every pass; its ``shuffle`` reshuffles each time by default.
+    """
+    path, _, line_text = site.rpartition(":")
+    parsed = reader.module(path)
+    if parsed is None or not line_text.isdigit():
+        return None
+    text, tree = parsed
+    line = int(line_text)
+    alias = reader.tf_alias(path)
+    found = _loop_statement(tree, line)
+    if found is None or alias is None:
+        return None
+    loop, statement = found
+    target = statement.targets[0]
+    assert isinstance(target, ast.Name)
+    calls = [n for n in ast.walk(statement.value) if isinstance(n, ast.Call)]
+    if not calls or any(root_name(c.func) != alias and not _chained(c, statement.value) for c in calls):
+        return None
+    reads = {n.id for n in ast.walk(statement.value) if isinstance(n, ast.Name)}
+    bound = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    mutated = {
+        root_name(n.func) for n in ast.walk(loop)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n not in calls
+    }
+    stores = [n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+    rebound = stores.count(target.id)
+    if reads & (bound | mutated) - {alias} or rebound != 1:
+        return None
+    lines = text.splitlines(keepends=True)
+    moved = lines[statement.lineno - 1][statement.col_offset :]
+    if statement.end_lineno != statement.lineno:
+        return None  # one line only: a multi-line value keeps its own layout where it is
+    removed = Span(path, statement.lineno, statement.col_offset, statement.lineno, statement.end_col_offset or 0)
+    before = Span(path, loop.lineno, loop.col_offset, loop.lineno, loop.col_offset)
+    return Replacement(removed, ""), Replacement(before, moved)
+
+
+def _loop_statement(tree: ast.Module, line: int) -> tuple[ast.For | ast.While, ast.Assign] | None:
+    # The innermost for/while loop whose own body holds a one-name assignment starting at ``line``.
+    best: tuple[ast.For | ast.While, ast.Assign] | None = None
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.For, ast.While)):
+            continue
+        for statement in node.body:
+            if (
+                isinstance(statement, ast.Assign)
+                and statement.lineno == line
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+            ):
+                best = (node, statement)
+    return best
+
+
+def _chained(call: ast.Call, value: ast.expr) -> bool:
+    # A method called on another call of the chain (`.map(parse)`, `.batch(4)`): the innermost
+    # call of the chain is checked to be TensorFlow's itself.
+    return isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call)
