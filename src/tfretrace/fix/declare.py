@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from tfretrace.events import OBJECT, SPEC, TENSOR, Leaf
 from tfretrace.fix.candidate import Candidate, FunctionContext, State
-from tfretrace.fix.hoist import hoist_edits, hoist_summary
+from tfretrace.fix.hoist import hoist_edits, hoist_summary, pipeline_edits
 from tfretrace.fix.predict import Call, Config
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.source import BatchCall, Replacement, Span
@@ -199,7 +199,19 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
         return Candidate("new-function-object", "advice", summary, None, (), merged)
     where = ""
     if definition is not None and definition.wrap_call is not None:
-        where = f" (the tf.function(...) call at {definition.path}:{definition.wrap_call.line})"
+        site = f"{definition.path}:{definition.wrap_call.line}"
+        once = pipeline_edits(ctx.reader, site)
+        if once is not None:
+            # `loss_fn = tf.function(compute_loss)` inside a loop: the same object made before it.
+            return Candidate(
+                "new-function-object",
+                "hoist-wrap",
+                f"make the tf.function for {ctx.short} once, before the loop that re-created it at {site}",
+                f"# {site}: before the loop\n{once[1].text.rstrip()}",
+                once,
+                merged,
+            )
+        where = f" (the tf.function(...) call at {site})"
     return Candidate(
         "new-function-object",
         "advice",

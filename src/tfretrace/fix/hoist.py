@@ -69,9 +69,10 @@ def _bound_at_module(tree: ast.Module, name: str) -> bool:
 
 
 def pipeline_edits(reader: SourceReader, site: str) -> tuple[Replacement, Replacement] | None:
-    """A ``name = tf.data...`` statement at ``site`` moved from inside its loop to just before the loop.
+    """A ``name = tf.<...>`` statement at ``site`` moved from inside its loop to just before the loop.
 
-    Only where the pipeline is the same on every pass: one name bound, every call in the value a
+    A tf.data pipeline, or a ``tf.function(f)`` object. Only where the value is the same on every
+    pass: one name bound, every call in the value a
     TensorFlow call or a method of the chain, no name the value reads bound or mutated (a method
     called on it) in the loop, and the bound name not rebound in the loop. A tf.data.Dataset can
     be iterated again on every pass; its ``shuffle`` reshuffles each time by default.
