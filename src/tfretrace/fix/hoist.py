@@ -133,3 +133,45 @@ def _chained(call: ast.Call, value: ast.expr) -> bool:
     # A method called on another call of the chain (`.map(parse)`, `.batch(4)`): the innermost
     # call of the chain is checked to be TensorFlow's itself.
     return isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call)
+
+
+def vectorized_edits(reader: SourceReader, site: str) -> tuple[str, tuple[Replacement, Replacement]] | None:
+    """``tf.vectorized_map(fn, elems)`` called eagerly at ``site`` -> a tf.function made once that calls it.
+
+    The wrapper (``vectorized_<fn>``) is written before the module-level statement holding the
+    call; ``fn`` must be a module-level name and the call pass nothing but ``fn`` and ``elems``.
+    Returns the wrapper's name and the edits.
+    """
+    path, _, line_text = site.rpartition(":")
+    parsed = reader.module(path)
+    alias = reader.tf_alias(path)
+    if parsed is None or alias is None or not line_text.isdigit():
+        return None
+    _text, tree = parsed
+    line = int(line_text)
+    found = [
+        n for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "vectorized_map"
+        and root_name(n.func) == alias and n.lineno <= line <= (n.end_lineno or n.lineno)
+    ]
+    if len(found) != 1 or len(found[0].args) != 2 or found[0].keywords:
+        return None
+    call = found[0]
+    fn, elems = call.args
+    if not isinstance(fn, ast.Name) or not _bound_at_module(tree, fn.id) or isinstance(elems, ast.Starred):
+        return None
+    name = f"vectorized_{fn.id}"
+    top = next((s for s in tree.body if s.lineno <= call.lineno <= (s.end_lineno or s.lineno)), None)
+    if top is None or _bound_at_module(tree, name):
+        return None
+    start = min([top.lineno] + [d.lineno for d in getattr(top, "decorator_list", [])])
+    wrapper = f"@{alias}.function\ndef {name}(elems):\n    return {alias}.vectorized_map({fn.id}, elems)\n"
+    elems_text = reader.text(_span(path, elems))
+    return name, (
+        Replacement(Span(path, start, 0, start, 0), wrapper),
+        Replacement(_span(path, call), f"{name}({elems_text})"),
+    )
+
+
+def _span(path: str, node: ast.expr) -> Span:
+    return Span(path, node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)

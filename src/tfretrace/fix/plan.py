@@ -9,7 +9,7 @@ from typing import Any
 from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix import callsite, declare, keras_fixes, signature
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
-from tfretrace.fix.hoist import pipeline_edits
+from tfretrace.fix.hoist import pipeline_edits, vectorized_edits
 from tfretrace.fix.origin_advice import origin_steps
 from tfretrace.fix.predict import calls_of, count, mean_seconds
 from tfretrace.fix.source import SourceReader
@@ -164,6 +164,24 @@ def _origin_step(step: dict[str, object], report: FunctionReport, reader: Source
                 traces_before=traces,
                 traces_after=traces - rebuilt,
                 seconds_saved=rebuilt * (report.trace_seconds / max(traces, 1)),
+            )
+    if step["cause"] == "pfor-per-call" and len(sites) == 1 and None not in sites:
+        site = str(next(iter(sites)))
+        wrapped = vectorized_edits(reader, site)
+        if wrapped is not None:
+            name, edits = wrapped
+            shapes = len({e.signature for e in report.events})
+            return PlanStep(
+                cause="pfor-per-call",
+                kind="wrap-vectorized-map",
+                summary=f"call {report.name} through {name}, a tf.function made once: pfor is traced into its "
+                f"graph instead of a new function per eager call ({name} traces once per input signature: "
+                f"{shapes} here)",
+                code=f"# {site}\n{edits[0].text.rstrip()}\n\n{edits[1].text}",
+                edits=edits,
+                traces_before=traces,
+                traces_after=0,
+                seconds_saved=report.trace_seconds * (1 - shapes / max(traces, 1)),
             )
     return PlanStep(
         cause=str(step["cause"]),
