@@ -107,7 +107,8 @@ def _output(folder: Path, script: str) -> str:
 
 # Our own programs for the patterns of issue 18, each with tfretrace's edits only (nothing by hand).
 APPLIED = ["wild/call_form.py", "wild/tensor_body.py", "wild/summary_step.py", "wild/two_dtypes.py",
-           "wild/keras_predict.py", "new_function_object.py", "dataset_per_epoch.py", "vectorized_map_eager.py"]
+           "wild/keras_predict.py", "new_function_object.py", "dataset_per_epoch.py", "vectorized_map_eager.py",
+           "object_identity.py"]
 
 
 @pytest.mark.parametrize("script", APPLIED)

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from tfretrace.events import OBJECT, SPEC, TENSOR, Leaf
 from tfretrace.fix.candidate import Candidate, FunctionContext, State
-from tfretrace.fix.hoist import hoist_edits, hoist_summary, pipeline_edits
+from tfretrace.fix.hoist import hoist_edits, hoist_summary, object_edits, pipeline_edits
 from tfretrace.fix.predict import Call, Config
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.source import BatchCall, Replacement, Span
@@ -266,8 +266,28 @@ def same_object(ctx: FunctionContext, state: State) -> list[Candidate]:
                 f"{path} is a new {first.type_name} object per call, keyed by identity: create it once "
                 "and pass the same object, or make it a NamedTuple (compared by value)"
             )
+        moved = _object_once(ctx, calls, path)
+        if moved is not None:
+            # A config object of a plain class made in the loop around the call: made once before it.
+            out.append(Candidate(
+                "object-identity", "hoist-object",
+                f"{path} is a new {first.type_name} per call, keyed by identity: make it once, before the loop",
+                f"# {moved[1].span.path}:{moved[1].span.line}: before the loop\n{moved[1].text.rstrip()}",
+                moved, state.map_calls(dict(new)),
+            ))
+            continue
         out.append(Candidate("object-identity", "advice", summary, None, (), state.map_calls(dict(new))))
     return out
+
+
+def _object_once(ctx: FunctionContext, calls: tuple[Call, ...], param: str) -> tuple[Replacement, Replacement] | None:
+    # One recorded call site passing a plain name for the parameter, bound in the loop around it.
+    sites = ctx.sites(calls)
+    info = ctx.call_info(sites[0]) if len(sites) == 1 else None
+    found = None if info is None else info.arg(param)
+    if found is None or not found[1].isidentifier():
+        return None
+    return object_edits(ctx.reader, sites[0], found[1])
 
 
 def element_spec(ctx: FunctionContext, state: State) -> Candidate | None:

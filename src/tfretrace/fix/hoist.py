@@ -103,6 +103,81 @@ def pipeline_edits(reader: SourceReader, site: str) -> tuple[Replacement, Replac
     rebound = stores.count(target.id)
     if reads & (bound | mutated) - {alias} or rebound != 1:
         return None
+    return _move_before(path, text, loop, statement)
+
+
+def object_edits(reader: SourceReader, site: str, name: str) -> tuple[Replacement, Replacement] | None:
+    """``name = Config(...)`` made in the loop around the call at ``site``, moved before that loop.
+
+    Only for a class of the same file whose ``__init__`` does nothing but store its arguments on
+    ``self`` (making it once cannot skip a side effect), built from constants and names the loop
+    does not bind, where the loop neither rebinds ``name`` nor sets an attribute of it or calls a
+    method on it: every pass then passes one equal object, and TensorFlow keys it by identity.
+    """
+    path, _, line_text = site.rpartition(":")
+    parsed = reader.module(path)
+    if parsed is None or not line_text.isdigit():
+        return None
+    text, tree = parsed
+    line = int(line_text)
+    loops = [
+        n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While)) and n.lineno <= line <= (n.end_lineno or 0)
+    ]
+    for loop in sorted(loops, key=lambda n: -n.lineno):  # the innermost loop first
+        made = [
+            s for s in loop.body
+            if isinstance(s, ast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name) and s.targets[0].id == name
+        ]
+        if len(made) != 1:
+            continue
+        statement = made[0]
+        value = statement.value
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and _pure_class(tree, value.func.id)):
+            return None
+        bound = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        passed = [*value.args, *(k.value for k in value.keywords)]
+        if any(not isinstance(a, (ast.Constant, ast.Name)) or (isinstance(a, ast.Name) and a.id in bound)
+               for a in passed):
+            return None
+        stores = [n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        touched = any(
+            isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name
+            and (isinstance(n.ctx, ast.Store) or any(isinstance(c, ast.Call) and c.func is n for c in ast.walk(loop)))
+            for n in ast.walk(loop)
+        )
+        if stores.count(name) != 1 or touched:
+            return None
+        return _move_before(path, text, loop, statement)
+    return None
+
+
+def _pure_class(tree: ast.Module, name: str) -> bool:
+    # A module-level class whose __init__ only stores its parameters (or constants) on self.
+    cls = next((s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == name), None)
+    if cls is None or cls.bases or cls.decorator_list:
+        return False
+    init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    if init is None:
+        return False
+    params = {a.arg for a in (*init.args.args, *init.args.kwonlyargs)}
+    for statement in init.body:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue  # a docstring
+        if not (
+            isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Attribute)
+            and isinstance(statement.targets[0].value, ast.Name) and statement.targets[0].value.id == "self"
+            and (isinstance(statement.value, ast.Constant)
+                 or (isinstance(statement.value, ast.Name) and statement.value.id in params))
+        ):
+            return False
+    return True
+
+
+def _move_before(
+    path: str, text: str, loop: ast.For | ast.While, statement: ast.Assign
+) -> tuple[Replacement, Replacement] | None:
     lines = text.splitlines(keepends=True)
     moved = lines[statement.lineno - 1][statement.col_offset :]
     if statement.end_lineno != statement.lineno:
