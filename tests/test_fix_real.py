@@ -38,7 +38,7 @@ EXPECTED: dict[str, tuple[int, list[str], int]] = {
     "per_replica_generator": (2, ["element-spec"], 1),  # the edit is made (not advice): measured 1
     "new_config_object": (4, ["advice"], 1),
     "read_only_variable": (3, ["tensor-argument"], 1),  # the call that hit is edited too
-    "list_of_tensors": (3, ["advice", "input-signature"], 1),
+    "list_of_tensors": (3, ["tensor-argument", "input-signature"], 1),
     "tutorial_loop": (3, ["drop-remainder"], 2),  # first + optimizer variable creation remain
     "train_and_validation": (3, ["drop-remainder"], 2),  # the batch() the loop iterates is found
     "rnn_generate": (2, ["zero-state", "input-signature"], 1),
@@ -181,3 +181,10 @@ def test_keras_predict_on_small_inputs_becomes_a_model_call(results: dict[str, A
     assert "y = model(x, training=False).numpy()" in results["keras_predict"]["edited"]
     assert [s["by"] for s in results["keras_predict"]["plan"]] == ["tfretrace"]
     assert [s["by"] for s in results["keras_predict_pad"]["plan"]] == ["hand"]
+
+
+def test_a_list_the_body_only_sums_is_stacked_by_tfretrace(results: dict[str, Any]) -> None:
+    edited = results["list_of_tensors"]["edited"]
+    assert "return tf.reduce_sum(losses, axis=0)" in edited
+    assert "total(tf.stack([tf.constant(1.0)] * n))" in edited
+    assert [s["by"] for s in results["list_of_tensors"]["plan"]] == ["tfretrace", "tfretrace"]

@@ -10,7 +10,7 @@ from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_p
 from tfretrace.fix.predict import Call
 from tfretrace.fix.source import Replacement
 from tfretrace.fix.specs import NUMBER_DTYPES, is_top, shape_text
-from tfretrace.fix.tensor_body import body_note, tensor_body, with_body
+from tfretrace.fix.tensor_body import add_n_body, body_note, tensor_body, with_body
 
 
 def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
@@ -235,6 +235,19 @@ def _stack_advice(
         stacked = Leaf(path, TENSOR, dtype=first.dtype, shape=(size, *shape))
         new[c.index] = replace(c, signature=_swap(kept, path, stacked))
     moved = state.map_calls(dict(new))
+    body = add_n_body(ctx, path)
+    edits, missing = ctx.arg_edits(state.replay.calls, path, "{tf}.stack({expr})")
+    if body is not None and edits and not missing:
+        # The body only sums the list (tf.add_n): the stacked tensor sums to the same value.
+        return Candidate(
+            "structure-changed",
+            "tensor-argument",
+            f"pass {ctx.tf}.stack({path}) (one {first.dtype} tensor whose length can vary) and sum it with "
+            f"{ctx.tf}.reduce_sum({path}, axis=0) in {ctx.short}'s body instead of {ctx.tf}.add_n({path})",
+            _preview(ctx, (body,), edits),
+            (body, *edits),
+            moved,
+        )
     return Candidate(
         "structure-changed",
         "advice",

@@ -71,3 +71,21 @@ def body_note(body: tuple[Replacement, ...], ctx: FunctionContext) -> str:
 
 def _span(path: str, node: ast.expr) -> Span:
     return Span(path, node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+def add_n_body(ctx: FunctionContext, param: str) -> Replacement | None:
+    """``tf.add_n(param)`` -> ``tf.reduce_sum(param, axis=0)``, when that call is the body's only use of ``param``."""
+    definition = ctx.definition
+    if definition is None or definition.node is None or definition.tf_alias is None:
+        return None
+    # The parameter in the def's own arguments is an ast.arg, not a Name: every Name is a use.
+    uses = [n for n in ast.walk(definition.node) if isinstance(n, ast.Name) and n.id == param]
+    sums = [
+        n for n in ast.walk(definition.node)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_n"
+        and isinstance(n.func.value, ast.Name) and n.func.value.id == definition.tf_alias
+        and len(n.args) == 1 and not n.keywords and isinstance(n.args[0], ast.Name) and n.args[0].id == param
+    ]
+    if len(sums) != 1 or len(uses) != 1:
+        return None
+    return Replacement(_span(definition.path, sums[0]), f"{definition.tf_alias}.reduce_sum({param}, axis=0)")
