@@ -102,13 +102,14 @@ def _measured(counts: dict[str, int], function: dict[str, Any]) -> int:
 def _output(folder: Path, script: str) -> str:
     done = _run(folder, str(COUNTS), "plain_counts.json", script)
     assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+    # Lines where the program prints its own trace counts are meant to change.
+    return "".join(line for line in done.stdout.splitlines(keepends=True) if "traces" not in line)
 
 
 # Our own programs for the patterns of issue 18, each with tfretrace's edits only (nothing by hand).
 APPLIED = ["wild/call_form.py", "wild/tensor_body.py", "wild/summary_step.py", "wild/two_dtypes.py",
            "wild/keras_predict.py", "new_function_object.py", "dataset_per_epoch.py", "vectorized_map_eager.py",
-           "object_identity.py"]
+           "object_identity.py", "structure_changed.py"]
 
 
 @pytest.mark.parametrize("script", APPLIED)
