@@ -138,6 +138,10 @@ def _by_name(functions: Sequence[FunctionReport]) -> dict[str, list[FunctionRepo
     return found
 
 
+def _line(report: FunctionReport) -> int:
+    return int(report.location.rpartition(":")[2] or 0)
+
+
 def measure(script: Path) -> list[Row]:
     rel = script.relative_to(EXAMPLES).as_posix()
     with tempfile.TemporaryDirectory(prefix="fix-effect-") as tmp:
@@ -173,6 +177,10 @@ def measure(script: Path) -> list[Row]:
             same = after.get(f.name) or after.get(short, [])
             # By name; by place only between rows of one name (an edit above them shifts lines).
             now = same[0] if len(same) == 1 else next((g for g in same if g.location == f.location), None)
+            peers = sorted((g for g in before.functions if g.name == f.name), key=_line)
+            if now is None and len(same) == len(peers) > 1:
+                # An edit moved one of them (a pipeline built before its loop): match in line order.
+                now = sorted(same, key=_line)[peers.index(f)]
             plan = list(f.plan)
             # TensorFlow's counter by qualname: one row per name (two rows of one name share it).
             tf_name = f.name if f.name in counted else short
