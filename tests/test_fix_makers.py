@@ -102,3 +102,124 @@ def test_a_body_that_needs_the_python_value_keeps_it_and_says_so(tmp_path: Path)
         steps = plan_for(rep, SourceReader())
         # Indexing a Python list or dict, or formatting a string: no edit, a statement says why.
         assert steps and {(s.kind, s.by, s.edits) for s in steps} == {("statement", None, ())}, name
+
+
+def test_rewrite_moves_statements_and_refuses_what_is_not_one() -> None:
+    import pytest
+
+    from tfretrace.fix.rewrite import RewriteError, apply_replacements
+    from tfretrace.fix.source import Replacement, Span
+
+    text = (
+        "import x\n\n\ndef outer(xs):\n    @x.function\n    def inner(a):\n        return a\n\n    return inner(xs)\n"
+    )
+    moved = apply_replacements(text, [
+        Replacement(Span("m.py", 6, 4, 7, 16), ""),
+        Replacement(Span("m.py", 4, 0, 4, 0), "@x.function\ndef inner(a):\n    return a\n"),
+    ])
+    assert moved.startswith("import x\n\n\n@x.function\ndef inner(a):\n    return a\n\n\ndef outer(xs):\n")
+    assert "    @x.function" not in moved
+    loop = "for i in range(3):\n    ds = make()\n    use(ds)\n"
+    hoisted = apply_replacements(loop, [
+        Replacement(Span("m.py", 2, 4, 2, 15), ""), Replacement(Span("m.py", 1, 0, 1, 0), "ds = make()\n")
+    ])
+    assert hoisted == "ds = make()\n\n\nfor i in range(3):\n    use(ds)\n"
+    with pytest.raises(RewriteError):  # new lines only before a statement
+        apply_replacements(loop, [Replacement(Span("m.py", 2, 9, 2, 9), "y = 1\n")])
+    with pytest.raises(RewriteError):  # no text removes a statement, never an expression
+        apply_replacements(loop, [Replacement(Span("m.py", 2, 9, 2, 15), "")])
+
+
+HOISTS = """import tensorflow as tf
+import numpy as np
+
+
+class Config:
+    def __init__(self, scale):
+        self.scale = scale
+
+
+class Noisy:
+    def __init__(self, scale):
+        print("made")
+        self.scale = scale
+
+
+def run(values, factor):
+    for epoch in range(3):
+        ds = tf.data.Dataset.from_tensor_slices(values).map(lambda v: v * 2)
+        shuffled = tf.data.Dataset.from_tensor_slices(np.random.permutation(values))
+        per_epoch = tf.data.Dataset.from_tensor_slices(values).skip(epoch)
+        config = Config(2.0)
+        noisy = Noisy(2.0)
+        use(ds, shuffled, per_epoch, config, noisy)
+"""
+
+
+def test_only_what_is_the_same_on_every_pass_moves_out_of_its_loop(tmp_path: Path) -> None:
+    from tfretrace.fix.hoist import object_edits, pipeline_edits
+
+    path = tmp_path / "hoists.py"
+    path.write_text(HOISTS)
+    reader = SourceReader()
+    moved = pipeline_edits(reader, f"{path}:18")
+    assert moved is not None and moved[1].span.line == 17 and moved[1].text.startswith("ds = tf.data")
+    assert pipeline_edits(reader, f"{path}:19") is None  # a NumPy call: a new permutation each pass
+    assert pipeline_edits(reader, f"{path}:20") is None  # reads the loop's own variable
+    assert object_edits(reader, f"{path}:23", "config") is not None
+    assert object_edits(reader, f"{path}:23", "noisy") is None  # its __init__ prints: made once would skip that
+
+
+def test_a_def_that_closes_over_its_outer_function_stays_and_is_advice(tmp_path: Path) -> None:
+    path = tmp_path / "loop.py"
+    path.write_text(PARTIAL)
+    sigs, objects = [], []
+    for obj in range(1, 6):
+        sigs += [(t("x", 32, 10),), (t("x", 4, 10),)]
+        objects += [obj, obj]
+    rep = report(sigs, location=f"{path}:12", name="run.<locals>.inner", sites=[f"{path}:19"], objects=objects)
+    steps = plan_for(rep, SourceReader())
+    made = [(s.kind, s.by) for s in steps if s.kind != "statement"]
+    assert made == [("drop-remainder", "tfretrace"), ("advice", "hand")]
+
+
+NESTED = """import tensorflow as tf
+
+
+def evaluate(batches):
+    @tf.function
+    def batch_error(x):
+        return tf.reduce_sum(x)
+
+    return [batch_error(x) for x in batches]
+"""
+
+
+def test_a_def_that_closes_over_nothing_moves_and_the_signature_follows_it(tmp_path: Path) -> None:
+    path = tmp_path / "nested.py"
+    path.write_text(NESTED)
+    sigs, objects = [], []
+    for obj in range(1, 4):
+        sigs += [(t("x", 8, 5),), (t("x", 8, 7),)]
+        objects += [obj, obj]
+    rep = report(sigs, location=f"{path}:5", name="evaluate.<locals>.batch_error", sites=[f"{path}:9"],
+                 objects=objects)
+    steps = plan_for(rep, SourceReader())
+    assert [(s.kind, s.by, s.traces_before, s.traces_after) for s in steps] == [
+        ("hoist-def", "tfretrace", 6, 2),
+        ("input-signature", "tfretrace", 2, 1),
+    ]
+    hoist, signature = steps
+    # The signature step rewrites the same two places: the def removed, the moved def with the new decorator.
+    assert [e.span for e in signature.edits] == [e.span for e in hoist.edits]
+    moved = signature.edits[1].text
+    assert moved.startswith("@tf.function(input_signature=[tf.TensorSpec(shape=[None, None], dtype=tf.float32)])")
+    assert "\ndef batch_error(x):\n    return tf.reduce_sum(x)\n" in moved
+    from edit_helpers import apply_edits
+    from tfretrace.fix.apply import _overlaps
+
+    # What fix --apply writes: the later step's edits replace the earlier ones at the same places.
+    kept = [e for e in hoist.edits if not any(_overlaps(e, s) for s in signature.edits)] + list(signature.edits)
+    edited = apply_edits(NESTED, kept)
+    assert edited.index("def batch_error") < edited.index("def evaluate")
+    compile(edited, "nested.py", "exec")
