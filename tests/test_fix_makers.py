@@ -223,3 +223,13 @@ def test_a_def_that_closes_over_nothing_moves_and_the_signature_follows_it(tmp_p
     edited = apply_edits(NESTED, kept)
     assert edited.index("def batch_error") < edited.index("def evaluate")
     compile(edited, "nested.py", "exec")
+
+
+def test_a_smaller_batch_from_another_call_site_is_no_partial_batch(tmp_path: Path) -> None:
+    # (16, 2) from the training loop, (1, 2) from a single prediction elsewhere: not a remainder.
+    path = tmp_path / "loop.py"
+    path.write_text(PARTIAL)
+    rep = report([(t("x", 32, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18", f"{path}:19"])
+    assert "drop-remainder" not in [s.kind for s in plan_for(rep, SourceReader())]
+    same = report([(t("x", 32, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18"])
+    assert [s.kind for s in plan_for(same, SourceReader())] == ["drop-remainder"]

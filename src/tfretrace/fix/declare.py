@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from tfretrace.events import OBJECT, SPEC, TENSOR, Leaf
 from tfretrace.fix.candidate import Candidate, FunctionContext, State
-from tfretrace.fix.hoist import hoist_edits, hoist_summary, object_edits, pipeline_edits
+from tfretrace.fix.hoist import hoist_edits, hoist_summary, object_once, pipeline_edits
 from tfretrace.fix.predict import Call, Config
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.source import BatchCall, Replacement, Span
@@ -98,6 +98,9 @@ def drop_remainder(ctx: FunctionContext, state: State) -> Candidate | None:
             return None
     if not partial:
         return None
+    full_sites = {c.site for c in calls if c.index not in partial}
+    if any(c.site not in full_sites for c in calls if c.index in partial):
+        return None  # a smaller batch from another call site is another pipeline's, not a remainder
     sizes = sorted({_batch_size(c.signature) or 0 for c in calls if c.index in partial})
     if len(sizes) != 1:
         return None  # several smaller sizes are not one dataset's remainder (buckets, other datasets)
@@ -266,7 +269,7 @@ def same_object(ctx: FunctionContext, state: State) -> list[Candidate]:
                 f"{path} is a new {first.type_name} object per call, keyed by identity: create it once "
                 "and pass the same object, or make it a NamedTuple (compared by value)"
             )
-        moved = _object_once(ctx, calls, path)
+        moved = object_once(ctx, calls, path)
         if moved is not None:
             # A config object of a plain class made in the loop around the call: made once before it.
             out.append(Candidate(
@@ -278,16 +281,6 @@ def same_object(ctx: FunctionContext, state: State) -> list[Candidate]:
             continue
         out.append(Candidate("object-identity", "advice", summary, None, (), state.map_calls(dict(new))))
     return out
-
-
-def _object_once(ctx: FunctionContext, calls: tuple[Call, ...], param: str) -> tuple[Replacement, Replacement] | None:
-    # One recorded call site passing a plain name for the parameter, bound in the loop around it.
-    sites = ctx.sites(calls)
-    info = ctx.call_info(sites[0]) if len(sites) == 1 else None
-    found = None if info is None else info.arg(param)
-    if found is None or not found[1].isidentifier():
-        return None
-    return object_edits(ctx.reader, sites[0], found[1])
 
 
 def element_spec(ctx: FunctionContext, state: State) -> Candidate | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from tfretrace.fix.candidate import FunctionContext
+from tfretrace.fix.predict import Call
 from tfretrace.fix.source import DefInfo, Replacement, SourceReader, Span, root_name
 
 
@@ -250,3 +251,16 @@ def vectorized_edits(reader: SourceReader, site: str) -> tuple[str, tuple[Replac
 
 def _span(path: str, node: ast.expr) -> Span:
     return Span(path, node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+def object_once(
+    ctx: FunctionContext, calls: tuple[Call, ...], param: str
+) -> tuple[Replacement, Replacement] | None:
+    """``object_edits`` for the object one recorded call site passes as ``param`` (a plain name)."""
+    # One recorded call site passing a plain name for the parameter, bound in the loop around it.
+    sites = ctx.sites(calls)
+    info = ctx.call_info(sites[0]) if len(sites) == 1 else None
+    found = None if info is None else info.arg(param)
+    if found is None or not found[1].isidentifier():
+        return None
+    return object_edits(ctx.reader, sites[0], found[1])
