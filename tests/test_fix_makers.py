@@ -102,6 +102,7 @@ def test_a_body_that_needs_the_python_value_keeps_it_and_says_so(tmp_path: Path)
         steps = plan_for(rep, SourceReader())
         # Indexing a Python list or dict, or formatting a string: no edit, a statement says why.
         assert steps and {(s.kind, s.by, s.edits) for s in steps} == {("statement", None, ())}, name
+        assert steps[0].python_use and "i" in steps[0].python_use
 
 
 def test_rewrite_moves_statements_and_refuses_what_is_not_one() -> None:
@@ -233,3 +234,30 @@ def test_a_smaller_batch_from_another_call_site_is_no_partial_batch(tmp_path: Pa
     assert "drop-remainder" not in [s.kind for s in plan_for(rep, SourceReader())]
     same = report([(t("x", 32, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18"])
     assert [s.kind for s in plan_for(same, SourceReader())] == ["drop-remainder"]
+
+
+BRANCHES = """import tensorflow as tf
+
+
+@tf.function
+def layer_count(x, depth):
+    if depth > 2:
+        x = tf.nn.relu(x)
+    return x
+
+
+for depth in range(4):
+    layer_count(tf.ones([2]), depth)
+"""
+
+
+def test_a_python_if_on_the_value_keeps_it_a_python_value(tmp_path: Path) -> None:
+    from test_fix_plan import py
+
+    path = tmp_path / "branches.py"
+    path.write_text(BRANCHES)
+    rep = report([(t("x", 2), py("depth", d)) for d in range(4)], location=f"{path}:4", name="layer_count",
+                 sites=[f"{path}:12"])
+    steps = plan_for(rep, SourceReader())
+    assert {s.kind for s in steps} == {"statement"}
+    assert steps[0].python_use == "a Python if on depth"

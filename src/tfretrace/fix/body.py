@@ -169,3 +169,14 @@ def constant_calls(node: ast.AST, param: str, tf: str, dtype: str) -> list[ast.C
             return None
         found.append(sub)
     return found
+
+
+def python_if(node: ast.AST, param: str) -> bool:
+    """True when a Python if/while tests ``param``: it decides the graph's structure.
+
+    On a tensor, autograph would make it a tf.cond/while_loop whose branches must then agree on
+    what they produce: not a change tfretrace makes by itself.
+    """
+    return any(
+        isinstance(sub, (ast.If, ast.While, ast.IfExp)) and _mentions(sub.test, param) for sub in ast.walk(node)
+    )

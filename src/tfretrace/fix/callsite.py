@@ -42,6 +42,7 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
                     f"{path} takes a new Python value per call, but {ctx.short} uses it as a Python value "
                     f"({problem}): it cannot simply become a tensor; each new value costs one trace",
                     None,
+                    python_use=problem,
                 )
             )
             continue
@@ -186,6 +187,7 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
                     f"{path} is a Python list of numbers of {len(lengths)} lengths, but {ctx.short} uses it as a "
                     f"Python list ({problem}): a tensor would break the body; each length costs one trace",
                     None,
+                    python_use=problem,
                 )
             )
             continue

@@ -46,6 +46,7 @@ class Candidate:
     state: State | None = None  # None: a statement, nothing changes
     final: bool = False
     pinned: str | None = None  # an input_signature's dims that stay pinned, and why
+    python_use: str | None = None  # a statement: the body's uses that need the Python value
 
 
 @dataclass

@@ -272,6 +272,7 @@ def _step(candidate: Candidate, before: int, after: int, per_trace: float) -> Pl
         seconds_saved=(before - after) * per_trace,
         final=candidate.final,
         pinned=candidate.pinned,
+        python_use=candidate.python_use,
     )
 
 

@@ -6,7 +6,7 @@ import ast
 from dataclasses import replace
 
 from tfretrace.events import PYTHON, TENSOR, Leaf
-from tfretrace.fix.body import number_dtype, reads_static_size, steers_control_flow, unsafe_uses
+from tfretrace.fix.body import number_dtype, python_if, reads_static_size, steers_control_flow, unsafe_uses
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.declare import decorator_edit
 from tfretrace.fix.predict import Call, Config, count
@@ -29,7 +29,7 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
                     dtype = number_dtype(node, leaf.path)  # a tf.summary step must be int64
                 numbers[leaf.path] = Leaf(leaf.path, TENSOR, dtype=dtype, shape=())
     varied = set(varying_paths(calls, PYTHON))
-    if node is not None and any(unsafe_uses(node, p) for p in numbers):
+    if node is not None and any(unsafe_uses(node, p) or python_if(node, p) for p in numbers):
         return None
     # A number that never changed and steers Python control flow stays a Python value: as a
     # tensor it would turn the if/loop into graph control flow for nothing.

@@ -39,6 +39,8 @@ class PlanStep:
     compiles_after: int | None = None
     # Why dimensions of an applied input_signature stay pinned (or open though constant).
     pinned: str | None = None
+    # A statement that a value stays a Python value: the body's uses that need it (``int(i)``, ...).
+    python_use: str | None = None
 
     @property
     def by(self) -> str | None:
@@ -54,6 +56,8 @@ class PlanStep:
             out["by"] = self.by
         if self.pinned is not None:
             out["pinned"] = self.pinned
+        if self.python_use is not None:
+            out["python_use"] = self.python_use
         if self.compiles_before is not None:
             out["compiles_before"] = self.compiles_before
             out["compiles_after"] = self.compiles_after
@@ -94,6 +98,7 @@ class PlanStep:
             compiles_before=None if data.get("compiles_before") is None else int(data["compiles_before"]),
             compiles_after=None if data.get("compiles_after") is None else int(data["compiles_after"]),
             pinned=None if data.get("pinned") is None else str(data["pinned"]),
+            python_use=None if data.get("python_use") is None else str(data["python_use"]),
         )
 
 

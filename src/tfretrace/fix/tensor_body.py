@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from tfretrace.fix.body import constant_calls, unsafe_uses
+from tfretrace.fix.body import constant_calls, python_if, unsafe_uses
 from tfretrace.fix.candidate import FunctionContext
 from tfretrace.fix.source import Replacement, Span
 
@@ -15,6 +15,8 @@ def body_problem(ctx: FunctionContext, param: str, arithmetic: bool, allow_const
     if node is None:
         return None
     uses = [u for u in unsafe_uses(node, param) if not (allow_constant and u.startswith("tf.constant("))]
+    if python_if(node, param):
+        uses.append(f"a Python if on {param}")
     if arithmetic:
         # An int32 tensor mixes with int literals (step % 10) but not with float tensors (x * n);
         # the other operand's type is unknown unless it is a literal int.
