@@ -90,7 +90,7 @@ def test_help_explains_the_bench_and_runs_nothing(capsys: Any) -> None:
         fix_effect.main(["--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith("usage: python bench/fix_effect.py") and "--apply alone" in out
+    assert out.startswith("usage: python bench/fix_effect.py") and "SCRIPT" in out
 
 
 def test_who_makes_a_step_is_read_from_its_by_field() -> None:
