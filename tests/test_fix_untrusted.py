@@ -18,6 +18,7 @@ import pytest
 
 from sessions import storm
 from tfretrace.cli import main
+from tfretrace.events import KerasInfo
 from tfretrace.fix import apply as apply_mod
 from tfretrace.fix.plan import PlanStep
 from tfretrace.fix.source import Replacement, SourceReader, Span
@@ -586,6 +587,7 @@ MOVES_PROGRAM = (
     "\n"
     "out = tf.vectorized_map(square, tf.ones([3]))\n"  # 36
     "y = model.predict(x, verbose=0)\n"  # 37
+    "z = model.predict(x, verbose=0)\n"  # 38: another site
 )
 # Which recorded function each kind's edits belong to: its name, def line and call site.
 MOVE_FUNCTIONS = {
@@ -632,7 +634,8 @@ def _moves_session(tmp_path: Path, kind: str, edits: tuple[Replacement, ...]) ->
     report = storm(name=name)
     events = tuple(replace(e, call_site=None if site is None else f"prog.py:{site}") for e in report.events)
     (tmp_path / "prog.py").write_text(MOVES_PROGRAM)
-    report = replace(report, location=f"prog.py:{line}", events=events, plan=(step(kind, edits),))
+    keras = KerasInfo("model", "Sequential", "predict") if kind == "keras-call" else None
+    report = replace(report, location=f"prog.py:{line}", events=events, plan=(step(kind, edits),), keras=keras)
     session = Session(functions=(report,), wall_seconds=10.0, root=str(tmp_path),
                       sources=(("prog.py", sha(MOVES_PROGRAM.encode())),))
     return session.save(tmp_path / "run.json")
@@ -683,6 +686,8 @@ NEW_KIND_HOSTILE: list[tuple[str, Callable[[], tuple[Replacement, ...]]]] = [
     ("keras-call", lambda: _swap("keras-call", 0, f"model(x, training=False).numpy() or {HOSTILE_TEXT}")),
     ("keras-call", lambda: _swap("keras-call", 0, "model(y, training=False).numpy()")),
     ("keras-call", lambda: (Replacement(Span("prog.py", 36, 6, 36, 45), "square(x, training=False).numpy()"),)),
+    # a predict call the recorded function was not called at (line 37 is its site)
+    ("keras-call", lambda: (Replacement(Span("prog.py", 38, 4, 38, 31), "model(x, training=False).numpy()"),)),
 ]
 
 
@@ -702,3 +707,32 @@ def test_the_new_kinds_edits_off_their_anchors_or_with_foreign_text_are_refused(
     (report,) = load(saved).functions
     with pytest.raises(AnchorError):
         check_step(kind, anchors_for(report, SourceReader(tmp_path)), edits)
+
+
+def test_a_def_longer_than_an_edit_text_is_moved_whole(tmp_path: Path) -> None:
+    # A moved def is the file's own lines, not a decorator: its size is not bounded like one.
+    from tfretrace.fix.rewrite import MAX_EDIT_CHARS
+
+    padding = "".join(f"        x = x + {i}  # a long training step, line {i}\n" for i in range(150))
+    program = MOVES_PROGRAM.replace("        return x + 1\n", padding + "        return x + 1\n")
+    assert len(padding) > MAX_EDIT_CHARS
+    (tmp_path / "prog.py").write_text(program)
+    from tfretrace.fix import hoist
+
+    reader = SourceReader(".")
+    edits = hoist.hoist_edits(reader.function_at("prog.py:15", "step"), reader)
+    assert edits is not None
+    report = replace(storm(name="outer.<locals>.step"), location="prog.py:15", plan=(step("hoist-def", edits),))
+    saved = Session(functions=(report,), wall_seconds=1.0, root=".", sources=(("prog.py", sha(program.encode())),)
+                    ).save(tmp_path / "run.json")
+    assert main(["fix", str(saved), "--apply"]) == 0
+    text = (tmp_path / "prog.py").read_text()
+    assert text.index("\ndef step(x):") < text.index("\ndef outer(n):") and text.count("x = x + 149") == 1
+    # The same size of text of the session's own is still refused.
+    hostile = Replacement(edits[1].span, edits[1].text.replace("x = x + 1 ", HOSTILE_TEXT + " ", 1))
+    (tmp_path / "prog.py").write_text(program)
+    report = replace(report, plan=(step("hoist-def", (edits[0], hostile)),))
+    saved = Session(functions=(report,), wall_seconds=1.0, root=".", sources=(("prog.py", sha(program.encode())),)
+                    ).save(tmp_path / "run.json")
+    assert main(["fix", str(saved), "--apply"]) == 2
+    assert (tmp_path / "prog.py").read_text() == program

@@ -197,14 +197,21 @@ _LOOP_KEYWORDS = frozenset({"verbose", "batch_size"})
 
 def keras_call(anchors: Anchors, edit: Replacement) -> str | None:
     """``model.predict(x)`` -> ``model(x, training=False).numpy()``, receiver and argument unchanged."""
+    keras = anchors.report.keras
+    if keras is None or keras.method != "predict":
+        return "not a Keras predict function"
     tree = anchors.tree(edit.span.path)
+    # A call of predict at one of the recorded call sites, as the planner edits them.
+    numbers = (site.rpartition(":")[2] for site in _recorded_sites(anchors, edit))
+    lines = {int(n) for n in numbers if n.isdigit()}
     found = None if tree is None else next((
         n for n in ast.walk(tree)
         if isinstance(n, ast.Call) and span_of(n, edit.span.path) == edit.span
         and isinstance(n.func, ast.Attribute) and n.func.attr == "predict"
+        and any(n.lineno <= line <= (n.end_lineno or n.lineno) for line in lines)
     ), None)
     if found is None or not isinstance(found.func, ast.Attribute):
-        return "not a .predict() call"
+        return "not a .predict() call at a recorded call site"
     if len(found.args) != 1 or isinstance(found.args[0], ast.Starred) or {
         k.arg for k in found.keywords
     } - _LOOP_KEYWORDS:

@@ -148,7 +148,7 @@ def prepare(session: Session, root: str | os.PathLike[str] | None = None) -> tup
     is data from elsewhere and never decides where files are written.
     """
     # libcst is imported only when files are really rewritten, not by every `tfretrace` start.
-    from tfretrace.fix.rewrite import RewriteError, apply_replacements, check_text
+    from tfretrace.fix.rewrite import RewriteError, adds_lines, apply_replacements, check_text
 
     base = Path(root if root is not None else ".")
     recorded = dict(session.sources)
@@ -163,7 +163,7 @@ def prepare(session: Session, root: str | os.PathLike[str] | None = None) -> tup
             raise FixError(f"{path}: outside the program's folder {base}; not applied (see --root)")
         for edit in edits:
             try:
-                check_text(edit.text, f"{path}:{edit.span.line}")
+                check_text(edit.text, f"{path}:{edit.span.line}", lines=adds_lines(edit))
             except RewriteError as exc:
                 raise FixError(str(exc)) from None
         try:

@@ -23,10 +23,19 @@ class RewriteError(ValueError):
     """An edit whose anchor is not exactly one node of the file as it is now: refused, never guessed."""
 
 
-def check_text(text: str, where: str) -> None:
-    """RewriteError when an edit's text is too long or nested too deeply to hand to a parser."""
-    if len(text) > MAX_EDIT_CHARS:
-        raise RewriteError(f"{where}: the new text is {len(text)} characters long (at most {MAX_EDIT_CHARS})")
+# Whole statements (a def moved to module level) are the file's own lines, compared with what the
+# file itself gives before any parser sees them (fix.anchor_moves): bounded like a def, not a decorator.
+MAX_LINES_CHARS = 200_000
+
+
+def check_text(text: str, where: str, *, lines: bool = False) -> None:
+    """RewriteError when an edit's text is too long or nested too deeply to hand to a parser.
+
+    ``lines``: the text adds whole statements (an insertion ending in a newline).
+    """
+    limit = MAX_LINES_CHARS if lines else MAX_EDIT_CHARS
+    if len(text) > limit:
+        raise RewriteError(f"{where}: the new text is {len(text)} characters long (at most {limit})")
     depth = deepest = 0
     for char in text:
         if char in "([{":
@@ -36,6 +45,12 @@ def check_text(text: str, where: str) -> None:
             depth -= 1
     if deepest > MAX_EDIT_NESTING:
         raise RewriteError(f"{where}: the new text nests {deepest} brackets deep (at most {MAX_EDIT_NESTING})")
+
+
+def adds_lines(edit: Replacement) -> bool:
+    """An insertion of whole statements: an empty span and a text ending in a newline."""
+    span = edit.span
+    return (span.line, span.col) == (span.end_line, span.end_col) and edit.text.endswith("\n")
 
 
 def apply_replacements(text: str, edits: Sequence[Replacement], *, where: str = "<source>") -> str:
@@ -52,7 +67,7 @@ def apply_replacements(text: str, edits: Sequence[Replacement], *, where: str = 
     if not edits:
         return text
     for edit in edits:
-        check_text(edit.text, f"{where}:{edit.span.line}")
+        check_text(edit.text, f"{where}:{edit.span.line}", lines=adds_lines(edit))
     lines = source_lines(text)
     wanted = {_code_range(lines, e, where): e for e in edits}
     if len(wanted) != len(edits):
