@@ -3,9 +3,11 @@
 A session is data from elsewhere (a colleague, a CI artifact, an issue): its plan's edits are
 replayed only when each sits at an anchor that its step's kind edits (the function's tf.function
 decorator or wrapping call, an argument of a call of that function, a ``.batch()`` call, an initial
-``None``) and its text is what that kind writes there (a tf.function declaration with a signature, the
-argument itself wrapped in a tensor conversion, ...). Anchors are found in the file as it is now,
-never taken from the session. A kind not in :data:`CHECKS` makes no edit.
+``None``, a ``tf.constant`` or ``tf.add_n`` of a parameter in the body, a ``.predict`` call) and its
+text is what that kind writes there (a tf.function declaration with a signature, the argument itself
+wrapped in a tensor conversion, ...). Moves (hoists, the vectorized_map wrapper) are derived again
+from the file and must match exactly (fix.anchor_moves). Anchors are found in the file as it is
+now, never taken from the session. A kind not in :data:`CHECKS` makes no edit.
 
 To add an edit kind: write a ``Check`` (it returns None to accept an edit, or one line saying why
 not) and add it to :data:`CHECKS` under the step's ``kind``.
