@@ -4,9 +4,14 @@ For each script in examples/ and examples/wild/, in a fresh copy of examples/:
   1. `tfretrace run --save before.json SCRIPT`, twice, to learn whether the program's own output is
      deterministic at all;
   2. the plan's prediction for its mechanical edits (`predict_applied`);
-  3. `tfretrace fix before.json --apply`, then `tfretrace run --save after.json SCRIPT` again.
+  3. `tfretrace fix before.json --apply`, then the edited program twice: under `tfretrace run` (its
+     output, and its report's count for reference) and under `bench/tf_counts.py`, which counts
+     every tf.function object's traces with TensorFlow's own `experimental_get_tracing_count()`
+     and no tfretrace at all: that count is the one called "measured".
 Prints one row per retracing function and, at the end, the share of functions whose measured count
-reaches the minimum, and the share predicted exactly. The minimum is the fewest traces the plan
+reaches the minimum with `--apply` alone, and the share predicted exactly. A function whose
+tf.function objects TensorFlow's counter cannot name (traces made by tf.data or pfor for the
+user's code) is measured by tfretrace's report and marked so. The minimum is the fewest traces the plan
 says the calls need: its lowest count, advice a person must apply by hand included, and a
 statement's count where it says the remaining traces are expected (two list lengths of variables:
 two traces). Where the plan cannot predict the function or leaves a cause with no checked fix, the
@@ -19,12 +24,13 @@ differs between two runs without any fix is "nondeterministic" and not judged. A
 applied step that says it changes the computation (drop_remainder skips the partial batch, a cast
 changes the dtype the data is computed in) is "changed as <kind> says", counted apart from the rest.
 
-Usage: python bench/fix_effect.py [SCRIPT ...]      (about 10 s per example on 2 cores)
+Usage: python bench/fix_effect.py [SCRIPT ...]      (about 15 s per example on 2 cores)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import subprocess
 import sys
@@ -40,6 +46,7 @@ from tfretrace.session import Session, load
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
+COUNTS = Path(__file__).resolve().with_name("tf_counts.py")
 
 
 def run(folder: Path, script: str, save: str) -> tuple[int, str, str]:
@@ -86,12 +93,27 @@ def judge(before: str, again: str, after: str, applied: set[str]) -> str:
 
 
 def by_hand(plan: Sequence[Mapping[str, object]]) -> bool:
-    """Whether a step that removes traces has no mechanical edit: a person must apply it."""
+    """Whether a step that removes traces is made by a person (``by``: ``hand``; no edits in older sessions)."""
     return any(
-        (not s.get("edits") and int(str(s["traces_after"])) < int(str(s["traces_before"])))
+        (s.get("by", "tfretrace" if s.get("edits") else "hand") == "hand"
+         and int(str(s["traces_after"])) < int(str(s["traces_before"])))
         or ADVICE in str(s.get("summary", ""))
         for s in plan
     )
+
+
+def tf_measure(folder: Path, script: str) -> dict[str, int]:
+    """TensorFlow's own trace count per function qualname for one run of ``script`` (no tfretrace)."""
+    out = folder / "tf_counts.json"
+    subprocess.run(
+        [sys.executable, str(COUNTS), str(out), script],
+        cwd=folder, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+    )
+    try:
+        found = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): int(v) for k, v in found.items()}
 
 
 @dataclass(frozen=True)
@@ -106,6 +128,7 @@ class Row:
     minimum: int
     hand: bool
     output: str
+    by_tf: bool = True  # measured by TensorFlow's counter (False: by tfretrace's report)
 
 
 def _by_name(functions: Sequence[FunctionReport]) -> dict[str, list[FunctionReport]]:
@@ -113,6 +136,10 @@ def _by_name(functions: Sequence[FunctionReport]) -> dict[str, list[FunctionRepo
     for f in functions:
         found.setdefault(f.name, []).append(f)
     return found
+
+
+def _line(report: FunctionReport) -> int:
+    return int(report.location.rpartition(":")[2] or 0)
 
 
 def measure(script: Path) -> list[Row]:
@@ -134,6 +161,7 @@ def measure(script: Path) -> list[Row]:
         )
         status_after, out_after, why_after = run(folder, rel, "after.json")
         after = _by_name(load(folder / "after.json").functions) if status_after == 0 else {}
+        counted = tf_measure(folder, rel) if status_after == 0 else {}
         applied = {str(s["kind"]) for f in before.functions for s in f.plan if s.get("edits")}
         output = judge(out_before, out_again, out_after, applied)
         if fix.returncode != 0:
@@ -144,21 +172,39 @@ def measure(script: Path) -> list[Row]:
         for f in before.functions:
             if f.retraces == 0:
                 continue
-            same = after.get(f.name, [])
+            # A def moved out of its function to module level loses the "outer.<locals>." prefix.
+            short = f.name.rsplit(".", 1)[-1]
+            same = after.get(f.name) or after.get(short, [])
             # By name; by place only between rows of one name (an edit above them shifts lines).
             now = same[0] if len(same) == 1 else next((g for g in same if g.location == f.location), None)
+            peers = sorted((g for g in before.functions if g.name == f.name), key=_line)
+            if now is None and len(same) == len(peers) > 1:
+                # An edit moved one of them (a pipeline built before its loop): match in line order.
+                now = sorted(same, key=_line)[peers.index(f)]
             plan = list(f.plan)
+            # TensorFlow's counter by qualname: one row per name (two rows of one name share it).
+            tf_name = f.name if f.name in counted else short
+            by_tf = tf_name in counted and len(same) <= 1 and f.keras is None
+            measured = counted[tf_name] if by_tf else (now.traces if now else None)
+            if measured is None and status_after == 0:
+                measured = 0  # the edited program ran and never traced it (a model called, not predict)
             rows.append(Row(
-                rel, f.display_name(), f.traces, predicted.get((f.name, f.location)), now.traces if now else None,
-                minimum(plan, f.traces - f.retraces), by_hand(plan), output,
+                rel, f.display_name(), f.traces, predicted.get((f.name, f.location)), measured,
+                minimum(plan, f.traces - f.retraces), by_hand(plan), output, by_tf,
             ))
         return rows
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("scripts", nargs="*", metavar="SCRIPT", help="examples to measure (default: all)")
-    scripts = [Path(a).resolve() for a in parser.parse_args(argv).scripts] or sorted(
+    parser = argparse.ArgumentParser(
+        prog="python bench/fix_effect.py",
+        description="Record each example, apply `tfretrace fix --apply` in a copy, and compare the plan's "
+        "prediction with the traces TensorFlow counts after the fix. Prints one row per retracing function "
+        "and the shares: reached the minimum with --apply alone, prediction equal to the measurement.",
+    )
+    parser.add_argument("scripts", nargs="*", metavar="SCRIPT", help="examples to run (default: all of examples/)")
+    args = parser.parse_args(argv)
+    scripts = [Path(a).resolve() for a in args.scripts] or sorted(
         [*EXAMPLES.glob("*.py"), *EXAMPLES.glob("wild/*.py")]
     )
     header = (
@@ -172,7 +218,7 @@ def main(argv: list[str]) -> int:
             rows.append(r)
             print(
                 f"{r.example:32} {r.function[:44]:44} {r.before:>6} {r.predicted!s:>5} {r.after!s:>5} "
-                f"{r.minimum:>4} {'yes' if r.hand else '':>4}  {r.output}",
+                f"{r.minimum:>4} {'yes' if r.hand else '':>4}  {r.output}" + ("" if r.by_tf else "  (tfretrace count)"),
                 flush=True,
             )
     counted = [r for r in rows if r.after is not None]
@@ -180,9 +226,11 @@ def main(argv: list[str]) -> int:
     exact = sum(1 for r in counted if r.predicted == r.after)
     broken = {r.example for r in rows if r.output == "CHANGED" or r.output.startswith(("FAILED", "fix refused"))}
     by_design = {r.example for r in rows if r.output.startswith("changed as")}
-    print(f"\nfunctions that retraced: {len(rows)}; measured after the fix: {len(counted)}")
+    print(f"\nfunctions that retraced: {len(rows)}; measured after the fix: {len(counted)} "
+          f"({sum(r.by_tf for r in counted)} by TensorFlow's counter)")
     if counted:
-        print(f"reached the minimum: {len(reached)}/{len(counted)} = {len(reached) / len(counted):.0%}")
+        share = f"{len(reached)}/{len(counted)} = {len(reached) / len(counted):.0%}"
+        print(f"reached the minimum with --apply alone: {share}")
         short = [r for r in counted if r not in reached]
         print(f"  of the {len(short)} that did not: {sum(r.hand for r in short)} need a step applied by hand (advice)")
         print(f"prediction equal to the measurement: {exact}/{len(counted)} = {exact / len(counted):.0%}")

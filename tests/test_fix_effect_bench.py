@@ -83,10 +83,17 @@ def test_framework_advice_is_by_hand_and_leaves_the_minimum_at_no_retrace() -> N
     assert fix_effect.by_hand([advice])
 
 
-def test_help_prints_usage_and_runs_nothing(capsys: Any) -> None:
+def test_help_explains_the_bench_and_runs_nothing(capsys: Any) -> None:
     import pytest
 
-    with pytest.raises(SystemExit) as info:
+    with pytest.raises(SystemExit) as done:
         fix_effect.main(["--help"])
-    assert info.value.code == 0
-    assert capsys.readouterr().out.startswith("usage:")
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python bench/fix_effect.py") and "SCRIPT" in out
+
+
+def test_who_makes_a_step_is_read_from_its_by_field() -> None:
+    made = dict(step(3, 1), by="tfretrace")
+    assert not fix_effect.by_hand([made])
+    assert fix_effect.by_hand([dict(step(3, 1, edits=False, kind="advice"), by="hand")])

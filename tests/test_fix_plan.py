@@ -143,13 +143,16 @@ def test_plan_ranks_steps_and_ends_with_one_signature(tmp_path: Path) -> None:
     sigs[1] = (t("x", 4, 5), py("lr", 0.9))
     rep = report(sigs, location=f"{path}:4", sites=[f"{path}:10"])
     steps = plan_for(rep, SourceReader())
-    assert render_counts(steps) == "4 traces -> 3 -> 1"
+    assert render_counts(steps) == "4 traces -> 1 with tfretrace fix --apply"
+    assert [s.by for s in steps] == ["tfretrace", "tfretrace"]
     assert [s.kind for s in steps] == ["tensor-argument", "input-signature"]
     assert steps[0].cause == "python-value-changed" and steps[-1].final
     assert steps[-1].cause == "shape-changed"
     # The final declaration keeps the user's keyword and opens exactly dim 1.
     assert steps[-1].code is not None and "jit_compile=False" in steps[-1].code
-    assert "tf.TensorSpec(shape=[4, None], dtype=tf.float32)" in steps[-1].code
+    # dim 1 varied; dim 0 is a batch dimension: open though it was 4 in every call, and said so.
+    assert "tf.TensorSpec(shape=[None, None], dtype=tf.float32)" in steps[-1].code
+    assert steps[-1].pinned is not None and "x dim 0" in steps[-1].pinned
     # The code shown is the user's own line as it reads after the edit.
     assert steps[0].code == f"# {path}:10\nstep(tf.ones([4, n]), tf.constant(0.1 * n, dtype=tf.float32))"
     edited = apply_edits(path.read_text(), [e for s in steps for e in s.edits])
@@ -209,8 +212,13 @@ def test_def_in_a_function_with_a_partial_batch_ranks_moving_the_def_first(tmp_p
     rep = report(sigs, location=f"{path}:12", name="run.<locals>.inner", sites=[f"{path}:19"], objects=objects)
     planned = with_plan(rep, SourceReader())
     steps = [PlanStep.from_dict(s) for s in planned.plan]
-    assert steps[0].cause == "new-function-object" and steps[0].traces_before == 10 and steps[0].traces_after == 2
-    assert "scale" in steps[0].summary  # what it closes over
+    # tfretrace's own edit first (drop_remainder: 10 -> 5), then moving the def by hand (5 -> 1).
+    assert [(s.kind, s.by, s.traces_before, s.traces_after) for s in steps if s.kind != "statement"] == [
+        ("drop-remainder", "tfretrace", 10, 5),
+        ("advice", "hand", 5, 1),
+    ]
+    assert steps[1].cause == "new-function-object"
+    assert "scale" in steps[1].summary  # what it closes over
     assert planned.main_cause == "new-function-object"
     assert steps[-1].traces_after == 1
 
@@ -286,7 +294,7 @@ def test_reports_lead_each_function_with_its_plan(tmp_path: Path) -> None:
     session = Session(functions=(rep,), wall_seconds=2.0)
     text = TextRenderer(width=200).render(session)
     assert text.index("Fix plan: 3 traces -> 1") < text.index("#1 first-trace")
-    assert text.count("tf.TensorSpec(shape=[4, None], dtype=tf.float32)") == 1  # shown once, in the plan
+    assert text.count("tf.TensorSpec(shape=[None, None], dtype=tf.float32)") == 1  # shown once, in the plan
     assert "Fix plan: 3 traces -> 1" in render_plans(session, width=200)
     html = HtmlRenderer().render(session)
     assert html.index('class="plan"') < html.index('class="events"')
@@ -305,6 +313,9 @@ def step(x, depth):
     for _ in range(depth):
         x = x * 2.0
     return x
+
+
+score([1, 2], 2)
 """
 
 
@@ -315,10 +326,14 @@ def test_python_values_the_body_needs_stay_python_values(tmp_path: Path) -> None
     def ints(n: int) -> tuple[Leaf, ...]:
         return (Leaf("ids", "list", value=f"of len {n}", type_name="list"), *(py(f"ids[{i}]", i) for i in range(n)))
 
-    # A list the body feeds to tf.constant cannot become a tensor: said, not offered.
-    lists = report([(*ints(n), py("depth", 2)) for n in (2, 3, 4)], location=f"{path}:4", name="score")
+    # A list the body feeds to tf.constant becomes a tensor, and the body says tf.convert_to_tensor
+    # (tf.constant refuses a symbolic tensor); depth steers a Python if, so no signature is written.
+    lists = report(
+        [(*ints(n), py("depth", 2)) for n in (2, 3, 4)], location=f"{path}:4", name="score", sites=[f"{path}:16"]
+    )
     steps = plan_for(lists, SourceReader())
-    assert {s.kind for s in steps} == {"statement"} and "tf.constant" in steps[0].summary
+    assert [s.kind for s in steps] == ["tensor-argument", "reduce-retracing"]
+    assert "tf.convert_to_tensor([ids])" in [e.text for e in steps[0].edits]
     # A constant int that sets a Python loop's length keeps the input_signature from being written.
     shapes = report([(t("x", n), py("depth", 3)) for n in (2, 3, 4)], location=f"{path}:9", name="step")
     assert [s.kind for s in plan_for(shapes, SourceReader())] == ["reduce-retracing"]

@@ -33,17 +33,18 @@ EXPECTED: dict[str, tuple[int, list[str], int]] = {
     "dtype_cast": (2, ["cast-dtype"], 1),
     "none_state": (2, ["zero-state"], 1),
     "partial_batch": (2, ["drop-remainder"], 1),
-    "def_in_method": (10, ["advice", "drop-remainder"], 1),
+    "def_in_method": (10, ["drop-remainder", "advice"], 1),  # tfretrace's edit first, then by hand
     "per_replica": (2, ["element-spec"], 1),
     "per_replica_generator": (2, ["element-spec"], 1),  # the edit is made (not advice): measured 1
     "new_config_object": (4, ["advice"], 1),
     "read_only_variable": (3, ["tensor-argument"], 1),  # the call that hit is edited too
-    "list_of_tensors": (3, ["advice", "input-signature"], 1),
+    "list_of_tensors": (3, ["tensor-argument", "input-signature"], 1),
     "tutorial_loop": (3, ["drop-remainder"], 2),  # first + optimizer variable creation remain
     "train_and_validation": (3, ["drop-remainder"], 2),  # the batch() the loop iterates is found
     "rnn_generate": (2, ["zero-state", "input-signature"], 1),
     "variable_lists": (2, ["statement"], 2),
-    "keras_predict": (2, ["keras-pad"], 1),
+    "keras_predict": (2, ["keras-call"], 0),  # no predict function is traced at all
+    "keras_predict_pad": (2, ["keras-pad"], 1),
 }
 
 
@@ -93,7 +94,7 @@ def test_fixes_never_edit_tensorflow_or_keras(results: dict[str, Any]) -> None:
         for step in found["plan"]:
             for edit in step["edits"]:
                 assert edit["path"] == "prog.py"
-    keras_step = results["keras_predict"]["plan"][0]
+    keras_step = results["keras_predict_pad"]["plan"][0]
     # The third call hit the relaxed trace and was never recorded: the sizes are lower bounds.
     assert "dim 0 to at least 32, dim 1 to at least 9" in keras_step["summary"]
 
@@ -193,3 +194,17 @@ def test_every_planned_edit_is_at_an_anchor_of_its_kind(results: dict[str, Any])
                 check_edit(step.kind, anchors, edit)  # AnchorError names the scenario's file:line
                 checked += 1
     assert checked >= len([k for k, r in results.items() if any(s["edits"] for s in r["plan"])])
+
+
+def test_keras_predict_on_small_inputs_becomes_a_model_call(results: dict[str, Any]) -> None:
+    # The same NumPy result, and no predict function left to trace (measured 0 above).
+    assert "y = model(x, training=False).numpy()" in results["keras_predict"]["edited"]
+    assert [s["by"] for s in results["keras_predict"]["plan"]] == ["tfretrace"]
+    assert [s["by"] for s in results["keras_predict_pad"]["plan"]] == ["hand"]
+
+
+def test_a_list_the_body_only_sums_is_stacked_by_tfretrace(results: dict[str, Any]) -> None:
+    edited = results["list_of_tensors"]["edited"]
+    assert "return tf.reduce_sum(losses, axis=0)" in edited
+    assert "total(tf.stack([tf.constant(1.0)] * n))" in edited
+    assert [s["by"] for s in results["list_of_tensors"]["plan"]] == ["tfretrace", "tfretrace"]

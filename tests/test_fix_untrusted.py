@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,11 +18,12 @@ import pytest
 
 from sessions import storm
 from tfretrace.cli import main
+from tfretrace.events import KerasInfo
 from tfretrace.fix import apply as apply_mod
 from tfretrace.fix.plan import PlanStep
 from tfretrace.fix.source import Replacement, SourceReader, Span
 from tfretrace.fix.verify import program_command
-from tfretrace.session import Session
+from tfretrace.session import Session, load
 
 # A program that runs without TensorFlow: `function` stands in for tf.function, so the source
 # has the decorator the plan edits and `tfretrace run` needs no TensorFlow to run it.
@@ -549,3 +551,188 @@ def test_call_form_functions_take_call_site_edits_at_the_name_they_are_bound_to(
     saved.write_text(json.dumps(report))
     assert main(["fix", str(saved), "--apply"]) == 0
     assert "out = tf_f(x, tf.constant(3, dtype=tf.int32))" in (tmp_path / "train.py").read_text()
+
+
+# -- the edit kinds that move statements, rewrite a body or replace predict ------------------
+
+MOVES_PROGRAM = (
+    "import tensorflow as tf\n"  # 1
+    "\n\n"
+    "class Config:\n"  # 4
+    "    def __init__(self, rate):\n"
+    "        self.rate = rate\n"
+    "\n\n"
+    "def square(x):\n"  # 9
+    "    return x * x\n"
+    "\n\n"
+    "def outer(n):\n"  # 13
+    "    @tf.function\n"
+    "    def step(x):\n"  # 15
+    "        return x + 1\n"
+    "\n"
+    "    return step(n)\n"
+    "\n\n"
+    "def compute(x, cfg):\n"  # 21
+    "    return x * cfg.rate\n"
+    "\n\n"
+    "def total(losses, scale):\n"  # 25
+    "    return tf.add_n(losses) * tf.constant(scale)\n"
+    "\n\n"
+    "for epoch in range(3):\n"  # 29
+    "    loss_fn = tf.function(compute)\n"
+    "    ds = tf.data.Dataset.range(4).map(lambda v: v + 1)\n"
+    "    cfg = Config(0.5)\n"
+    "    loss_fn(1.0, cfg)\n"  # 33
+    "    total([1.0], 2.0)\n"
+    "\n"
+    "out = tf.vectorized_map(square, tf.ones([3]))\n"  # 36
+    "y = model.predict(x, verbose=0)\n"  # 37
+    "z = model.predict(x, verbose=0)\n"  # 38: another site
+)
+# Which recorded function each kind's edits belong to: its name, def line and call site.
+MOVE_FUNCTIONS = {
+    "hoist-def": ("outer.<locals>.step", 15, None),
+    "input-signature": ("outer.<locals>.step", 15, None),
+    "hoist-wrap": ("compute", 21, 33),
+    "hoist-object": ("compute", 21, 33),
+    "hoist-pipeline": ("map_fn", 31, 31),
+    "wrap-vectorized-map": ("loop_fn", 36, 36),
+    "tensor-argument": ("total", 25, 34),
+    "keras-call": ("predict", 37, 37),
+}
+BEFORE_LOOP = Span("prog.py", 29, 0, 29, 0)
+
+
+def _derived(kind: str) -> tuple[Replacement, ...]:
+    """The edits tfretrace itself makes for ``kind`` in MOVES_PROGRAM (the planner's own functions)."""
+    from tfretrace.fix import hoist
+
+    reader = SourceReader(".")
+    if kind in ("hoist-def", "input-signature"):
+        definition = reader.function_at("prog.py:15", "step")
+        new = "tf.function(input_signature=[tf.TensorSpec(shape=[], dtype=tf.int32)])"
+        found = hoist.hoist_edits(definition, reader, new if kind == "input-signature" else None)
+    elif kind in ("hoist-wrap", "hoist-pipeline"):
+        found = hoist.pipeline_edits(reader, "prog.py:30" if kind == "hoist-wrap" else "prog.py:31")
+    elif kind == "hoist-object":
+        found = hoist.object_edits(reader, "prog.py:33", "cfg")
+    elif kind == "wrap-vectorized-map":
+        wrapped = hoist.vectorized_edits(reader, "prog.py:36")
+        found = None if wrapped is None else wrapped[1]
+    elif kind == "tensor-argument":
+        found = (Replacement(Span("prog.py", 26, 11, 26, 27), "tf.reduce_sum(losses, axis=0)"),
+                 Replacement(Span("prog.py", 26, 30, 26, 48), "tf.convert_to_tensor(scale)"),
+                 Replacement(Span("prog.py", 34, 10, 34, 15), "tf.stack([1.0])"))
+    else:
+        found = (Replacement(Span("prog.py", 37, 4, 37, 31), "model(x, training=False).numpy()"),)
+    assert found is not None, kind
+    return tuple(found)
+
+
+def _moves_session(tmp_path: Path, kind: str, edits: tuple[Replacement, ...]) -> Path:
+    name, line, site = MOVE_FUNCTIONS[kind]
+    report = storm(name=name)
+    events = tuple(replace(e, call_site=None if site is None else f"prog.py:{site}") for e in report.events)
+    (tmp_path / "prog.py").write_text(MOVES_PROGRAM)
+    keras = KerasInfo("model", "Sequential", "predict") if kind == "keras-call" else None
+    report = replace(report, location=f"prog.py:{line}", events=events, plan=(step(kind, edits),), keras=keras)
+    session = Session(functions=(report,), wall_seconds=10.0, root=str(tmp_path),
+                      sources=(("prog.py", sha(MOVES_PROGRAM.encode())),))
+    return session.save(tmp_path / "run.json")
+
+
+@pytest.mark.parametrize("kind", sorted(MOVE_FUNCTIONS))
+def test_the_new_kinds_edits_at_their_anchors_are_made(tmp_path: Path, kind: str) -> None:
+    (tmp_path / "prog.py").write_text(MOVES_PROGRAM)
+    saved = _moves_session(tmp_path, kind, _derived(kind))
+    assert main(["fix", str(saved), "--apply"]) == 0
+    assert (tmp_path / "prog.py").read_text() != MOVES_PROGRAM
+
+
+def _swap(kind: str, index: int, text: str) -> tuple[Replacement, ...]:
+    edits = list(_derived(kind))
+    edits[index] = Replacement(edits[index].span, text)
+    return tuple(edits)
+
+
+HOSTILE_LINE = HOSTILE_TEXT + "\n"
+NEW_KIND_HOSTILE: list[tuple[str, Callable[[], tuple[Replacement, ...]]]] = [
+    # the def moved with a statement of the session's own, or with another body
+    ("hoist-def", lambda: _swap("hoist-def", 1, _derived("hoist-def")[1].text + HOSTILE_LINE)),
+    ("hoist-def", lambda: _swap("hoist-def", 1, _derived("hoist-def")[1].text.replace("x + 1", HOSTILE_TEXT))),
+    # a removal of another def, with its def written back: not the recorded function's move
+    ("hoist-def", lambda: (Replacement(Span("prog.py", 9, 0, 10, 16), ""),
+                           Replacement(Span("prog.py", 4, 0, 4, 0), "def square(x):\n    return x * x\n"))),
+    # only the removal: the def would be gone
+    ("hoist-def", lambda: _derived("hoist-def")[:1]),
+    # the moved def's decorator set to something a signature edit does not write
+    ("input-signature", lambda: _swap("input-signature", 1, _derived("input-signature")[1].text.replace(
+        "tf.TensorSpec(shape=[], dtype=tf.int32)", HOSTILE_TEXT))),
+    ("hoist-wrap", lambda: _swap("hoist-wrap", 1, HOSTILE_LINE)),
+    ("hoist-wrap", lambda: (Replacement(BEFORE_LOOP, HOSTILE_LINE),)),
+    # the pipeline's move used for the config object's line
+    ("hoist-pipeline", lambda: _derived("hoist-object")),
+    ("hoist-pipeline", lambda: _swap("hoist-pipeline", 1, "ds = tf.data.Dataset.range(4).map(eval)\n")),
+    ("hoist-object", lambda: _swap("hoist-object", 1, "cfg = Config(__import__('os').system('x'))\n")),
+    ("hoist-object", lambda: _derived("hoist-object")[1:]),  # made twice: before the loop and in it
+    ("wrap-vectorized-map", lambda: _swap("wrap-vectorized-map", 0, _derived("wrap-vectorized-map")[0].text.replace(
+        "return tf.vectorized_map(square, elems)", f"return {HOSTILE_TEXT}"))),
+    ("wrap-vectorized-map", lambda: _swap("wrap-vectorized-map", 1, HOSTILE_TEXT)),
+    ("tensor-argument", lambda: _swap("tensor-argument", 0, f"tf.reduce_sum({HOSTILE_TEXT}, axis=0)")),
+    ("tensor-argument", lambda: _swap("tensor-argument", 1, f"tf.convert_to_tensor({HOSTILE_TEXT})")),
+    ("tensor-argument", lambda: _swap("tensor-argument", 2, f"tf.stack({HOSTILE_TEXT})")),
+    # the body's rewrite used on a call outside the function
+    ("tensor-argument", lambda: (Replacement(Span("prog.py", 36, 32, 36, 44), "tf.convert_to_tensor([3])"),)),
+    ("keras-call", lambda: _swap("keras-call", 0, f"model(x, training=False).numpy() or {HOSTILE_TEXT}")),
+    ("keras-call", lambda: _swap("keras-call", 0, "model(y, training=False).numpy()")),
+    ("keras-call", lambda: (Replacement(Span("prog.py", 36, 6, 36, 45), "square(x, training=False).numpy()"),)),
+    # a predict call the recorded function was not called at (line 37 is its site)
+    ("keras-call", lambda: (Replacement(Span("prog.py", 38, 4, 38, 31), "model(x, training=False).numpy()"),)),
+]
+
+
+@pytest.mark.parametrize(("kind", "make"), NEW_KIND_HOSTILE)
+def test_the_new_kinds_edits_off_their_anchors_or_with_foreign_text_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, make: Callable[[], tuple[Replacement, ...]]
+) -> None:
+    from tfretrace.fix.anchors import AnchorError, anchors_for, check_step
+
+    (tmp_path / "prog.py").write_text(MOVES_PROGRAM)
+    edits = make()
+    saved = _moves_session(tmp_path, kind, edits)
+    assert main(["fix", str(saved), "--apply"]) == 2
+    one_line_error(capsys.readouterr().err)
+    assert (tmp_path / "prog.py").read_text() == MOVES_PROGRAM
+    # Refused by the anchors (not by a later parse): the check itself says no.
+    (report,) = load(saved).functions
+    with pytest.raises(AnchorError):
+        check_step(kind, anchors_for(report, SourceReader(tmp_path)), edits)
+
+
+def test_a_def_longer_than_an_edit_text_is_moved_whole(tmp_path: Path) -> None:
+    # A moved def is the file's own lines, not a decorator: its size is not bounded like one.
+    from tfretrace.fix.rewrite import MAX_EDIT_CHARS
+
+    padding = "".join(f"        x = x + {i}  # a long training step, line {i}\n" for i in range(150))
+    program = MOVES_PROGRAM.replace("        return x + 1\n", padding + "        return x + 1\n")
+    assert len(padding) > MAX_EDIT_CHARS
+    (tmp_path / "prog.py").write_text(program)
+    from tfretrace.fix import hoist
+
+    reader = SourceReader(".")
+    edits = hoist.hoist_edits(reader.function_at("prog.py:15", "step"), reader)
+    assert edits is not None
+    report = replace(storm(name="outer.<locals>.step"), location="prog.py:15", plan=(step("hoist-def", edits),))
+    saved = Session(functions=(report,), wall_seconds=1.0, root=".", sources=(("prog.py", sha(program.encode())),)
+                    ).save(tmp_path / "run.json")
+    assert main(["fix", str(saved), "--apply"]) == 0
+    text = (tmp_path / "prog.py").read_text()
+    assert text.index("\ndef step(x):") < text.index("\ndef outer(n):") and text.count("x = x + 149") == 1
+    # The same size of text of the session's own is still refused.
+    hostile = Replacement(edits[1].span, edits[1].text.replace("x = x + 1 ", HOSTILE_TEXT + " ", 1))
+    (tmp_path / "prog.py").write_text(program)
+    report = replace(report, plan=(step("hoist-def", (edits[0], hostile)),))
+    saved = Session(functions=(report,), wall_seconds=1.0, root=".", sources=(("prog.py", sha(program.encode())),)
+                    ).save(tmp_path / "run.json")
+    assert main(["fix", str(saved), "--apply"]) == 2
+    assert (tmp_path / "prog.py").read_text() == program

@@ -406,21 +406,25 @@ class FunctionReport:
 
     @property
     def main_cause(self) -> str | None:
-        """The cause whose fix removes the most traces (the plan's ranking), else the most frequent one.
+        """The cause whose fix removes the largest share of traces (the plan's ranking), else the most frequent one.
 
+        The share a step removes (removed / traces before it) does not depend on where the plan puts
+        it when causes multiply (5 function objects x 2 shapes: one object removes 4/5 of the traces
+        before or after the shapes are fixed), and the plan orders steps by who makes them.
         ``xla-recompile`` when nothing retraced but XLA compiled again; None when neither.
         """
-        best: tuple[int, float, str] | None = None
+        best: tuple[float, int, float, str] | None = None
         for step in self.plan:
             try:
-                removed = int(step["traces_before"]) - int(step["traces_after"])
-                key = (removed, float(step.get("seconds_saved", 0)), str(step["cause"]))
+                before = int(step["traces_before"])
+                removed = before - int(step["traces_after"])
+                key = (removed / max(before, 1), removed, float(step.get("seconds_saved", 0)), str(step["cause"]))
             except (KeyError, TypeError, ValueError, AttributeError):
                 continue  # a malformed step (a foreign session) ranks nothing
-            if removed > 0 and (best is None or key[:2] > best[:2]):
+            if removed > 0 and (best is None or key[:3] > best[:3]):
                 best = key
         if best is not None:
-            return best[2]
+            return best[3]
         counts: dict[str, int] = {}
         for event in self.events:
             if event.is_retrace:

@@ -12,7 +12,7 @@ from tfretrace._text import printable
 from tfretrace.config import find as find_config
 from tfretrace.config import load as load_config
 from tfretrace.fix.apply import Advice, FileChange, FixError, mark_verified, prepare, unified_diff, write_all
-from tfretrace.fix.verify import Verification, log_path, verify
+from tfretrace.fix.verify import Verification, log_path, row_key, verify
 from tfretrace.render.text import render_plans
 from tfretrace.session import load
 
@@ -149,7 +149,7 @@ def _record(path: str, result: Verification, err: TextIO) -> None:
     """
     if result.session is None or result.exit_status != 0:
         return
-    measured = {(f.name, f.location.rpartition(":")[0]): f.traces for f in result.session.functions}
+    measured = {row_key(f): f.traces for f in result.session.functions}
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         atomic_write_text(path, json.dumps(mark_verified(data, measured), indent=2) + "\n")

@@ -3,9 +3,11 @@
 A session is data from elsewhere (a colleague, a CI artifact, an issue): its plan's edits are
 replayed only when each sits at an anchor that its step's kind edits (the function's tf.function
 decorator or wrapping call, an argument of a call of that function, a ``.batch()`` call, an initial
-``None``) and its text is what that kind writes there (a tf.function declaration with a signature, the
-argument itself wrapped in a tensor conversion, ...). Anchors are found in the file as it is now,
-never taken from the session. A kind not in :data:`CHECKS` makes no edit.
+``None``, a ``tf.constant`` or ``tf.add_n`` of a parameter in the body, a ``.predict`` call) and its
+text is what that kind writes there (a tf.function declaration with a signature, the argument itself
+wrapped in a tensor conversion, ...). Moves (hoists, the vectorized_map wrapper) are derived again
+from the file and must match exactly (fix.anchor_moves). Anchors are found in the file as it is
+now, never taken from the session. A kind not in :data:`CHECKS` makes no edit.
 
 To add an edit kind: write a ``Check`` (it returns None to accept an edit, or one line saying why
 not) and add it to :data:`CHECKS` under the step's ``kind``.
@@ -14,87 +16,33 @@ not) and add it to :data:`CHECKS` under the step's ``kind``.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 from tfretrace.events import FunctionReport
-from tfretrace.fix.source import DefInfo, Replacement, SourceReader, Span, callee_name
+from tfretrace.fix.anchor_base import (
+    AnchorError,
+    Anchors,
+    Check,
+    dotted_name,
+    expression,
+    is_literal,
+    is_module_attr,
+    span_of,
+)
+from tfretrace.fix.anchor_moves import (
+    MOVES,
+    any_of,
+    body_constant,
+    body_sum,
+    is_move,
+    keras_call,
+    missing_part,
+    move,
+    moved_def,
+)
+from tfretrace.fix.source import Replacement, SourceReader, Span, callee_name
 
-
-class AnchorError(ValueError):
-    """An edit that is not at an anchor of its step's kind, or whose text is not of that kind: one line."""
-
-
-@dataclass(frozen=True)
-class Anchors:
-    """What one function's edits may touch: its def and the names it is called by, read from source."""
-
-    report: FunctionReport
-    reader: SourceReader
-    definition: DefInfo | None
-    names: tuple[str, ...]
-
-    def tree(self, path: str) -> ast.Module | None:
-        """The parsed file an edit is in, or None when it cannot be read."""
-        parsed = self.reader.module(path)
-        return None if parsed is None else parsed[1]
-
-    def alias(self, path: str) -> str | None:
-        """That file's name for the tensorflow module."""
-        return self.reader.tf_alias(path)
-
-    def call_arguments(self, path: str) -> Iterator[ast.expr]:
-        """Every argument expression passed in a call of this function in one file."""
-        tree = self.tree(path)
-        if tree is None:
-            return
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and callee_name(node.func) in self.names:
-                yield from (a for a in node.args if not isinstance(a, ast.Starred))
-                yield from (k.value for k in node.keywords if k.arg is not None)
-
-
-Check = Callable[[Anchors, Replacement], "str | None"]
-
-
-def _span_of(node: ast.expr, path: str) -> Span:
-    return Span(path, node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
-
-
-def _expression(text: str) -> ast.expr | None:
-    try:
-        return ast.parse(text.strip(), mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
-def _dotted(node: ast.expr) -> list[str] | None:
-    """``["tf", "dtypes", "float32"]`` for ``tf.dtypes.float32``; None for anything but names and attributes."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return [node.id, *reversed(parts)]
-
-
-def _is_module_attr(node: ast.expr, alias: str | None) -> bool:
-    """``tf.float32``: an attribute of the file's tensorflow module (a dtype, in our texts)."""
-    dotted = _dotted(node)
-    return dotted is not None and len(dotted) >= 2 and dotted[0] == (alias or "tf")
-
-
-def _is_literal(node: ast.expr, alias: str | None) -> bool:
-    """A constant, a list/tuple of constants (a shape), or a dtype such as ``tf.float32``."""
-    if isinstance(node, ast.Constant):
-        return True
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return isinstance(node.operand, ast.Constant)
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return all(_is_literal(e, alias) for e in node.elts)
-    return _is_module_attr(node, alias)
-
+__all__ = ["CHECKS", "AnchorError", "Anchors", "anchors_for", "check_edit", "check_step", "declaration"]
 
 _SPECS = {"TensorSpec", "RaggedTensorSpec", "SparseTensorSpec"}
 
@@ -106,17 +54,17 @@ def _is_spec(node: ast.expr, alias: str | None) -> bool:
     if isinstance(node, ast.Dict):
         return all(isinstance(k, ast.Constant) for k in node.keys) and all(_is_spec(v, alias) for v in node.values)
     if isinstance(node, ast.Attribute) and node.attr == "element_spec":
-        return _dotted(node) is not None
+        return dotted_name(node) is not None
     if not isinstance(node, ast.Call):
         return False
-    dotted = _dotted(node.func)
+    dotted = dotted_name(node.func)
     if dotted is None:
         return False
     values = [*node.args, *(k.value for k in node.keywords)]
     if any(k.arg is None for k in node.keywords):
         return False
     if dotted[-1] in _SPECS and dotted[0] == (alias or "tf"):
-        return all(_is_literal(v, alias) for v in values)
+        return all(is_literal(v, alias) for v in values)
     # A namedtuple of specs: the user's own type, called with specs for its fields.
     return len(dotted) == 1 and not node.args and all(_is_spec(v, alias) for v in values)
 
@@ -137,57 +85,72 @@ DECLARATION_KEYWORDS: dict[str, Callable[[ast.expr, str | None], bool]] = {
 
 
 def declaration(keyword: str) -> Check:
-    """The function's tf.function decorator or wrapping call, made with ``keyword`` added or changed."""
+    """The function's tf.function decorator or wrapping call, made with ``keyword`` added or changed.
+
+    After a hoist the step's edits are the hoist's (see :func:`anchor_moves.moved_def`), the moved
+    def carrying the new decorator.
+    """
 
     def check(anchors: Anchors, edit: Replacement) -> str | None:
         definition = anchors.definition
+        alias = anchors.alias(edit.span.path)
+        if is_move(edit):
+            original = None if definition is None else definition.decorator_text
+            if original is None:
+                return "not a def tfretrace moves to module level"
+            kept = original
+            return moved_def(anchors, edit, lambda new: declared(kept, new, keyword, alias))
         places = [] if definition is None else [
             (definition.decorator, definition.decorator_text), (definition.wrap_call, definition.wrap_text)
         ]
         original = next((text for span, text in places if span is not None and span == edit.span), None)
         if original is None:
             return "not the function's tf.function decorator or wrapping call"
-        before, after = _expression(original), _expression(edit.text)
-        if before is None or not isinstance(after, ast.Call):
-            return "the new text is not a tf.function declaration"
-        alias = anchors.alias(edit.span.path)
-        callee = before.func if isinstance(before, ast.Call) else before
-        old_args = before.args if isinstance(before, ast.Call) else []
-        old_keywords = {k.arg: ast.dump(k.value) for k in before.keywords} if isinstance(before, ast.Call) else {}
-        if ast.dump(after.func) != ast.dump(callee) or [ast.dump(a) for a in after.args] != [
-            ast.dump(a) for a in old_args
-        ]:
-            return "the new text declares something else than the function's tf.function"
-        added = False
-        for item in after.keywords:
-            if item.arg is not None and old_keywords.get(item.arg) == ast.dump(item.value):
-                continue  # kept as the user wrote it
-            allowed = DECLARATION_KEYWORDS.get(item.arg or "")
-            if allowed is None or not allowed(item.value, alias):
-                return f"the new text sets {item.arg or '**'} to something a {keyword} edit does not write"
-            added = added or item.arg == keyword
-        return None if added else f"the new text does not set {keyword}"
+        return declared(original, edit.text, keyword, alias)
 
     return check
+
+
+def declared(original: str, text: str, keyword: str, alias: str | None) -> str | None:
+    """None when ``text`` is the declaration ``original`` with ``keyword`` set; else why not."""
+    before, after = expression(original), expression(text)
+    if before is None or not isinstance(after, ast.Call):
+        return "the new text is not a tf.function declaration"
+    callee = before.func if isinstance(before, ast.Call) else before
+    old_args = before.args if isinstance(before, ast.Call) else []
+    old_keywords = {k.arg: ast.dump(k.value) for k in before.keywords} if isinstance(before, ast.Call) else {}
+    if ast.dump(after.func) != ast.dump(callee) or [ast.dump(a) for a in after.args] != [
+        ast.dump(a) for a in old_args
+    ]:
+        return "the new text declares something else than the function's tf.function"
+    added = False
+    for item in after.keywords:
+        if item.arg is not None and old_keywords.get(item.arg) == ast.dump(item.value):
+            continue  # kept as the user wrote it
+        allowed = DECLARATION_KEYWORDS.get(item.arg or "")
+        if allowed is None or not allowed(item.value, alias):
+            return f"the new text sets {item.arg or '**'} to something a {keyword} edit does not write"
+        added = added or item.arg == keyword
+    return None if added else f"the new text does not set {keyword}"
 
 
 def call_argument(*conversions: str) -> Check:
     """An argument of a call of the function, wrapped in ``tf.<conversion>(argument, dtype)``."""
 
     def check(anchors: Anchors, edit: Replacement) -> str | None:
-        found = next((a for a in anchors.call_arguments(edit.span.path) if _span_of(a, edit.span.path) == edit.span),
+        found = next((a for a in anchors.call_arguments(edit.span.path) if span_of(a, edit.span.path) == edit.span),
                      None)
         if found is None:
             return f"not an argument of a call of {anchors.names[-1]}"
         alias = anchors.alias(edit.span.path)
-        new = _expression(edit.text)
-        dotted = None if not isinstance(new, ast.Call) else _dotted(new.func)
+        new = expression(edit.text)
+        dotted = None if not isinstance(new, ast.Call) else dotted_name(new.func)
         if not isinstance(new, ast.Call) or dotted is None or dotted[1:] != [dotted[-1]] or dotted[0] != alias:
             return "the new text is not a tensor conversion of the argument"
         if dotted[-1] not in conversions or not new.args or ast.dump(new.args[0]) != ast.dump(found):
             return "the new text is not a tensor conversion of the argument"
         extra = [*new.args[1:], *(k.value for k in new.keywords)]
-        if any(k.arg != "dtype" for k in new.keywords) or not all(_is_module_attr(v, alias) for v in extra):
+        if any(k.arg != "dtype" for k in new.keywords) or not all(is_module_attr(v, alias) for v in extra):
             return "the new text passes more than a dtype to the conversion"
         return None
 
@@ -204,15 +167,15 @@ def zero_state(anchors: Anchors, edit: Replacement) -> str | None:
             n.value for n in ast.walk(tree)
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is None
         )
-    if not any(_span_of(n, path) == edit.span for n in nones):
+    if not any(span_of(n, path) == edit.span for n in nones):
         return "not a None passed to the function or assigned before its call"
     alias = anchors.alias(path)
-    new = _expression(edit.text)
+    new = expression(edit.text)
     if (
         not isinstance(new, ast.Call)
-        or _dotted(new.func) != [alias or "tf", "zeros"]
+        or dotted_name(new.func) != [alias or "tf", "zeros"]
         or any(k.arg is None for k in new.keywords)
-        or not all(_is_literal(v, alias) for v in [*new.args, *(k.value for k in new.keywords)])
+        or not all(is_literal(v, alias) for v in [*new.args, *(k.value for k in new.keywords)])
     ):
         return "the new text is not a zero tensor of a literal shape"
     return None
@@ -238,10 +201,17 @@ CHECKS: dict[str, Check] = {
     "input-signature": declaration("input_signature"),
     "element-spec": declaration("input_signature"),
     "reduce-retracing": declaration("reduce_retracing"),
-    "tensor-argument": call_argument("constant", "convert_to_tensor"),
+    # At the call sites, and in the body: tf.constant(param) -> tf.convert_to_tensor, tf.add_n -> reduce_sum.
+    "tensor-argument": any_of(call_argument("constant", "convert_to_tensor", "stack"), body_constant, body_sum),
     "cast-dtype": call_argument("cast"),
     "zero-state": zero_state,
     "drop-remainder": batch_insertion,
+    "keras-call": keras_call,
+    "hoist-def": move(MOVES["hoist-def"], "the def moved to module level"),
+    "hoist-wrap": move(MOVES["hoist-wrap"], "the tf.function(...) made once before its loop"),
+    "hoist-pipeline": move(MOVES["hoist-pipeline"], "the pipeline built once before its loop"),
+    "hoist-object": move(MOVES["hoist-object"], "the object made once before its loop"),
+    "wrap-vectorized-map": move(MOVES["wrap-vectorized-map"], "the vectorized_map wrapper and its call"),
 }
 
 
@@ -263,11 +233,20 @@ def _bound_to(reader: SourceReader, wrap: Span) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(parsed[1]):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            if _span_of(node.value, wrap.path) != wrap:
+            if span_of(node.value, wrap.path) != wrap:
                 continue
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             found.update(name for t in targets if (name := callee_name(t)) is not None)
     return found
+
+
+def check_step(kind: str, anchors: Anchors, edits: Sequence[Replacement]) -> None:
+    """AnchorError unless every edit is at an anchor of ``kind`` and every move is made whole."""
+    for edit in edits:
+        check_edit(kind, anchors, edit)
+    reason = missing_part(kind, anchors, tuple(edits))
+    if reason is not None:
+        raise AnchorError(reason)
 
 
 def check_edit(kind: str, anchors: Anchors, edit: Replacement) -> None:

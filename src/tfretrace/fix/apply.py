@@ -12,7 +12,7 @@ from typing import Any
 
 from tfretrace._io import atomic_write_text
 from tfretrace.events import FunctionReport
-from tfretrace.fix.anchors import AnchorError, anchors_for, check_edit
+from tfretrace.fix.anchors import AnchorError, anchors_for, check_step
 from tfretrace.fix.files import SourceError, read_source_file
 from tfretrace.fix.files import digest as digest_bytes
 from tfretrace.fix.files import lines as source_lines
@@ -148,7 +148,7 @@ def prepare(session: Session, root: str | os.PathLike[str] | None = None) -> tup
     is data from elsewhere and never decides where files are written.
     """
     # libcst is imported only when files are really rewritten, not by every `tfretrace` start.
-    from tfretrace.fix.rewrite import RewriteError, apply_replacements, check_text
+    from tfretrace.fix.rewrite import RewriteError, adds_lines, apply_replacements, check_text
 
     base = Path(root if root is not None else ".")
     recorded = dict(session.sources)
@@ -163,7 +163,7 @@ def prepare(session: Session, root: str | os.PathLike[str] | None = None) -> tup
             raise FixError(f"{path}: outside the program's folder {base}; not applied (see --root)")
         for edit in edits:
             try:
-                check_text(edit.text, f"{path}:{edit.span.line}")
+                check_text(edit.text, f"{path}:{edit.span.line}", lines=adds_lines(edit))
             except RewriteError as exc:
                 raise FixError(str(exc)) from None
         try:
@@ -200,11 +200,10 @@ def _check_anchors(session: Session, reader: SourceReader) -> None:
             continue
         anchors = anchors_for(report, reader)
         for step in steps:
-            for edit in step.edits:
-                try:
-                    check_edit(step.kind, anchors, edit)
-                except AnchorError as exc:
-                    raise FixError(str(exc)) from None
+            try:
+                check_step(step.kind, anchors, step.edits)
+            except AnchorError as exc:
+                raise FixError(str(exc)) from None
 
 
 def unified_diff(changes: Sequence[FileChange]) -> str:
@@ -250,10 +249,15 @@ def write_all(changes: Sequence[FileChange], base: Path | None = None) -> list[P
     return [t for _c, t in targets]
 
 
-def mark_verified(data: dict[str, Any], measured: dict[tuple[str, str], int]) -> dict[str, Any]:
-    """The session JSON with each function's last edited plan step carrying the count measured after."""
+def mark_verified(data: dict[str, Any], measured: dict[tuple[str, str, str | None], int]) -> dict[str, Any]:
+    """The session JSON with each function's last edited plan step carrying the count measured after.
+
+    ``measured`` is keyed like ``verify.row_key``: name, file, and the Keras method (None for none).
+    """
     for function in data.get("functions", []):
-        key = (function.get("name"), function.get("location", "").rpartition(":")[0])
+        keras = function.get("keras")
+        method = keras.get("method") if isinstance(keras, dict) else None
+        key = (function.get("name"), function.get("location", "").rpartition(":")[0], method)
         if key not in measured:
             continue
         edited = [s for s in function.get("plan") or [] if s.get("edits")]

@@ -99,3 +99,84 @@ def _is_none_test(test: ast.expr, param: str) -> bool:
 
 def _mentions(node: ast.AST, name: str) -> bool:
     return any(isinstance(sub, ast.Name) and sub.id == name for sub in ast.walk(node))
+
+
+# Keyword arguments that TensorFlow wants as int64 (tf.summary's step, the optimizer's iterations).
+_INT64_KEYWORDS = frozenset({"step", "global_step"})
+
+
+def number_dtype(node: ast.AST, param: str) -> str:
+    """The tensor dtype a Python int ``param`` must become to fit every use in the body.
+
+    int32 (tf.constant's default) unless the body passes it where TensorFlow wants int64: a
+    ``tf.summary`` step (``step=param`` or a summary call's third argument) or ``tf.cast(param, tf.int64)``.
+    """
+    for sub in ast.walk(node):
+        if not isinstance(sub, ast.Call):
+            continue
+        if any(k.arg in _INT64_KEYWORDS and _mentions(k.value, param) for k in sub.keywords):
+            return "int64"
+        func = sub.func
+        in_summary = (
+            isinstance(func, ast.Attribute) and isinstance(func.value, ast.Attribute) and func.value.attr == "summary"
+        )
+        if in_summary and len(sub.args) >= 3 and _mentions(sub.args[2], param):
+            return "int64"
+    return "int32"
+
+
+def reads_static_size(node: ast.AST, param: str) -> bool:
+    """True when the body reads ``param``'s leading size as a Python number (``param.shape[0]``, ``len(param)``)."""
+    for sub in ast.walk(node):
+        if (
+            isinstance(sub, ast.Subscript)
+            and isinstance(sub.value, ast.Attribute)
+            and sub.value.attr == "shape"
+            and isinstance(sub.value.value, ast.Name)
+            and sub.value.value.id == param
+        ):
+            return True
+        if (
+            isinstance(sub, ast.Call)
+            and isinstance(sub.func, ast.Name)
+            and sub.func.id == "len"
+            and any(isinstance(a, ast.Name) and a.id == param for a in sub.args)
+        ):
+            return True
+    return False
+
+
+def constant_calls(node: ast.AST, param: str, tf: str, dtype: str) -> list[ast.Call] | None:
+    """The ``tf.constant(...)`` calls of the body that mention ``param``, when each can become ``tf.convert_to_tensor``.
+
+    ``tf.constant`` refuses a symbolic tensor; ``tf.convert_to_tensor`` gives the same tensor for a
+    Python value and passes a tensor (or a list holding one) through. Only a call with the value
+    alone, or with ``dtype=`` naming the ``dtype`` the call site will pass, is the same after
+    the change; None when some call is not.
+    """
+    found = []
+    for sub in ast.walk(node):
+        if not (isinstance(sub, ast.Call) and callee_name(sub.func) == "constant" and root_name(sub.func) == tf):
+            continue
+        if not any(_mentions(arg, param) for arg in (*sub.args, *(k.value for k in sub.keywords))):
+            continue
+        named = {k.arg: k.value for k in sub.keywords}
+        given = named.get("dtype")
+        same_dtype = given is None or (
+            isinstance(given, ast.Attribute) and given.attr == dtype and root_name(given) == tf
+        )
+        if len(sub.args) != 1 or set(named) - {"dtype"} or not same_dtype or not _mentions(sub.args[0], param):
+            return None
+        found.append(sub)
+    return found
+
+
+def python_if(node: ast.AST, param: str) -> bool:
+    """True when a Python if/while tests ``param``: it decides the graph's structure.
+
+    On a tensor, autograph would make it a tf.cond/while_loop whose branches must then agree on
+    what they produce: not a change tfretrace makes by itself.
+    """
+    return any(
+        isinstance(sub, (ast.If, ast.While, ast.IfExp)) and _mentions(sub.test, param) for sub in ast.walk(node)
+    )

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import ast
 from dataclasses import replace
 
 from tfretrace.events import PYTHON, TENSOR, VARIABLE, Leaf
-from tfretrace.fix.body import assigns_to, assigns_zeros_when_none, unsafe_uses
+from tfretrace.fix.body import assigns_to, assigns_zeros_when_none, number_dtype
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.predict import Call
 from tfretrace.fix.source import Replacement
 from tfretrace.fix.specs import NUMBER_DTYPES, is_top, shape_text
+from tfretrace.fix.tensor_body import add_n_body, body_note, tensor_body, with_body
 
 
 def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
@@ -29,7 +29,11 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
             continue
         if not types <= {"int", "float"}:
             continue
-        problem = _body_problem(ctx, path, arithmetic="int" in types and "float" not in types)
+        dtype = NUMBER_DTYPES["float" if "float" in types else "int"]
+        node = None if ctx.definition is None else ctx.definition.node
+        if dtype == "int32" and node is not None:
+            dtype = number_dtype(node, path)  # a tf.summary step must be int64
+        body, problem = tensor_body(ctx, path, dtype, arithmetic="int" in types and "float" not in types)
         if problem:
             out.append(
                 Candidate(
@@ -38,20 +42,21 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
                     f"{path} takes a new Python value per call, but {ctx.short} uses it as a Python value "
                     f"({problem}): it cannot simply become a tensor; each new value costs one trace",
                     None,
+                    python_use=problem,
                 )
             )
             continue
-        dtype = NUMBER_DTYPES["float" if "float" in types else "int"]
         tensor = Leaf(path, TENSOR, dtype=dtype, shape=())
         new = {c.index: replace(c, signature=_swap(c.signature, path, tensor)) for c in calls}
         edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")
         fallback = f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))"
-        code = ctx.reader.preview(edits) or fallback
+        code = _preview(ctx, body, edits) or fallback
+        edits = with_body(edits, body, missing)
         out.append(
             Candidate(
                 "python-value-changed",
                 "tensor-argument",
-                f"pass {path} as a {dtype} tensor at the call site" + _missing(missing),
+                f"pass {path} as a {dtype} tensor at the call site" + body_note(body, ctx) + _missing(missing),
                 code,
                 edits,
                 state.map_calls(_reached(new, calls, missing)),
@@ -69,8 +74,8 @@ def dtypes(ctx: FunctionContext, state: State) -> list[Candidate]:
         if not is_top(path) or any(leaf.kind != TENSOR for leaf in leaves):
             continue
         seen = [leaf.dtype for leaf in leaves]
-        if len(set(seen)) < 2:
-            continue
+        if len(set(seen)) < 2 or len({_dtype_family(d) for d in seen}) > 1:
+            continue  # no cast turns file names into waveforms: strings and numbers stay apart
         target = max(set(seen), key=lambda d: (seen.count(d), -seen.index(d)))
         new = {
             c.index: replace(
@@ -172,7 +177,8 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
             if stacked is not None:
                 out.append(stacked)
             continue
-        problem = _body_problem(ctx, path, arithmetic=False)
+        dtype = "float32" if any(k.type_name == "float" for k in kids) else "int32"
+        body, problem = tensor_body(ctx, path, dtype, arithmetic=False)
         if problem:
             out.append(
                 Candidate(
@@ -181,10 +187,10 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
                     f"{path} is a Python list of numbers of {len(lengths)} lengths, but {ctx.short} uses it as a "
                     f"Python list ({problem}): a tensor would break the body; each length costs one trace",
                     None,
+                    python_use=problem,
                 )
             )
             continue
-        dtype = "float32" if any(k.type_name == "float" for k in kids) else "int32"
         new = {}
         for c in calls:
             size = sum(
@@ -195,12 +201,15 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
             kept = tuple(leaf for leaf in c.signature if not leaf.path.startswith(path + "["))
             new[c.index] = replace(c, signature=_swap(kept, path, Leaf(path, TENSOR, dtype=dtype, shape=(size,))))
         edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")
+        code = _preview(ctx, body, edits) or f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype=...))"
+        edits = with_body(edits, body, missing)
         out.append(
             Candidate(
                 "structure-changed",
                 "tensor-argument",
-                f"pass {path} as one {dtype} tensor (its length can then vary)" + _missing(missing),
-                f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))",
+                f"pass {path} as one {dtype} tensor (its length can then vary)" + body_note(body, ctx)
+                + _missing(missing),
+                code,
                 edits,
                 state.map_calls(_reached(new, calls, missing)),
             )
@@ -228,6 +237,19 @@ def _stack_advice(
         stacked = Leaf(path, TENSOR, dtype=first.dtype, shape=(size, *shape))
         new[c.index] = replace(c, signature=_swap(kept, path, stacked))
     moved = state.map_calls(dict(new))
+    body = add_n_body(ctx, path)
+    edits, missing = ctx.arg_edits(state.replay.calls, path, "{tf}.stack({expr})")
+    if body is not None and edits and not missing:
+        # The body only sums the list (tf.add_n): the stacked tensor sums to the same value.
+        return Candidate(
+            "structure-changed",
+            "tensor-argument",
+            f"pass {ctx.tf}.stack({path}) (one {first.dtype} tensor whose length can vary) and sum it with "
+            f"{ctx.tf}.reduce_sum({path}, axis=0) in {ctx.short}'s body instead of {ctx.tf}.add_n({path})",
+            _preview(ctx, (body,), edits),
+            (body, *edits),
+            moved,
+        )
     return Candidate(
         "structure-changed",
         "advice",
@@ -334,6 +356,10 @@ def _zero_edits(
     return tuple(edits), missing
 
 
+def _dtype_family(dtype: str | None) -> str:
+    return "number" if dtype is not None and dtype != "string" and dtype != "variant" else str(dtype)
+
+
 def _swap(signature: tuple[Leaf, ...], path: str, leaf: Leaf) -> tuple[Leaf, ...]:
     return tuple(replace(leaf, path=path) if x.path == path else x for x in signature)
 
@@ -348,25 +374,10 @@ def _statement(ctx: FunctionContext, cause: str, path: str, kind: str, count: in
     )
 
 
-def _body_problem(ctx: FunctionContext, param: str, arithmetic: bool) -> str | None:
-    node = None if ctx.definition is None else ctx.definition.node
-    if node is None:
-        return None
-    uses = unsafe_uses(node, param)
-    if arithmetic:
-        # An int32 tensor mixes with int literals (step % 10) but not with float tensors (x * n);
-        # the other operand's type is unknown unless it is a literal int.
-        for sub in ast.walk(node):
-            if not isinstance(sub, ast.BinOp):
-                continue
-            sides = (sub.left, sub.right)
-            mine = [s for s in sides if isinstance(s, ast.Name) and s.id == param]
-            other = [s for s in sides if s not in mine]
-            literal = all(isinstance(s, ast.Constant) and type(s.value) is int for s in other)
-            if mine and not literal:
-                uses.append(f"arithmetic with {param}: an int32 tensor does not mix with float tensors")
-                break
-    return ", ".join(dict.fromkeys(uses)) or None
+def _preview(ctx: FunctionContext, body: tuple[Replacement, ...], edits: tuple[Replacement, ...]) -> str | None:
+    # The body's lines and the call sites' apart: one preview would show every line between them.
+    parts = [ctx.reader.preview(group) for group in (body, edits) if group]
+    return "\n".join(p for p in parts if p) or None
 
 
 def _reached(new: dict[int, Call], calls: tuple[Call, ...], missing: list[str]) -> dict[int, Call | None]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from tfretrace.events import PYTHON, FunctionReport, Leaf
 from tfretrace.fix.predict import Call, Config, Replay
 from tfretrace.fix.rules import literal_key
-from tfretrace.fix.source import CallInfo, DefInfo, Replacement, SourceReader, is_user_path
+from tfretrace.fix.source import CallInfo, DefInfo, Replacement, SourceReader, callee_name, is_user_path
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,8 @@ class State:
     # An advice step (done by hand) changed what the calls pass: a declaration written for those
     # calls would reject the program as it is, so it is advice too.
     signature_advice: bool = False
+    # A hoist step moved the def to module level: a later declaration edits the moved copy.
+    moved: bool = False
 
     def map_calls(self, change: dict[int, Call | None]) -> State:
         """Calls replaced (or dropped, for None) by call index."""
@@ -42,6 +45,8 @@ class Candidate:
     edits: tuple[Replacement, ...] = ()
     state: State | None = None  # None: a statement, nothing changes
     final: bool = False
+    pinned: str | None = None  # an input_signature's dims that stay pinned, and why
+    python_use: str | None = None  # a statement: the body's uses that need the Python value
 
 
 @dataclass
@@ -62,8 +67,22 @@ class FunctionContext:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """The names the function is called by."""
-        return tuple(sorted({self.short, self.report.name.rsplit(".", 1)[-1]}))
+        """The names the function is called by: its own, and the name a ``tf.function(f)`` call is bound to."""
+        names = {self.short, self.report.name.rsplit(".", 1)[-1]}
+        wrap = self.definition.wrap_call if self.definition is not None else None
+        parsed = self.reader.module(wrap.path) if wrap is not None else None
+        if wrap is not None and parsed is not None:
+            # `tf_f = tf.function(f)` (or `self.step = tf.function(self._step)`): the calls are tf_f(...).
+            for node in ast.walk(parsed[1]):
+                if (
+                    isinstance(node, ast.Assign)
+                    and (node.value.lineno, node.value.col_offset) == (wrap.line, wrap.col)
+                    and len(node.targets) == 1
+                ):
+                    bound = callee_name(node.targets[0])
+                    if bound is not None:
+                        names.add(bound)
+        return tuple(sorted(names))
 
     def call_info(self, site: str | None) -> CallInfo | None:
         """The user's call expression at a call site (user files only)."""

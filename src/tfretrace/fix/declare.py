@@ -6,18 +6,23 @@ import ast
 import re
 from dataclasses import replace
 
-from tfretrace.events import OBJECT, PYTHON, SPEC, TENSOR, Leaf, TraceEvent
-from tfretrace.fix.body import steers_control_flow, unsafe_uses
-from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
+from tfretrace.events import OBJECT, SPEC, TENSOR, Leaf, TraceEvent
+from tfretrace.fix.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.files import lines as source_lines
-from tfretrace.fix.predict import Call, Config, count
+from tfretrace.fix.hoist import hoist_edits, hoist_summary, object_once, pipeline_edits
+from tfretrace.fix.predict import Call, Config
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.source import BatchCall, Replacement, Span
-from tfretrace.fix.specs import NUMBER_DTYPES, is_top, signature_specs
 
 
-def decorator_edit(ctx: FunctionContext, keyword: str) -> tuple[str, tuple[Replacement, ...]]:
-    """The tf.function declaration with one more keyword argument: its new text and the edit."""
+def decorator_edit(
+    ctx: FunctionContext, keyword: str, state: State | None = None
+) -> tuple[str, tuple[Replacement, ...]]:
+    """The tf.function declaration with one more keyword argument: its new text and the edit.
+
+    After a hoist step (``state.moved``) the edits are the hoist's, the moved def carrying the new
+    decorator: the step replaces the hoist's edits instead of editing the def it removes.
+    """
     definition = ctx.definition
     tf = ctx.tf
     if definition is not None and definition.tf_alias is None and "TensorSpec" in keyword:
@@ -25,6 +30,9 @@ def decorator_edit(ctx: FunctionContext, keyword: str) -> tuple[str, tuple[Repla
         return f"@{tf}.function({keyword})", ()
     if definition is not None and definition.decorator is not None and definition.decorator_text is not None:
         new = _add_keyword(definition.decorator_text, keyword)
+        moved = hoist_edits(definition, ctx.reader, new) if state is not None and state.moved else None
+        if moved is not None:
+            return "@" + new, moved
         return "@" + new, (Replacement(definition.decorator, _indented(ctx, definition.decorator, new)),)
     if definition is not None and definition.wrap_call is not None and definition.wrap_text is not None:
         new = _add_keyword(definition.wrap_text, keyword)
@@ -57,91 +65,11 @@ def _add_keyword(text: str, keyword: str) -> str:
     return f"{stripped[:-1].rstrip().rstrip(',')}, {keyword})"
 
 
-def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
-    """The one input_signature covering every call seen, with exactly the dims that varied open."""
-    if ctx.report.keras is not None or ctx.definition is None:
-        return None
-    calls = state.replay.calls
-    numbers: dict[str, Leaf] = {}
-    for call in calls:
-        for leaf in call.signature:
-            if leaf.kind == PYTHON and leaf.type_name in NUMBER_DTYPES and is_top(leaf.path):
-                numbers[leaf.path] = Leaf(leaf.path, TENSOR, dtype=NUMBER_DTYPES[str(leaf.type_name)], shape=())
-    node = ctx.definition.node
-    varied = set(varying_paths(calls, PYTHON))
-    if node is not None and any(unsafe_uses(node, p) for p in numbers):
-        return None
-    # A number that never changed and steers Python control flow stays a Python value: as a
-    # tensor it would turn the if/loop into graph control flow for nothing.
-    if node is not None and any(p not in varied and steers_control_flow(node, p) for p in numbers):
-        return None
-    converted = [
-        tuple(numbers.get(leaf.path, leaf) if leaf.kind == PYTHON else leaf for leaf in c.signature) for c in calls
-    ]
-    general = fold_all(converted)
-    if general is None:
-        return None
-    specs = signature_specs(general, ctx.definition.params, ctx.tf)
-    if specs is None:
-        return None
-    config = Config(reduce_retracing=state.config.reduce_retracing, input_signature=general)
-    new_state = replace(
-        state.map_calls({c.index: replace(c, signature=s) for c, s in zip(calls, converted)}), config=config
-    )
-    if count(new_state.replay, config) is None:
-        return None  # some call would not bind: never offer it
-    text = "[" + ", ".join(specs) + "]"
-    if len(text) > 70:
-        text = "[\n    " + ",\n    ".join(specs) + ",\n]"
-    code, edits = decorator_edit(ctx, f"input_signature={text}")
-    opened = _opened(general, calls)
-    return Candidate(
-        _remaining_cause(calls, ctx.report.main_cause),
-        "input-signature",
-        "one input_signature for every call seen"
-        + (f", open where they varied: {opened}" if opened else "")
-        + _xla_caveat(ctx, bool(opened)),
-        code,
-        edits,
-        new_state,
-        final=True,
-    )
-
-
-def _xla_caveat(ctx: FunctionContext, opened: bool) -> str:
-    # With jit_compile, XLA compiles once per concrete shape even under a None dimension.
-    text = (ctx.definition.decorator_text or ctx.definition.wrap_text or "") if ctx.definition else ""
-    if opened and "jit_compile=True" in text:
-        return "; with jit_compile=True XLA still compiles once per concrete shape: pad to a few sizes to bound that"
-    return ""
-
-
-def _remaining_cause(calls: tuple[Call, ...], fallback: str | None) -> str:
-    # The root cause this last step removes: what still varies between the calls.
-    kinds = {leaf.kind for path in varying_paths(calls) for c in calls[:1] for leaf in c.signature if leaf.path == path}
-    if TENSOR in kinds:
-        return "shape-changed"
-    if PYTHON in kinds:
-        return "python-value-changed"
-    return fallback or "shape-changed"
-
-
-def _opened(general: tuple[Leaf, ...], calls: tuple[object, ...]) -> str:
-    parts = []
-    for leaf in general:
-        if leaf.kind == TENSOR and leaf.shape is None:
-            parts.append(f"{leaf.path} (any rank)")
-        elif leaf.kind == TENSOR and leaf.shape is not None and None in leaf.shape:
-            dims = [str(i) for i, d in enumerate(leaf.shape) if d is None]
-            parts.append(f"{leaf.path} dim{'s' if len(dims) > 1 else ''} {', '.join(dims)}")
-    return "; ".join(parts)
-
-
 def reduce_retracing(ctx: FunctionContext, state: State) -> Candidate | None:
     """reduce_retracing=True, offered only where TF's generalization removes traces."""
     if state.config.reduce_retracing or ctx.report.keras is not None:
         return None
-    code, edits = decorator_edit(ctx, "reduce_retracing=True")
+    code, edits = decorator_edit(ctx, "reduce_retracing=True", state)
     return Candidate(
         "shape-changed",
         "reduce-retracing",
@@ -171,6 +99,9 @@ def drop_remainder(ctx: FunctionContext, state: State) -> Candidate | None:
             return None
     if not partial:
         return None
+    full_sites = {c.site for c in calls if c.index not in partial}
+    if any(c.site not in full_sites for c in calls if c.index in partial):
+        return None  # a smaller batch from another call site is another pipeline's, not a remainder
     sizes = sorted({_batch_size(c.signature) or 0 for c in calls if c.index in partial})
     if len(sizes) != 1:
         return None  # several smaller sizes are not one dataset's remainder (buckets, other datasets)
@@ -255,6 +186,12 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
             "keras-load-model": f"load the model once and reuse it: each load_model() makes new {method} functions",
         }.get(cause, f"build the Keras model once and reuse it: each new model makes new {method} functions")
         return Candidate(cause, "advice", summary, None, (), merged)
+    moved = hoist_edits(ctx.definition, ctx.reader)
+    if definition is not None and moved is not None:
+        code = f"# {definition.path}:{moved[1].span.line}, at module level\n{moved[1].text.rstrip()}"
+        return Candidate(
+            "new-function-object", "hoist-def", hoist_summary(definition), code, moved, replace(merged, moved=True)
+        )
     if definition is not None and definition.outer_kind == "def":
         closes = ", ".join(definition.closes_over)
         summary = (
@@ -273,7 +210,19 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
         return Candidate("new-function-object", "advice", summary, None, (), merged)
     where = ""
     if definition is not None and definition.wrap_call is not None:
-        where = f" (the tf.function(...) call at {definition.path}:{definition.wrap_call.line})"
+        site = f"{definition.path}:{definition.wrap_call.line}"
+        once = pipeline_edits(ctx.reader, site)
+        if once is not None:
+            # `loss_fn = tf.function(compute_loss)` inside a loop: the same object made before it.
+            return Candidate(
+                "new-function-object",
+                "hoist-wrap",
+                f"make the tf.function for {ctx.short} once, before the loop that re-created it at {site}",
+                f"# {site}: before the loop\n{once[1].text.rstrip()}",
+                once,
+                merged,
+            )
+        where = f" (the tf.function(...) call at {site})"
     return Candidate(
         "new-function-object",
         "advice",
@@ -339,6 +288,16 @@ def same_object(ctx: FunctionContext, state: State) -> list[Candidate]:
                 f"{path} is a new {first.type_name} object per call, keyed by identity: create it once "
                 "and pass the same object, or make it a NamedTuple (compared by value)"
             )
+        moved = object_once(ctx, calls, path)
+        if moved is not None:
+            # A config object of a plain class made in the loop around the call: made once before it.
+            out.append(Candidate(
+                "object-identity", "hoist-object",
+                f"{path} is a new {first.type_name} per call, keyed by identity: make it once, before the loop",
+                f"# {moved[1].span.path}:{moved[1].span.line}: before the loop\n{moved[1].text.rstrip()}",
+                moved, state.map_calls(dict(new)),
+            ))
+            continue
         out.append(Candidate("object-identity", "advice", summary, None, (), state.map_calls(dict(new))))
     return out
 
@@ -359,7 +318,7 @@ def element_spec(ctx: FunctionContext, state: State) -> Candidate | None:
     config = Config(reduce_retracing=state.config.reduce_retracing, input_signature=general)
     found = _loop_source(ctx, calls[0].site, specs[0].path)
     dataset = found or "dist_dataset"
-    code, edits = decorator_edit(ctx, f"input_signature=[{dataset}.element_spec]")
+    code, edits = decorator_edit(ctx, f"input_signature=[{dataset}.element_spec]", state)
     if found is None:
         edits = ()  # the dataset's name is not known where the decorator runs: advice only
     return Candidate(

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from tfretrace.events import FunctionReport, TraceEvent
-from tfretrace.fix import callsite, declare, keras_fixes
+from tfretrace.fix import callsite, declare, keras_fixes, signature
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
+from tfretrace.fix.hoist import pipeline_edits, vectorized_edits
 from tfretrace.fix.origin_advice import origin_steps
 from tfretrace.fix.predict import calls_of, count, mean_seconds
-from tfretrace.fix.source import Replacement, SourceReader
+from tfretrace.fix.source import SourceReader
+from tfretrace.fix.step import PlanStep, applied_count, render_counts
 from tfretrace.fix.xla_fixes import xla_steps
+
+__all__ = ["PlanCache", "PlanStep", "applied_count", "plan_for", "predict_applied", "render_counts", "with_plan"]
 
 _UNPREDICTABLE = "no fix is predicted"
 
@@ -27,90 +31,9 @@ _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
     declare.drop_remainder,
     declare.one_object,
     declare.same_object,
+    keras_fixes.predict_as_call,
     keras_fixes.predict_buckets,
 )
-
-
-@dataclass(frozen=True)
-class PlanStep:
-    """One step of a fix plan: a fix for one root cause and what it is predicted to leave.
-
-    ``traces_before``/``traces_after`` count the traces of the calls this run made, before and
-    after this step (the steps before it applied); ``verified`` is the count measured after
-    applying the edits, or None. A ``statement`` step (kind) changes nothing and says why.
-    """
-
-    cause: str
-    kind: str
-    summary: str
-    code: str | None
-    edits: tuple[Replacement, ...]
-    traces_before: int
-    traces_after: int
-    seconds_saved: float
-    verified: int | None = None
-    final: bool = False
-    # XLA steps (kind xla-*): compiles of the recorded calls before and after; traces unchanged.
-    compiles_before: int | None = None
-    compiles_after: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form (schema 1, additive)."""
-        out = self._fields()
-        if self.compiles_before is not None:
-            out["compiles_before"] = self.compiles_before
-            out["compiles_after"] = self.compiles_after
-        return out
-
-    def _fields(self) -> dict[str, Any]:
-        return {
-            "cause": self.cause,
-            "kind": self.kind,
-            "summary": self.summary,
-            "code": self.code,
-            "edits": [_edit_dict(e) for e in self.edits],
-            "traces_before": self.traces_before,
-            "traces_after": self.traces_after,
-            "seconds_saved": round(self.seconds_saved, 6),
-            "verified": self.verified,
-            "final": self.final,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PlanStep:
-        """Inverse of :meth:`to_dict`."""
-        from tfretrace.fix.source import Span
-
-        edits = tuple(
-            Replacement(Span(e["path"], e["line"], e["col"], e["end_line"], e["end_col"]), e["text"])
-            for e in data.get("edits", [])
-        )
-        return cls(
-            cause=str(data["cause"]),
-            kind=str(data.get("kind", "")),
-            summary=str(data["summary"]),
-            code=data.get("code"),
-            edits=edits,
-            traces_before=int(data["traces_before"]),
-            traces_after=int(data["traces_after"]),
-            seconds_saved=float(data.get("seconds_saved", 0.0)),
-            verified=data.get("verified"),
-            final=bool(data.get("final", False)),
-            compiles_before=None if data.get("compiles_before") is None else int(data["compiles_before"]),
-            compiles_after=None if data.get("compiles_after") is None else int(data["compiles_after"]),
-        )
-
-
-def _edit_dict(edit: Replacement) -> dict[str, Any]:
-    s = edit.span
-    return {
-        "path": s.path,
-        "line": s.line,
-        "col": s.col,
-        "end_line": s.end_line,
-        "end_col": s.end_col,
-        "text": edit.text,
-    }
 
 
 def plan_for(
@@ -124,9 +47,9 @@ def plan_for(
     if report.retraces == 0:
         return ()
     advice = origin_steps(report)
-    if advice is not None:
-        return tuple(_origin_step(step, report.traces) for step in advice)
     reader = reader or SourceReader()
+    if advice is not None:
+        return tuple(_origin_step(step, report, reader) for step in advice)
     short = report.name.rsplit(".", 1)[-1]
     definition = reader.function_at(report.location, short) if report.keras is None else None
     ctx = FunctionContext(report, reader, definition, short)
@@ -140,17 +63,45 @@ def plan_for(
     per_trace = mean_seconds(replay)
     steps: list[PlanStep] = []
     statements: list[PlanStep] = []
-    current = baseline
-    used: set[tuple[str, str]] = set()
+    said: set[tuple[str, str]] = set()
+    # First what tfretrace fix --apply makes (steps with edits), then what a person adds by hand:
+    # the count after the first part is what --apply delivers, the count after both the minimum.
+    state, current, _ = _phase(ctx, state, baseline, per_trace, steps, statements, said, by_tool=True)
+    if not applied_only:
+        state, current, _ = _phase(ctx, state, current, per_trace, steps, statements, said, by_tool=False)
+    if report.dropped_events and steps:
+        statements.append(_dropped(report))
+    statements.extend(_unaddressed(report, steps, statements, current))
+    return tuple(steps + statements)
+
+
+def _phase(
+    ctx: FunctionContext,
+    state: State,
+    current: int,
+    per_trace: float,
+    steps: list[PlanStep],
+    statements: list[PlanStep],
+    said: set[tuple[str, str]],
+    *,
+    by_tool: bool,
+) -> tuple[State, int, bool]:
+    """Greedy steps of one kind of maker, then the final declaration: the state, count, and whether one was made.
+
+    ``by_tool``: only candidates with edits; otherwise any candidate, its edits dropped (a step
+    that only helps after a step by hand is made by hand too, or ``--apply`` would not do what
+    its first count says).
+    """
+    report = ctx.report
     for _ in range(8):
         best: tuple[int, Candidate] | None = None
-        for candidate in _candidates(ctx, state, applied_only):
+        for candidate in _candidates(ctx, state, by_tool):
             if candidate.state is None:
-                if (candidate.kind, candidate.summary) not in used:
-                    used.add((candidate.kind, candidate.summary))
+                if (candidate.kind, candidate.summary) not in said:
+                    said.add((candidate.kind, candidate.summary))
                     cost = f"; one trace of {report.display_name()} takes about {per_trace * 1000:.1f} ms"
-                    said = replace(candidate, summary=candidate.summary + cost)
-                    statements.append(_step(said, current, current, per_trace))
+                    said_step = replace(candidate, summary=candidate.summary + cost)
+                    statements.append(_step(said_step, current, current, per_trace))
                 continue
             after = count(candidate.state.replay, candidate.state.config)
             if after is None or after >= current:
@@ -160,31 +111,78 @@ def plan_for(
         if best is None:
             break
         after, chosen = best
-        steps.append(_step(chosen, current, after, per_trace))
+        steps.append(_step(_by_hand(chosen, by_tool), current, after, per_trace))
         assert chosen.state is not None
         state, current = chosen.state, after
-    final = _final(ctx, state, current, applied_only)
+    # The second phase declares again only where its steps let a declaration remove more (an
+    # input_signature by hand after tfretrace's reduce_retracing).
+    final = _final(ctx, state, current, by_tool)
     if final is None:
         # A step that removes nothing alone but lets one declaration cover every call (a list
         # stacked into one tensor whose length the signature then leaves open).
-        enabling = _enabling(ctx, state, current, applied_only)
+        enabling = _enabling(ctx, state, current, by_tool)
         if enabling is not None:
             candidate, final = enabling
             note = " (removes nothing alone; the last step needs it)"
-            steps.append(_step(replace(candidate, summary=candidate.summary + note), current, current, per_trace))
+            enabled = _by_hand(replace(candidate, summary=candidate.summary + note), by_tool)
+            steps.append(_step(enabled, current, current, per_trace))
             assert candidate.state is not None
             state = candidate.state
-    if final is not None:
-        after, chosen = final
-        steps.append(_step(chosen, current, after, per_trace))
-    if report.dropped_events and steps:
-        statements.append(_dropped(report))
-    statements.extend(_unaddressed(report, steps, statements, current))
-    return tuple(steps + statements)
+    if final is None:
+        return state, current, False
+    after, chosen = final
+    steps.append(_step(_by_hand(chosen, by_tool), current, after, per_trace))
+    assert chosen.state is not None
+    return chosen.state, after, True
 
 
-def _origin_step(step: dict[str, object], traces: int) -> PlanStep:
-    # Advice for TensorFlow's own code traced for the user's call: a statement, nothing predicted.
+def _by_hand(candidate: Candidate, by_tool: bool) -> Candidate:
+    # Past the first phase nothing is edited: the step relies on a step made by hand.
+    if by_tool or not candidate.edits:
+        return candidate
+    return replace(candidate, edits=(), summary=candidate.summary + " (by hand: its count assumes the steps before it)")
+
+
+def _origin_step(step: dict[str, object], report: FunctionReport, reader: SourceReader) -> PlanStep:
+    # Advice for TensorFlow's own code traced for the user's call: a statement, nothing predicted;
+    # except a pipeline rebuilt in a loop that can be built once before it: tf.data traces its
+    # map function once per build, so one build is one trace.
+    traces = report.traces
+    sites = {e.call_site for e in report.events}
+    if step["cause"] == "data-pipeline-rebuilt" and len(sites) == 1 and None not in sites:
+        site = str(next(iter(sites)))
+        moved = pipeline_edits(reader, site)
+        if moved is not None:
+            rebuilt = sum(1 for e in report.events if e.cause == "data-pipeline-rebuilt")
+            return PlanStep(
+                cause="data-pipeline-rebuilt",
+                kind="hoist-pipeline",
+                summary=f"build the pipeline at {site} once, before the loop that rebuilt it "
+                f"({rebuilt + 1} builds, each tracing {report.name}); the loop iterates the same dataset again",
+                code=f"# {site}: before the loop\n{moved[1].text.rstrip()}",
+                edits=moved,
+                traces_before=traces,
+                traces_after=traces - rebuilt,
+                seconds_saved=rebuilt * (report.trace_seconds / max(traces, 1)),
+            )
+    if step["cause"] == "pfor-per-call" and len(sites) == 1 and None not in sites:
+        site = str(next(iter(sites)))
+        wrapped = vectorized_edits(reader, site)
+        if wrapped is not None:
+            name, edits = wrapped
+            shapes = len({e.signature for e in report.events})
+            return PlanStep(
+                cause="pfor-per-call",
+                kind="wrap-vectorized-map",
+                summary=f"call {report.name} through {name}, a tf.function made once: pfor is traced into its "
+                f"graph instead of a new function per eager call ({name} traces once per input signature: "
+                f"{shapes} here)",
+                code=f"# {site}\n{edits[0].text.rstrip()}\n\n{edits[1].text}",
+                edits=edits,
+                traces_before=traces,
+                traces_after=0,
+                seconds_saved=report.trace_seconds * (1 - shapes / max(traces, 1)),
+            )
     return PlanStep(
         cause=str(step["cause"]),
         kind="statement",
@@ -249,7 +247,7 @@ def _enabling(
 
 def _final(ctx: FunctionContext, state: State, current: int, applied_only: bool) -> tuple[int, Candidate] | None:
     # The last step: one declaration covering every call; reduce_retracing where none can be written.
-    for make in (declare.element_spec, declare.final_signature, declare.reduce_retracing):
+    for make in (declare.element_spec, signature.final_signature, declare.reduce_retracing):
         candidate = make(ctx, state)
         if candidate is None or candidate.state is None or (applied_only and not candidate.edits):
             continue
@@ -273,6 +271,8 @@ def _step(candidate: Candidate, before: int, after: int, per_trace: float) -> Pl
         traces_after=after,
         seconds_saved=(before - after) * per_trace,
         final=candidate.final,
+        pinned=candidate.pinned,
+        python_use=candidate.python_use,
     )
 
 
@@ -308,18 +308,19 @@ def with_plan(report: FunctionReport, reader: SourceReader | None = None) -> Fun
 
 
 def predict_applied(report: FunctionReport, reader: SourceReader | None = None) -> int | None:
-    """Traces predicted once every mechanical edit of the plan is applied (advice left undone).
+    """Traces predicted once every mechanical edit of the plan is applied (steps by hand left undone).
 
     None when the replay cannot predict this function. This is the number ``tfretrace fix
-    --apply`` should measure for the calls this run made.
+    --apply`` should measure for the calls this run made: the plan's ``tfretrace`` steps come
+    first, so it is also the first number of the plan's headline.
     """
     steps = plan_for(report, reader, applied_only=True)
     if not steps and report.retraces == 0:
         return report.traces
     if any(s.kind == "statement" and s.summary.startswith(_UNPREDICTABLE) for s in steps):
         return None
-    changing = [s for s in steps if s.traces_after < s.traces_before]
-    return changing[-1].traces_after if changing else len(report.events)
+    found = applied_count(steps)
+    return len(report.events) if found is None else found
 
 
 class PlanCache:
@@ -383,12 +384,3 @@ def _dropped(report: FunctionReport) -> PlanStep:
         traces_after=kept,
         seconds_saved=0.0,
     )
-
-
-def render_counts(steps: tuple[PlanStep, ...]) -> str:
-    """``24 traces -> 3 -> 1`` for the steps that change the count."""
-    changing = [s for s in steps if s.traces_after < s.traces_before]
-    if not changing:
-        return ""
-    return f"{changing[0].traces_before} traces -> " + " -> ".join(str(s.traces_after) for s in changing)
-

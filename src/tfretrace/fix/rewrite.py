@@ -23,10 +23,19 @@ class RewriteError(ValueError):
     """An edit whose anchor is not exactly one node of the file as it is now: refused, never guessed."""
 
 
-def check_text(text: str, where: str) -> None:
-    """RewriteError when an edit's text is too long or nested too deeply to hand to a parser."""
-    if len(text) > MAX_EDIT_CHARS:
-        raise RewriteError(f"{where}: the new text is {len(text)} characters long (at most {MAX_EDIT_CHARS})")
+# Whole statements (a def moved to module level) are the file's own lines, compared with what the
+# file itself gives before any parser sees them (fix.anchor_moves): bounded like a def, not a decorator.
+MAX_LINES_CHARS = 200_000
+
+
+def check_text(text: str, where: str, *, lines: bool = False) -> None:
+    """RewriteError when an edit's text is too long or nested too deeply to hand to a parser.
+
+    ``lines``: the text adds whole statements (an insertion ending in a newline).
+    """
+    limit = MAX_LINES_CHARS if lines else MAX_EDIT_CHARS
+    if len(text) > limit:
+        raise RewriteError(f"{where}: the new text is {len(text)} characters long (at most {limit})")
     depth = deepest = 0
     for char in text:
         if char in "([{":
@@ -38,18 +47,27 @@ def check_text(text: str, where: str) -> None:
         raise RewriteError(f"{where}: the new text nests {deepest} brackets deep (at most {MAX_EDIT_NESTING})")
 
 
+def adds_lines(edit: Replacement) -> bool:
+    """An insertion of whole statements: an empty span and a text ending in a newline."""
+    span = edit.span
+    return (span.line, span.col) == (span.end_line, span.end_col) and edit.text.endswith("\n")
+
+
 def apply_replacements(text: str, edits: Sequence[Replacement], *, where: str = "<source>") -> str:
     """The source with every edit applied, or RewriteError when any edit cannot be made exactly.
 
     A replacement must cover exactly one expression of the concrete syntax tree (a decorator, a
-    call argument, a ``tf.function(...)`` call); an insertion (an empty span) must sit just before the
-    closing parenthesis of a call and add keyword arguments to it. Everything else in the file,
+    call argument, a ``tf.function(...)`` call), or, with an empty text, exactly one statement (a
+    def, with its decorators, or a one-statement line) that it removes; an insertion (an empty
+    span) must sit just before the closing parenthesis of a call and add keyword arguments to it,
+    or, with a text of whole lines, at the start of a statement (its decorators included) and add
+    those statements before it, in the same block. Everything else in the file,
     comments and formatting included, comes back byte for byte.
     """
     if not edits:
         return text
     for edit in edits:
-        check_text(edit.text, f"{where}:{edit.span.line}")
+        check_text(edit.text, f"{where}:{edit.span.line}", lines=adds_lines(edit))
     lines = source_lines(text)
     wanted = {_code_range(lines, e, where): e for e in edits}
     if len(wanted) != len(edits):
@@ -60,9 +78,12 @@ def apply_replacements(text: str, edits: Sequence[Replacement], *, where: str = 
         positions = wrapper.resolve(PositionProvider)
         targets: dict[cst.CSTNode, tuple[str, Replacement]] = {}
         for where_range, edit in wanted.items():
+            if _empty(where_range) and edit.text.endswith("\n"):
+                targets[_statement_at(wrapper.module, positions, where_range, edit, where)] = ("lines", edit)
+                continue
             how = "insert" if _empty(where_range) else "replace"
             targets[_find(positions, where_range, edit, where)] = (how, edit)
-        new_text = wrapper.module.visit(_Rewriter(targets, where)).code
+        new_text = wrapper.module.visit(_Rewriter(targets, where, wrapper.module.body)).code
         ast.parse(new_text)
     except cst.ParserSyntaxError as exc:
         raise RewriteError(f"{where}: cannot parse the file: {exc.message}") from None
@@ -109,7 +130,8 @@ def _find(positions: object, code_range: CodeRange, edit: Replacement, where: st
             # An insertion lands in the call whose closing parenthesis follows it.
             if isinstance(node, cst.Call) and _before_close(node_range, code_range):
                 found.append(node)
-        elif node_range == code_range and isinstance(node, cst.BaseExpression):
+        elif node_range == code_range and isinstance(node, cst.BaseExpression if edit.text else _REMOVABLE):
+            # A text replaces an expression; no text removes a whole statement.
             found.append(node)
     if not found:
         raise RewriteError(f"{where}:{edit.span.line}: the code at the edit is not what the session recorded")
@@ -117,13 +139,35 @@ def _find(positions: object, code_range: CodeRange, edit: Replacement, where: st
     return found[0]
 
 
+# Statements an empty replacement may remove: a def (decorators included) or a one-statement line.
+_REMOVABLE = (cst.FunctionDef, cst.SimpleStatementLine)
+
+
+def _statement_at(
+    module: cst.Module, positions: object, code_range: CodeRange, edit: Replacement, where: str
+) -> cst.CSTNode:
+    """The statement whose start (its decorators included) is the insertion point."""
+    for node, node_range in positions.items():  # type: ignore[attr-defined]
+        if not isinstance(node, cst.BaseStatement):
+            continue
+        start = node_range.start
+        for decorator in getattr(node, "decorators", ()):
+            start = min(start, positions[decorator].start, key=lambda p: (p.line, p.column))  # type: ignore[index]
+        if (start.line, start.column) == (code_range.start.line, code_range.start.column):
+            return node
+    raise RewriteError(f"{where}:{edit.span.line}: new lines go only before a statement")
+
+
 def _before_close(call_range: CodeRange, point: CodeRange) -> bool:
     return call_range.end.line == point.start.line and call_range.end.column == point.start.column + 1
 
 
 class _Rewriter(cst.CSTTransformer):
-    def __init__(self, targets: dict[cst.CSTNode, tuple[str, Replacement]], where: str) -> None:
+    def __init__(
+        self, targets: dict[cst.CSTNode, tuple[str, Replacement]], where: str, body: Sequence[cst.CSTNode] = ()
+    ) -> None:
         super().__init__()
+        self._module_body = tuple(body)
         self._targets = targets
         self._where = where
 
@@ -133,11 +177,28 @@ class _Rewriter(cst.CSTTransformer):
             return updated_node
         how, edit = target
         try:
+            if how == "replace" and not edit.text:
+                return cst.RemovalSentinel.REMOVE  # type: ignore[return-value]
             if how == "replace":
                 return cst.parse_expression(edit.text)
+            if how == "lines":
+                top = any(original_node is s for s in self._module_body)
+                return _with_lines_before(updated_node, edit.text, top)  # type: ignore[return-value]
             return _append_arguments(updated_node, edit.text)
         except cst.ParserSyntaxError:
             raise RewriteError(f"{self._where}:{edit.span.line}: the new text is not a Python expression") from None
+
+
+def _with_lines_before(node: cst.CSTNode, text: str, top: bool) -> cst.FlattenSentinel[cst.BaseStatement]:
+    # The new statements take the blank lines (and comments) that stood before the statement; at
+    # module level two blank lines then separate them from it, as between module-level defs.
+    added = list(cst.parse_module(text).body)
+    if not added or not isinstance(node, cst.BaseStatement):
+        raise RewriteError("new lines must be statements, added before a statement")
+    lead = getattr(node, "leading_lines", ())
+    added[0] = added[0].with_changes(leading_lines=lead)
+    moved = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()] if top else [])
+    return cst.FlattenSentinel([*added, moved])
 
 
 def _append_arguments(node: cst.CSTNode, text: str) -> cst.CSTNode:

@@ -19,7 +19,7 @@ from typing import TextIO
 
 from tfretrace.events import FunctionReport
 from tfretrace.fix.apply import FileChange, FixError, write_all
-from tfretrace.fix.plan import predict_applied
+from tfretrace.fix.plan import applied_count, plan_steps, predict_applied
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.workcopy import CopyError, make_copy, plan_copy, snapshot
 from tfretrace.session import Session, SessionFormatError, load
@@ -212,16 +212,19 @@ def verify(
 
 
 def _compare(before: Session, after: Session | None, root: Path) -> tuple[Outcome, ...]:
-    # Edits move line numbers (a decorator grows), so functions match by name and file.
+    # Edits move line numbers (a decorator grows), so functions match by name and file, and Keras
+    # rows by their method too: fit's train function is never compared with evaluate's.
     measured = {}
     if after is not None:
-        measured = {(f.name, f.location.rpartition(":")[0]): f for f in after.functions}
+        measured = {row_key(f): f for f in after.functions}
     out = []
     reader = SourceReader(root)
     for report in before.functions:
         if report.retraces == 0:
             continue
-        now = measured.get((report.name, report.location.rpartition(":")[0]))
+        key = row_key(report)
+        # A def moved out of its function to module level loses the "outer.<locals>." prefix.
+        now = measured.get(key) or measured.get((key[0].rsplit(".", 1)[-1], *key[1:]))
         out.append(
             Outcome(
                 name=report.display_name(),
@@ -236,7 +239,18 @@ def _compare(before: Session, after: Session | None, root: Path) -> tuple[Outcom
     return tuple(out)
 
 
+def row_key(report: FunctionReport) -> tuple[str, str, str | None]:
+    """What matches one function's row between the recorded run and the edited one."""
+    method = report.keras.method if report.keras is not None else None
+    return report.name, report.location.rpartition(":")[0], method
+
+
 def _predicted(report: FunctionReport, reader: SourceReader) -> int | None:
+    # The saved plan's own tfretrace steps are exactly what was applied: their count, never a
+    # step by hand. A session saved without a plan is planned now, applied edits only.
+    saved = applied_count(plan_steps(report))
+    if saved is not None:
+        return saved
     try:
         return predict_applied(report, reader)
     except Exception:  # a prediction is extra information; the measurement stands without it

@@ -11,7 +11,8 @@ from tfretrace import catalogue
 from tfretrace._cause import Cause
 from tfretrace._text import plural, printable
 from tfretrace.events import FunctionReport, KerasInfo, TraceEvent
-from tfretrace.fix.plan import PlanStep, plan_steps, render_counts
+from tfretrace.fix.plan import PlanStep, plan_steps
+from tfretrace.fix.step import numbered, render_counts
 from tfretrace.session import Session
 from tfretrace.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
 
@@ -295,7 +296,7 @@ def cause_title(slug: str) -> str:
 
 
 def plan_headline(steps: list[PlanStep]) -> str:
-    """``Fix plan: 24 traces -> 8 -> 1, saves 1.26 s`` (or why there is nothing to apply)."""
+    """``Fix plan: 24 traces -> 3 with tfretrace fix --apply, -> 1 with step 3 by hand, saves 1.26 s``, or why none."""
     counts = render_counts(tuple(steps))
     # XLA steps are alternatives to each other (bucket, or XLA off): only the best one counts.
     saved = sum(s.seconds_saved for s in steps if s.compiles_before is None) + max(
@@ -312,11 +313,7 @@ def plan_headline(steps: list[PlanStep]) -> str:
 
 def numbered_steps(steps: Sequence[PlanStep]) -> list[tuple[int, PlanStep]]:
     """Each step with its number: fix steps count 1, 2, ...; a note keeps the number before it."""
-    numbered, number = [], 0
-    for step in steps:
-        number += step.kind != "statement"
-        numbered.append((number, step))
-    return numbered
+    return numbered(steps)
 
 
 def step_line(number: int, step: PlanStep) -> str:

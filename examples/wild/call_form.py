@@ -1,0 +1,21 @@
+"""Wild case: a Python int passed positionally to a tf.function made with the call form.
+
+`tf_scaled_sum = tf.function(scaled_sum)`, then `tf_scaled_sum(x, k)` in a loop: each new k is a
+new trace. The call-site edit is one token: `tf.constant(k, dtype=tf.int32)`.
+Run: tfretrace run --fix-plan --save s.json examples/wild/call_form.py, then tfretrace fix s.json.
+"""
+
+import tensorflow as tf
+
+
+def scaled_sum(x, k):
+    return tf.reduce_sum(x) * tf.cast(k, tf.float32)
+
+
+tf_scaled_sum = tf.function(scaled_sum)
+
+x = tf.ones([4])
+total = 0.0
+for k in range(6):
+    total += float(tf_scaled_sum(x, k))
+print("total", total)

@@ -1,0 +1,163 @@
+"""The final input_signature step: one signature for every recorded call, open where data sizes vary."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from tfretrace.events import PYTHON, TENSOR, Leaf
+from tfretrace.fix.body import number_dtype, python_if, reads_static_size, steers_control_flow, unsafe_uses
+from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
+from tfretrace.fix.declare import decorator_edit
+from tfretrace.fix.predict import Call, Config, count
+from tfretrace.fix.rules import fold_all
+from tfretrace.fix.specs import NUMBER_DTYPES, is_top, signature_specs
+
+
+def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
+    """The one input_signature covering every call seen, with the dims that varied and the batch dims open."""
+    if ctx.report.keras is not None or ctx.definition is None:
+        return None
+    calls = state.replay.calls
+    node = ctx.definition.node
+    numbers: dict[str, Leaf] = {}
+    for call in calls:
+        for leaf in call.signature:
+            if leaf.kind == PYTHON and leaf.type_name in NUMBER_DTYPES and is_top(leaf.path):
+                dtype = NUMBER_DTYPES[str(leaf.type_name)]
+                if leaf.type_name == "int" and node is not None:
+                    dtype = number_dtype(node, leaf.path)  # a tf.summary step must be int64
+                numbers[leaf.path] = Leaf(leaf.path, TENSOR, dtype=dtype, shape=())
+    varied = set(varying_paths(calls, PYTHON))
+    if node is not None and any(unsafe_uses(node, p) or python_if(node, p) for p in numbers):
+        return None
+    # A number that never changed and steers Python control flow stays a Python value: as a
+    # tensor it would turn the if/loop into graph control flow for nothing.
+    if node is not None and any(p not in varied and steers_control_flow(node, p) for p in numbers):
+        return None
+    converted = [
+        tuple(numbers.get(leaf.path, leaf) if leaf.kind == PYTHON else leaf for leaf in c.signature) for c in calls
+    ]
+    # fold_all has no common type for two dtypes (or a tensor and a string) at one position: then
+    # no single signature accepts every recorded call and none is written.
+    folded = fold_all(converted)
+    if folded is None:
+        return None
+    general, pinned = _open_batch_dims(folded, converted, node)
+    specs = signature_specs(general, ctx.definition.params, ctx.tf)
+    if specs is None:
+        return None
+    config = Config(reduce_retracing=state.config.reduce_retracing, input_signature=general)
+    new_state = replace(
+        state.map_calls({c.index: replace(c, signature=s) for c, s in zip(calls, converted)}), config=config
+    )
+    if count(new_state.replay, config) is None:
+        return None  # some call would not bind: never offer it
+    text = "[" + ", ".join(specs) + "]"
+    if len(text) > 70:
+        text = "[\n    " + ",\n    ".join(specs) + ",\n]"
+    code, edits = decorator_edit(ctx, f"input_signature={text}", state)
+    opened = _opened(folded)
+    return Candidate(
+        _remaining_cause(calls, ctx.report.main_cause),
+        "input-signature",
+        "one input_signature for every call seen"
+        + (f", open where they varied: {opened}" if opened else "")
+        + (f"; {pinned}" if pinned else "")
+        + _xla_caveat(ctx, bool(opened)),
+        code,
+        edits,
+        new_state,
+        final=True,
+        pinned=pinned or None,
+    )
+
+
+def _open_batch_dims(
+    general: tuple[Leaf, ...], calls: list[tuple[Leaf, ...]], node: ast.AST | None
+) -> tuple[tuple[Leaf, ...], str]:
+    """The signature with every batch dimension open, and a line naming what is opened and what stays pinned.
+
+    A batch dimension follows how much data there is (a partial last batch, another data set):
+    a constant one in this run is an accident of the data, and pinning it would make the edited
+    program fail (``Binding inputs to tf.function failed``) on other data. It is dim 0 of a
+    tensor of rank 2 or more, and of a vector as long as one of those in every call (labels). A
+    dimension the body reads as a Python number (``x.shape[0]``, ``len(x)``) stays as it is.
+    """
+    batch = {leaf.path for leaf in general if leaf.kind == TENSOR and leaf.shape is not None and len(leaf.shape) >= 2}
+    for leaf in general:
+        vector = leaf.kind == TENSOR and leaf.shape is not None and len(leaf.shape) == 1
+        if vector and _follows_batch(leaf.path, batch, calls):
+            batch.add(leaf.path)
+    out: list[Leaf] = []
+    opened: list[str] = []
+    kept: list[str] = []
+    static: set[str] = set()
+    for leaf in general:
+        if leaf.kind != TENSOR or leaf.shape is None or not leaf.shape:
+            out.append(leaf)
+            continue
+        shape = list(leaf.shape)
+        if leaf.path in batch and shape[0] is not None:
+            if node is not None and reads_static_size(node, leaf.path):
+                kept.append(f"{leaf.path} dim 0 stays {shape[0]} ({_static(leaf.path)} is read as a Python number)")
+                static.add(leaf.path)
+            else:
+                opened.append(f"{leaf.path} dim 0")
+                shape[0] = None
+        fixed = [str(i) for i, d in enumerate(shape) if d is not None]
+        if fixed and leaf.path not in static:
+            kept.append(f"{leaf.path} dim{'s' if len(fixed) > 1 else ''} {', '.join(fixed)} (the same in every call)")
+        out.append(replace(leaf, shape=tuple(shape)))
+    parts = []
+    if opened:
+        parts.append(f"open though constant in this run: {', '.join(opened)} (a batch dimension follows the data size)")
+    if kept:
+        parts.append(f"pinned: {'; '.join(kept)}")
+    return tuple(out), "; ".join(parts)
+
+
+def _follows_batch(path: str, batch: set[str], calls: list[tuple[Leaf, ...]]) -> bool:
+    # A vector whose length is the leading dimension of a batched tensor in every call.
+    for signature in calls:
+        by_path = {leaf.path: leaf for leaf in signature}
+        mine = by_path.get(path)
+        if mine is None or not mine.shape:
+            return False
+        leads = {by_path[p].shape[0] for p in batch if p in by_path and by_path[p].shape}  # type: ignore[index]
+        if mine.shape[0] not in leads:
+            return False
+    return bool(calls)
+
+
+def _static(path: str) -> str:
+    return f"{path}.shape[0] or len({path})"
+
+
+def _xla_caveat(ctx: FunctionContext, opened: bool) -> str:
+    # With jit_compile, XLA compiles once per concrete shape even under a None dimension.
+    text = (ctx.definition.decorator_text or ctx.definition.wrap_text or "") if ctx.definition else ""
+    if opened and "jit_compile=True" in text:
+        return "; with jit_compile=True XLA still compiles once per concrete shape: pad to a few sizes to bound that"
+    return ""
+
+
+def _remaining_cause(calls: tuple[Call, ...], fallback: str | None) -> str:
+    # The root cause this last step removes: what still varies between the calls.
+    kinds = {leaf.kind for path in varying_paths(calls) for c in calls[:1] for leaf in c.signature if leaf.path == path}
+    if TENSOR in kinds:
+        return "shape-changed"
+    if PYTHON in kinds:
+        return "python-value-changed"
+    return fallback or "shape-changed"
+
+
+def _opened(general: tuple[Leaf, ...]) -> str:
+    parts = []
+    for leaf in general:
+        if leaf.kind == TENSOR and leaf.shape is None:
+            parts.append(f"{leaf.path} (any rank)")
+        elif leaf.kind == TENSOR and leaf.shape is not None and None in leaf.shape:
+            dims = [str(i) for i, d in enumerate(leaf.shape) if d is None]
+            parts.append(f"{leaf.path} dim{'s' if len(dims) > 1 else ''} {', '.join(dims)}")
+    return "; ".join(parts)

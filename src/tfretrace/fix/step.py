@@ -1,0 +1,164 @@
+"""One fix-plan step as recorded in a session, who makes it, and the headline counts a plan gives."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tfretrace.fix.source import Replacement, Span
+
+# Who makes a step (the session's ``by``): tfretrace's own edit, or a person.
+BY_TOOL = "tfretrace"
+BY_HAND = "hand"
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One step of a fix plan: a fix for one root cause and what it is predicted to leave.
+
+    ``traces_before``/``traces_after`` count the traces of the calls this run made, before and
+    after this step (the steps before it applied); ``verified`` is the count measured after
+    applying the edits, or None. A ``statement`` step (kind) changes nothing and says why.
+    ``by`` says who makes the step: ``tfretrace`` (its edits are what ``tfretrace fix --apply``
+    writes) or ``hand``; None for a statement.
+    """
+
+    cause: str
+    kind: str
+    summary: str
+    code: str | None
+    edits: tuple[Replacement, ...]
+    traces_before: int
+    traces_after: int
+    seconds_saved: float
+    verified: int | None = None
+    final: bool = False
+    # XLA steps (kind xla-*): compiles of the recorded calls before and after; traces unchanged.
+    compiles_before: int | None = None
+    compiles_after: int | None = None
+    # Why dimensions of an applied input_signature stay pinned (or open though constant).
+    pinned: str | None = None
+    # A statement that a value stays a Python value: the body's uses that need it (``int(i)``, ...).
+    python_use: str | None = None
+
+    @property
+    def by(self) -> str | None:
+        """``tfretrace`` when the step has edits (``fix --apply`` makes it), ``hand`` otherwise."""
+        if self.kind == "statement":
+            return None
+        return BY_TOOL if self.edits else BY_HAND
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (schema 1, additive)."""
+        out = self._fields()
+        if self.by is not None:
+            out["by"] = self.by
+        if self.pinned is not None:
+            out["pinned"] = self.pinned
+        if self.python_use is not None:
+            out["python_use"] = self.python_use
+        if self.compiles_before is not None:
+            out["compiles_before"] = self.compiles_before
+            out["compiles_after"] = self.compiles_after
+        return out
+
+    def _fields(self) -> dict[str, Any]:
+        return {
+            "cause": self.cause,
+            "kind": self.kind,
+            "summary": self.summary,
+            "code": self.code,
+            "edits": [_edit_dict(e) for e in self.edits],
+            "traces_before": self.traces_before,
+            "traces_after": self.traces_after,
+            "seconds_saved": round(self.seconds_saved, 6),
+            "verified": self.verified,
+            "final": self.final,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PlanStep:
+        """Inverse of :meth:`to_dict` (``by`` follows from the edits: a saved ``by`` cannot contradict them)."""
+        edits = tuple(
+            Replacement(Span(e["path"], e["line"], e["col"], e["end_line"], e["end_col"]), e["text"])
+            for e in data.get("edits", [])
+        )
+        return cls(
+            cause=str(data["cause"]),
+            kind=str(data.get("kind", "")),
+            summary=str(data["summary"]),
+            code=data.get("code"),
+            edits=edits,
+            traces_before=int(data["traces_before"]),
+            traces_after=int(data["traces_after"]),
+            seconds_saved=float(data.get("seconds_saved", 0.0)),
+            verified=data.get("verified"),
+            final=bool(data.get("final", False)),
+            compiles_before=None if data.get("compiles_before") is None else int(data["compiles_before"]),
+            compiles_after=None if data.get("compiles_after") is None else int(data["compiles_after"]),
+            pinned=None if data.get("pinned") is None else str(data["pinned"]),
+            python_use=None if data.get("python_use") is None else str(data["python_use"]),
+        )
+
+
+def _edit_dict(edit: Replacement) -> dict[str, Any]:
+    s = edit.span
+    return {
+        "path": s.path,
+        "line": s.line,
+        "col": s.col,
+        "end_line": s.end_line,
+        "end_col": s.end_col,
+        "text": edit.text,
+    }
+
+
+def numbered(steps: Sequence[PlanStep]) -> list[tuple[int, PlanStep]]:
+    """Each step with its number: fix steps count 1, 2, ...; a note keeps the number before it."""
+    out, number = [], 0
+    for step in steps:
+        number += step.kind != "statement"
+        out.append((number, step))
+    return out
+
+
+def _changing(steps: Sequence[PlanStep]) -> list[tuple[int, PlanStep]]:
+    return [
+        (n, s) for n, s in numbered(steps) if s.compiles_before is None and s.traces_after < s.traces_before
+    ]
+
+
+def applied_count(steps: Sequence[PlanStep]) -> int | None:
+    """Traces predicted once ``tfretrace fix --apply`` made this plan's edits (its ``tfretrace`` steps).
+
+    None when no step changes the count (then the plan predicts nothing to compare).
+    """
+    changing = _changing(steps)
+    if not changing or not _tool_first(changing):
+        return None
+    tool = [s for _n, s in changing if s.by == BY_TOOL]
+    return tool[-1].traces_after if tool else changing[0][1].traces_before
+
+
+def _tool_first(changing: list[tuple[int, PlanStep]]) -> bool:
+    # Plans record tfretrace's steps before the ones by hand; a session saved before that order
+    # (a step by hand first) does not tell what --apply alone leaves.
+    makers = [s.by for _n, s in changing]
+    return BY_TOOL not in makers[makers.index(BY_HAND):] if BY_HAND in makers else True
+
+
+def render_counts(steps: Sequence[PlanStep]) -> str:
+    """``24 traces -> 3 with tfretrace fix --apply, -> 1 with step 3 by hand`` (hand part only when there is one)."""
+    changing = _changing(steps)
+    if not changing:
+        return ""
+    applied = applied_count(steps)
+    if applied is None:
+        return f"{changing[0][1].traces_before} traces -> " + " -> ".join(str(s.traces_after) for _n, s in changing)
+    text = f"{changing[0][1].traces_before} traces -> {applied} with tfretrace fix --apply"
+    hand = [(n, s) for n, s in changing if s.by != BY_TOOL]
+    if hand:
+        numbers = ", ".join(str(n) for n, _s in hand)
+        text += f", -> {hand[-1][1].traces_after} with step{'s' if len(hand) > 1 else ''} {numbers} by hand"
+    return text

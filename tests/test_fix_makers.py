@@ -1,0 +1,263 @@
+"""Who makes each plan step (tfretrace or a person), the headline's two counts, and --verify's rows."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from sessions import keras_predict, session
+from test_fix_plan import PARTIAL, report, t
+from tfretrace.fix.plan import PlanStep, plan_for, predict_applied
+from tfretrace.fix.source import SourceReader
+from tfretrace.fix.step import applied_count, render_counts
+from tfretrace.fix.verify import _compare
+
+
+def _step(kind: str, before: int, after: int, edits: bool) -> PlanStep:
+    from tfretrace.fix.source import Replacement, Span
+
+    made = (Replacement(Span("a.py", 1, 0, 1, 1), "x"),) if edits else ()
+    return PlanStep("shape-changed", kind, "s", None, made, before, after, 0.1)
+
+
+def test_headline_gives_the_apply_count_then_the_steps_by_hand() -> None:
+    steps = (_step("tensor-argument", 24, 8, True), _step("input-signature", 8, 3, True), _step("advice", 3, 1, False))
+    assert [s.by for s in steps] == ["tfretrace", "tfretrace", "hand"]
+    assert render_counts(steps) == "24 traces -> 3 with tfretrace fix --apply, -> 1 with step 3 by hand"
+    assert applied_count(steps) == 3
+    assert render_counts(steps[:2]) == "24 traces -> 3 with tfretrace fix --apply"
+    # Nothing by tfretrace: --apply leaves the count as it is.
+    assert applied_count(steps[2:]) == 3
+    # A session saved before the order (a step by hand first): --apply's count is not knowable.
+    old = (_step("advice", 24, 8, False), _step("input-signature", 8, 1, True))
+    assert applied_count(old) is None and render_counts(old) == "24 traces -> 8 -> 1"
+
+
+def test_by_is_saved_and_a_statement_has_none() -> None:
+    step = _step("advice", 3, 1, False)
+    assert step.to_dict()["by"] == "hand"
+    note = replace(step, kind="statement")
+    assert "by" not in note.to_dict() and note.by is None
+    assert PlanStep.from_dict(_step("input-signature", 3, 1, True).to_dict()).by == "tfretrace"
+
+
+def test_apply_prediction_is_the_first_count_and_never_counts_a_step_by_hand(tmp_path: Path) -> None:
+    path = tmp_path / "loop.py"
+    path.write_text(PARTIAL)
+    sigs, objects = [], []
+    for obj in range(1, 6):
+        sigs += [(t("x", 32, 10),), (t("x", 4, 10),)]
+        objects += [obj, obj]
+    rep = report(sigs, location=f"{path}:12", name="run.<locals>.inner", sites=[f"{path}:19"], objects=objects)
+    steps = plan_for(rep, SourceReader())
+    assert applied_count(steps) == predict_applied(rep, SourceReader()) == 5
+    assert render_counts(steps).startswith("10 traces -> 5 with tfretrace fix --apply, -> 1 with step 2 by hand")
+
+
+def test_verify_never_compares_one_keras_method_with_another(tmp_path: Path) -> None:
+    predict = keras_predict()
+    train = replace(predict, keras=replace(predict.keras, method="train"), traces=7)  # type: ignore[arg-type]
+    after_predict = replace(predict, traces=1, plan=())
+    after_train = replace(train, traces=7, plan=())
+    outcomes = _compare(session(train, predict), session(after_train, after_predict), tmp_path)
+    by_name = {o.name: o.traces_after for o in outcomes}
+    assert by_name == {"encoder.train": 7, "encoder.predict": 1}
+
+
+NEEDS_PYTHON = """import tensorflow as tf
+
+NAMES = ["a", "b", "c", "d"]
+table = {0: 1.0, 1: 2.0, 2: 3.0, 3: 4.0}
+
+
+@tf.function
+def pick(i):
+    return tf.constant(NAMES[i])
+
+
+@tf.function
+def weight(i):
+    return tf.constant(table[i])
+
+
+@tf.function
+def label(i):
+    return tf.strings.join([f"class {i}"])
+
+
+for i in range(3):
+    pick(i)
+    weight(i)
+    label(i)
+"""
+
+
+def test_a_body_that_needs_the_python_value_keeps_it_and_says_so(tmp_path: Path) -> None:
+    from test_fix_plan import py
+
+    path = tmp_path / "needs.py"
+    path.write_text(NEEDS_PYTHON)
+    for line, name in ((7, "pick"), (12, "weight"), (17, "label")):
+        rep = report([(py("i", n),) for n in range(3)], location=f"{path}:{line}", name=name, sites=[f"{path}:22"])
+        steps = plan_for(rep, SourceReader())
+        # Indexing a Python list or dict, or formatting a string: no edit, a statement says why.
+        assert steps and {(s.kind, s.by, s.edits) for s in steps} == {("statement", None, ())}, name
+        assert steps[0].python_use and "i" in steps[0].python_use
+
+
+def test_rewrite_moves_statements_and_refuses_what_is_not_one() -> None:
+    import pytest
+
+    from tfretrace.fix.rewrite import RewriteError, apply_replacements
+    from tfretrace.fix.source import Replacement, Span
+
+    text = (
+        "import x\n\n\ndef outer(xs):\n    @x.function\n    def inner(a):\n        return a\n\n    return inner(xs)\n"
+    )
+    moved = apply_replacements(text, [
+        Replacement(Span("m.py", 6, 4, 7, 16), ""),
+        Replacement(Span("m.py", 4, 0, 4, 0), "@x.function\ndef inner(a):\n    return a\n"),
+    ])
+    assert moved.startswith("import x\n\n\n@x.function\ndef inner(a):\n    return a\n\n\ndef outer(xs):\n")
+    assert "    @x.function" not in moved
+    loop = "for i in range(3):\n    ds = make()\n    use(ds)\n"
+    hoisted = apply_replacements(loop, [
+        Replacement(Span("m.py", 2, 4, 2, 15), ""), Replacement(Span("m.py", 1, 0, 1, 0), "ds = make()\n")
+    ])
+    assert hoisted == "ds = make()\n\n\nfor i in range(3):\n    use(ds)\n"
+    with pytest.raises(RewriteError):  # new lines only before a statement
+        apply_replacements(loop, [Replacement(Span("m.py", 2, 9, 2, 9), "y = 1\n")])
+    with pytest.raises(RewriteError):  # no text removes a statement, never an expression
+        apply_replacements(loop, [Replacement(Span("m.py", 2, 9, 2, 15), "")])
+
+
+HOISTS = """import tensorflow as tf
+import numpy as np
+
+
+class Config:
+    def __init__(self, scale):
+        self.scale = scale
+
+
+class Noisy:
+    def __init__(self, scale):
+        print("made")
+        self.scale = scale
+
+
+def run(values, factor):
+    for epoch in range(3):
+        ds = tf.data.Dataset.from_tensor_slices(values).map(lambda v: v * 2)
+        shuffled = tf.data.Dataset.from_tensor_slices(np.random.permutation(values))
+        per_epoch = tf.data.Dataset.from_tensor_slices(values).skip(epoch)
+        config = Config(2.0)
+        noisy = Noisy(2.0)
+        use(ds, shuffled, per_epoch, config, noisy)
+"""
+
+
+def test_only_what_is_the_same_on_every_pass_moves_out_of_its_loop(tmp_path: Path) -> None:
+    from tfretrace.fix.hoist import object_edits, pipeline_edits
+
+    path = tmp_path / "hoists.py"
+    path.write_text(HOISTS)
+    reader = SourceReader()
+    moved = pipeline_edits(reader, f"{path}:18")
+    assert moved is not None and moved[1].span.line == 17 and moved[1].text.startswith("ds = tf.data")
+    assert pipeline_edits(reader, f"{path}:19") is None  # a NumPy call: a new permutation each pass
+    assert pipeline_edits(reader, f"{path}:20") is None  # reads the loop's own variable
+    assert object_edits(reader, f"{path}:23", "config") is not None
+    assert object_edits(reader, f"{path}:23", "noisy") is None  # its __init__ prints: made once would skip that
+
+
+def test_a_def_that_closes_over_its_outer_function_stays_and_is_advice(tmp_path: Path) -> None:
+    path = tmp_path / "loop.py"
+    path.write_text(PARTIAL)
+    sigs, objects = [], []
+    for obj in range(1, 6):
+        sigs += [(t("x", 32, 10),), (t("x", 4, 10),)]
+        objects += [obj, obj]
+    rep = report(sigs, location=f"{path}:12", name="run.<locals>.inner", sites=[f"{path}:19"], objects=objects)
+    steps = plan_for(rep, SourceReader())
+    made = [(s.kind, s.by) for s in steps if s.kind != "statement"]
+    assert made == [("drop-remainder", "tfretrace"), ("advice", "hand")]
+
+
+NESTED = """import tensorflow as tf
+
+
+def evaluate(batches):
+    @tf.function
+    def batch_error(x):
+        return tf.reduce_sum(x)
+
+    return [batch_error(x) for x in batches]
+"""
+
+
+def test_a_def_that_closes_over_nothing_moves_and_the_signature_follows_it(tmp_path: Path) -> None:
+    path = tmp_path / "nested.py"
+    path.write_text(NESTED)
+    sigs, objects = [], []
+    for obj in range(1, 4):
+        sigs += [(t("x", 8, 5),), (t("x", 8, 7),)]
+        objects += [obj, obj]
+    rep = report(sigs, location=f"{path}:5", name="evaluate.<locals>.batch_error", sites=[f"{path}:9"],
+                 objects=objects)
+    steps = plan_for(rep, SourceReader())
+    assert [(s.kind, s.by, s.traces_before, s.traces_after) for s in steps] == [
+        ("hoist-def", "tfretrace", 6, 2),
+        ("input-signature", "tfretrace", 2, 1),
+    ]
+    hoist, signature = steps
+    # The signature step rewrites the same two places: the def removed, the moved def with the new decorator.
+    assert [e.span for e in signature.edits] == [e.span for e in hoist.edits]
+    moved = signature.edits[1].text
+    assert moved.startswith("@tf.function(input_signature=[tf.TensorSpec(shape=[None, None], dtype=tf.float32)])")
+    assert "\ndef batch_error(x):\n    return tf.reduce_sum(x)\n" in moved
+    from edit_helpers import apply_edits
+    from tfretrace.fix.apply import _overlaps
+
+    # What fix --apply writes: the later step's edits replace the earlier ones at the same places.
+    kept = [e for e in hoist.edits if not any(_overlaps(e, s) for s in signature.edits)] + list(signature.edits)
+    edited = apply_edits(NESTED, kept)
+    assert edited.index("def batch_error") < edited.index("def evaluate")
+    compile(edited, "nested.py", "exec")
+
+
+def test_a_smaller_batch_from_another_call_site_is_no_partial_batch(tmp_path: Path) -> None:
+    # (16, 2) from the training loop, (1, 2) from a single prediction elsewhere: not a remainder.
+    path = tmp_path / "loop.py"
+    path.write_text(PARTIAL)
+    rep = report([(t("x", 32, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18", f"{path}:19"])
+    assert "drop-remainder" not in [s.kind for s in plan_for(rep, SourceReader())]
+    same = report([(t("x", 32, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18"])
+    assert [s.kind for s in plan_for(same, SourceReader())] == ["drop-remainder"]
+
+
+BRANCHES = """import tensorflow as tf
+
+
+@tf.function
+def layer_count(x, depth):
+    if depth > 2:
+        x = tf.nn.relu(x)
+    return x
+
+
+for depth in range(4):
+    layer_count(tf.ones([2]), depth)
+"""
+
+
+def test_a_python_if_on_the_value_keeps_it_a_python_value(tmp_path: Path) -> None:
+    from test_fix_plan import py
+
+    path = tmp_path / "branches.py"
+    path.write_text(BRANCHES)
+    rep = report([(t("x", 2), py("depth", d)) for d in range(4)], location=f"{path}:4", name="layer_count",
+                 sites=[f"{path}:12"])
+    steps = plan_for(rep, SourceReader())
+    assert {s.kind for s in steps} == {"statement"}
+    assert steps[0].python_use == "a Python if on depth"
