@@ -370,3 +370,18 @@ def test_run_a_notebook_with_ipython_syntax_is_refused_in_one_line(
     assert out == "" and len(err.strip().splitlines()) == 1
     assert "cell 2, line 1" in err and "%load_ext tfretrace" in err and "nbconvert --execute" in err
     assert monitor.installed == []  # refused before anything ran
+
+
+def test_a_notebook_cell_with_a_line_separator_in_a_string_runs_as_written(tmp_path: Path) -> None:
+    import json
+
+    from tfretrace._notebook_run import code_cells
+
+    text = "label = 'a\u2028b\x85c'\nsize = len(label)\n"
+    nb = tmp_path / "nb.ipynb"
+    nb.write_text(json.dumps({"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "source": text}],
+                              "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    (cell,) = code_cells(nb)
+    scope: dict[str, object] = {}
+    exec(compile(cell.source, "cell", "exec"), scope)
+    assert scope["size"] == 5

@@ -10,6 +10,8 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfretrace._text import source_lines
+
 # IPython syntax (as the linter reads it): line magics, shell escapes, help, magic assignment.
 _MAGIC_LINE = re.compile(r"^\s*(?:[%!]|\?|[\w.]+\?{1,2}\s*$|\w+\s*=\s*[%!])")
 _CELL_MAGIC = re.compile(r"^\s*%%")
@@ -48,7 +50,7 @@ def code_cells(path: Path) -> list[Cell]:
         text = "".join(raw) if isinstance(raw, list) else raw
         if not isinstance(text, str):
             raise NotebookRunError(f"{path}: not a notebook (cell {len(found) + 1} has no text source)")
-        lines = text.splitlines()
+        lines = source_lines(text)
         number = len(found) + 1
         for index, line in enumerate(lines, start=1):
             if _NO_OP_MAGICS.match(line) and not line.lstrip().startswith("%%"):
@@ -74,7 +76,7 @@ def run_notebook(path: str) -> None:
             # A name per cell, with its source in linecache: tracebacks and tfretrace's call sites
             # show the cell's lines like a script's.
             name = f"{path} (cell {cell.number})"
-            linecache.cache[name] = (len(cell.source), None, cell.source.splitlines(keepends=True), name)
+            linecache.cache[name] = (len(cell.source), None, source_lines(cell.source, keepends=True), name)
             exec(compile(cell.source, name, "exec"), main.__dict__)
     finally:
         if saved is not None:

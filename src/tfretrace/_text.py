@@ -46,3 +46,14 @@ def split_site(site: str | None) -> tuple[str, int]:
         return "<unknown>", 0
     filename, _, line = site.rpartition(":")
     return filename or "<unknown>", int(line) if line.isdigit() else 0
+
+
+# Python ends a line at \r\n, \r or \n only; str.splitlines() also splits at \f, \x1c-\x1e, \x85,
+# U+2028 and U+2029, which may sit inside a string literal and would shift every later line.
+_PY_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def source_lines(text: str, keepends: bool = False) -> list[str]:
+    """``text``'s lines as Python numbers them (otherwise what ``str.splitlines`` returns)."""
+    found = _PY_LINE.findall(text)
+    return found if keepends else [line.rstrip("\r\n") for line in found]

@@ -169,3 +169,16 @@ def test_the_cache_drops_its_least_recently_used_entries_beyond_its_bound(
     )
     linted([".", "-j", "1"], capsys)
     assert calls == ["m0.py"]
+
+
+@pytest.mark.parametrize("odd", ["\u2028", "\f", "\x85"], ids=["line-separator", "form-feed", "next-line"])
+def test_a_cell_with_a_line_separator_in_a_string_is_python(
+    odd: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Python ends a line only at \r\n, \r or \n: these characters inside a string literal are text.
+    monkeypatch.chdir(tmp_path)
+    cell = f"import tensorflow as tf\nlabel = 'a{odd}b'\n@tf.function\ndef f(x):\n    print(x)\n    return x\n"
+    Path("nb.ipynb").write_text(notebook(("code", cell)), encoding="utf-8")
+    code, doc = linted(["nb.ipynb"], capsys)
+    assert code == 1 and doc["skipped"] == []
+    assert [(f["cell"], f["line"], f["code"]) for f in doc["findings"]] == [(1, 5, "TFR108")]

@@ -6,6 +6,8 @@ import json
 import re
 from dataclasses import dataclass
 
+from tfretrace._text import source_lines
+
 # IPython syntax that is not Python: line magics, shell escapes, help (`obj?`), automagic assignment.
 _MAGIC_LINE = re.compile(r"^\s*(?:[%!]|\?|[\w.]+\?{1,2}\s*$|\w+\s*=\s*[%!])")
 _CELL_MAGIC = re.compile(r"^\s*%%")
@@ -54,7 +56,7 @@ def read_notebook(data: str) -> NotebookSource:
         text = "".join(source) if isinstance(source, list) else source
         if not isinstance(text, str):
             raise NotebookError(f"not a notebook (cell {number} has no text source)")
-        cell_lines = text.splitlines() or [""]
+        cell_lines = source_lines(text) or [""]
         magic_cell = bool(_CELL_MAGIC.match(cell_lines[0]))
         for index, line in enumerate(cell_lines, start=1):
             if magic_cell:
@@ -100,7 +102,7 @@ def with_new_lines(data: str, source: NotebookSource, new_text: str) -> str:
         cell = cells[number - 1]
         raw = cell.get("source", "")
         text = "".join(raw) if isinstance(raw, list) else raw
-        lines = text.splitlines(keepends=True)
+        lines = source_lines(text, keepends=True)
         if isinstance(raw, list) and raw != lines:
             raise NotebookError(f"cell {number} splits its source unusually")
         body = lines[line - 1].rstrip("\r\n")
