@@ -348,7 +348,9 @@ def test_dataset_rebuilt_every_epoch_traces_its_functions_again(tf_traces: Any) 
         assert causes(fn) == ["first-trace", "data-pipeline-rebuilt", "data-pipeline-rebuilt"]
         assert expected(fn) == [True, False, False]
         assert {e.call_site for e in fn.events} == {line("pipeline")}
-        assert advice(fn) == [("data-pipeline-rebuilt", "statement")]
+        # tfretrace fix builds the pipeline once, before the loop (issue 18's hoist-pipeline edit).
+        assert [(s["cause"], s["kind"], s["by"], s["traces_before"], s["traces_after"]) for s in fn.plan] == [
+            ("data-pipeline-rebuilt", "hoist-pipeline", "tfretrace", 3, 1)]
 
 
 def _make_ds(values: Any) -> Any:
