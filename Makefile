@@ -32,7 +32,7 @@ lint-self: $(STAMP)
 test: $(STAMP) chromium
 	$(BIN)/ruff check src tests bench examples tools
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 # Not a set-up command: one environment per supported TensorFlow/Keras under .matrix/ (several GB,
 # minutes per environment on first use), the tests and examples in each, and a table of results.
