@@ -736,3 +736,18 @@ def test_a_def_longer_than_an_edit_text_is_moved_whole(tmp_path: Path) -> None:
                     ).save(tmp_path / "run.json")
     assert main(["fix", str(saved), "--apply"]) == 2
     assert (tmp_path / "prog.py").read_text() == program
+
+
+def test_the_copy_keeps_the_edited_program_where_git_ignores_its_folder(tmp_path: Path) -> None:
+    # make demo runs its copy of the example in the git-ignored .demo/: --verify must copy and
+    # edit that file, and still leave out everything else git ignores.
+    from tfretrace.fix.workcopy import plan_copy
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text(".demo/\n")
+    (tmp_path / ".demo").mkdir()
+    (tmp_path / ".demo" / "train.py").write_text("print(1)\n")
+    (tmp_path / ".demo" / "scratch.txt").write_text("x")
+    assert ".demo/train.py" not in plan_copy(tmp_path).copy
+    copied = plan_copy(tmp_path, keep=[".demo/train.py"]).copy
+    assert ".demo/train.py" in copied and ".demo/scratch.txt" not in copied

@@ -155,7 +155,10 @@ def verify(
     started = time.monotonic()
     log = log or Path(tempfile.gettempdir()) / f"tfretrace-{os.getpid()}.verify.log"
     try:
-        plan = plan_copy(root, link_data)
+        # The edited files and the program go into the copy even where git ignores them
+        # (make demo's copy of the example lives in the git-ignored .demo/).
+        program = [args[0]] if args and args[0] != "-m" and not Path(args[0]).is_absolute() else []
+        plan = plan_copy(root, link_data, keep=[change.path for change in changes] + program)
     except CopyError as exc:
         raise FixError(str(exc)) from None
     with _sigterm_unwinds(), tempfile.TemporaryDirectory(prefix="tfretrace-verify-") as tmp, \

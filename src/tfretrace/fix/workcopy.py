@@ -58,9 +58,14 @@ def _named(rel: str, link_data: Sequence[str]) -> bool:
     return any(rel == n or rel.startswith(n.rstrip("/") + "/") for n in link_data)
 
 
-def plan_copy(root: Path, link_data: Sequence[str] = ()) -> CopyPlan:
-    """Walk ``root`` by the rule above; CopyError for a file that is neither small, clonable nor named."""
+def plan_copy(root: Path, link_data: Sequence[str] = (), keep: Sequence[str] = ()) -> CopyPlan:
+    """Walk ``root`` by the rule above; CopyError for a file that is neither small, clonable nor named.
+
+    ``keep``: relative paths copied even where git ignores them (the files the edits change and
+    the program itself: a copy without them could not be edited or run).
+    """
     root = root.resolve()
+    kept_files = {Path(os.path.normpath(k)).as_posix() for k in keep}
     named = [Path(os.path.normpath(n)).as_posix() for n in link_data]
     for name in named:
         if name.startswith("..") or Path(name).is_absolute():
@@ -78,7 +83,7 @@ def plan_copy(root: Path, link_data: Sequence[str] = ()) -> CopyPlan:
                 continue
             elif (base / d).is_symlink():
                 files.append(d)  # a link to a folder: judged like a link to a file
-            elif ignore.ignored(base / d, is_dir=True):
+            elif ignore.ignored(base / d, is_dir=True) and not any(k.startswith(rel + "/") for k in kept_files):
                 plan.ignored += 1
             else:
                 kept.append(d)
@@ -90,7 +95,7 @@ def plan_copy(root: Path, link_data: Sequence[str] = ()) -> CopyPlan:
                 plan.data.append(rel)
             elif path.is_symlink():
                 plan.links.append((rel, _inner_link(path, root)))
-            elif ignore.ignored(path, is_dir=False):
+            elif ignore.ignored(path, is_dir=False) and rel not in kept_files:
                 plan.ignored += 1
             else:
                 size = path.lstat().st_size
