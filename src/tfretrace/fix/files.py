@@ -5,17 +5,14 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import re
 import tokenize
 from dataclasses import dataclass
 
 from tfretrace._io import read_regular
+from tfretrace._text import source_lines
 
 # Bigger than any hand-written module; a bound so that a session cannot make fix read a huge file.
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
-# Python ends a line at \r\n, \r or \n only; str.splitlines() also splits at \f, \x1c-\x1e, \x85,
-# U+2028 and U+2029, which may sit inside a string literal and would shift every later line.
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 class SourceError(ValueError):
@@ -66,7 +63,7 @@ def decode_source(data: bytes) -> SourceFile:
 
 def lines(text: str) -> list[str]:
     """The lines of ``text`` with their endings, numbered as ``ast`` numbers them (index 0 is line 1)."""
-    return _LINE.findall(text)
+    return source_lines(text, keepends=True)
 
 
 def digest(data: bytes) -> str:
