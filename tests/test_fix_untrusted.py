@@ -588,6 +588,17 @@ MOVES_PROGRAM = (
     "out = tf.vectorized_map(square, tf.ones([3]))\n"  # 36
     "y = model.predict(x, verbose=0)\n"  # 37
     "z = model.predict(x, verbose=0)\n"  # 38: another site
+    "\n\n"
+    "def make_scale(k):\n"  # 41
+    "    @tf.function\n"
+    "    def scale(x):\n"  # 43
+    "        return x * k\n"
+    "\n"
+    "    return scale\n"
+    "\n\n"
+    "for _ in range(2):\n"  # 49
+    "    scaler = make_scale(2.0)\n"
+    "    scaler(1.0)\n"  # 51
 )
 # Which recorded function each kind's edits belong to: its name, def line and call site.
 MOVE_FUNCTIONS = {
@@ -599,6 +610,7 @@ MOVE_FUNCTIONS = {
     "wrap-vectorized-map": ("loop_fn", 36, 36),
     "tensor-argument": ("total", 25, 34),
     "keras-call": ("predict", 37, 37),
+    "hoist-factory-call": ("make_scale.<locals>.scale", 43, 51),
 }
 BEFORE_LOOP = Span("prog.py", 29, 0, 29, 0)
 
@@ -616,6 +628,9 @@ def _derived(kind: str) -> tuple[Replacement, ...]:
         found = hoist.pipeline_edits(reader, "prog.py:30" if kind == "hoist-wrap" else "prog.py:31")
     elif kind == "hoist-object":
         found = hoist.object_edits(reader, "prog.py:33", "cfg")
+    elif kind == "hoist-factory-call":
+        made = hoist.factory_edits(reader, reader.function_at("prog.py:43", "scale"), "prog.py:51")
+        found = None if made is None else made[1]
     elif kind == "wrap-vectorized-map":
         wrapped = hoist.vectorized_edits(reader, "prog.py:36")
         found = None if wrapped is None else wrapped[1]
@@ -675,6 +690,10 @@ NEW_KIND_HOSTILE: list[tuple[str, Callable[[], tuple[Replacement, ...]]]] = [
     ("hoist-pipeline", lambda: _swap("hoist-pipeline", 1, "ds = tf.data.Dataset.range(4).map(eval)\n")),
     ("hoist-object", lambda: _swap("hoist-object", 1, "cfg = Config(__import__('os').system('x'))\n")),
     ("hoist-object", lambda: _derived("hoist-object")[1:]),  # made twice: before the loop and in it
+    ("hoist-factory-call", lambda: _swap("hoist-factory-call", 1, "scaler = make_scale(eval('1'))\n")),
+    ("hoist-factory-call", lambda: _derived("hoist-factory-call")[1:]),  # called twice: before the loop and in it
+    # the config object's move presented as the factory's
+    ("hoist-factory-call", lambda: _derived("hoist-object")),
     ("wrap-vectorized-map", lambda: _swap("wrap-vectorized-map", 0, _derived("wrap-vectorized-map")[0].text.replace(
         "return tf.vectorized_map(square, elems)", f"return {HOSTILE_TEXT}"))),
     ("wrap-vectorized-map", lambda: _swap("wrap-vectorized-map", 1, HOSTILE_TEXT)),

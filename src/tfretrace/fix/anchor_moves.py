@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from tfretrace.fix.anchor_base import Anchors, Check, dotted_name, expression, span_of
-from tfretrace.fix.hoist import hoist_edits, object_edits, pipeline_edits, vectorized_edits
+from tfretrace.fix.hoist import factory_edits, hoist_edits, object_edits, pipeline_edits, vectorized_edits
 from tfretrace.fix.source import Replacement, is_user_path
 
 # The moves a step may make: each yields every edit group tfretrace makes for this function now.
@@ -62,6 +62,14 @@ def _vectorized_once(anchors: Anchors, edit: Replacement) -> Iterator[tuple[Repl
             yield wrapped[1]
 
 
+def _factory_once(anchors: Anchors, edit: Replacement) -> Iterator[tuple[Replacement, ...]]:
+    # `f = make_f(...)` in the loop around a recorded call of f, for a factory that only makes the def.
+    for site in _recorded_sites(anchors, edit):
+        made = factory_edits(anchors.reader, anchors.definition, site)
+        if made is not None:
+            yield made[1]
+
+
 def _object_once(anchors: Anchors, edit: Replacement) -> Iterator[tuple[Replacement, ...]]:
     # A plain name passed to a call of the function, made in the loop around that call.
     tree = anchors.tree(edit.span.path)
@@ -90,6 +98,7 @@ MOVES: dict[str, Derive] = {
     "hoist-pipeline": _pipeline_once,
     "wrap-vectorized-map": _vectorized_once,
     "hoist-object": _object_once,
+    "hoist-factory-call": _factory_once,
 }
 
 

@@ -40,6 +40,7 @@ from tfretrace.fix.anchor_moves import (
     move,
     moved_def,
 )
+from tfretrace.fix.neutral_key import neutral_key_dict
 from tfretrace.fix.source import Replacement, SourceReader, Span, callee_name
 
 __all__ = ["CHECKS", "AnchorError", "Anchors", "anchors_for", "check_edit", "check_step", "declaration"]
@@ -207,10 +208,12 @@ CHECKS: dict[str, Check] = {
     "zero-state": zero_state,
     "drop-remainder": batch_insertion,
     "keras-call": keras_call,
+    "neutral-key": neutral_key_dict,
     "hoist-def": move(MOVES["hoist-def"], "the def moved to module level"),
     "hoist-wrap": move(MOVES["hoist-wrap"], "the tf.function(...) made once before its loop"),
     "hoist-pipeline": move(MOVES["hoist-pipeline"], "the pipeline built once before its loop"),
     "hoist-object": move(MOVES["hoist-object"], "the object made once before its loop"),
+    "hoist-factory-call": move(MOVES["hoist-factory-call"], "the factory called once before its loop"),
     "wrap-vectorized-map": move(MOVES["wrap-vectorized-map"], "the vectorized_map wrapper and its call"),
 }
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from tfretrace.events import OBJECT, SPEC, TENSOR, Leaf, TraceEvent
 from tfretrace.fix.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.files import lines as source_lines
-from tfretrace.fix.hoist import hoist_edits, hoist_summary, object_once, pipeline_edits
+from tfretrace.fix.hoist import factory_edits, hoist_edits, hoist_summary, object_once, pipeline_edits
 from tfretrace.fix.predict import Call, Config
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.source import BatchCall, Replacement, Span
@@ -193,6 +193,20 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
             "new-function-object", "hoist-def", hoist_summary(definition), code, moved, replace(merged, moved=True)
         )
     if definition is not None and definition.outer_kind == "def":
+        sites = ctx.sites(calls)
+        made = factory_edits(ctx.reader, definition, sites[0]) if len(sites) == 1 else None
+        if made is not None:
+            name, edits = made
+            return Candidate(
+                "new-function-object",
+                "hoist-factory-call",
+                f"call {definition.outer}() once, before the loop that called it again for {name} at "
+                f"{sites[0]}: it only makes the tf.function {definition.name}, and every pass passed it the same "
+                "arguments",
+                f"# {edits[1].span.path}:{edits[1].span.line}: before the loop\n{edits[1].text.rstrip()}",
+                edits,
+                merged,
+            )
         closes = ", ".join(definition.closes_over)
         summary = (
             f"define {definition.name} once, outside {definition.outer}() (module level or __init__), "

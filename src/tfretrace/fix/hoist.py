@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from tfretrace.fix.candidate import FunctionContext
 from tfretrace.fix.files import lines as source_lines
@@ -117,6 +118,61 @@ def object_edits(reader: SourceReader, site: str, name: str) -> tuple[Replacemen
     does not bind, where the loop neither rebinds ``name`` nor sets an attribute of it or calls a
     method on it: every pass then passes one equal object, and TensorFlow keys it by identity.
     """
+    return _made_once(reader, site, name, lambda tree, func: _pure_class(tree, func))
+
+
+def factory_edits(
+    reader: SourceReader, definition: DefInfo | None, site: str
+) -> tuple[str, tuple[Replacement, Replacement]] | None:
+    """``f = make_f(2.0)`` in the loop around the call ``f(x)`` at ``site``, moved before that loop.
+
+    For a tf.function def inside a module-level factory whose body does nothing but define it and
+    return it: each call of the factory makes a new tf.function (an empty trace cache) closing over
+    the same arguments, so one call before the loop makes one object that computes the same. The
+    same conditions as :func:`object_edits` hold for the arguments and the bound name. Returns the
+    factory call's bound name and the edits.
+    """
+    if definition is None or definition.outer_kind != "def" or definition.outer is None or definition.node is None:
+        return None
+    parsed = reader.module(definition.path)
+    path, _, line_text = site.rpartition(":")
+    if parsed is None or path != definition.path or not line_text.isdigit():
+        return None
+    tree = parsed[1]
+    factory = definition.outer
+    if not _pure_factory(tree, factory, definition.node):
+        return None
+    called = [
+        n.func.id for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.lineno == int(line_text)
+    ]
+    for name in dict.fromkeys(called):
+        moved = _made_once(reader, site, name, lambda _tree, func: func == factory)
+        if moved is not None:
+            return name, moved
+    return None
+
+
+def _pure_factory(tree: ast.Module, name: str, inner: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    # A module-level, undecorated def whose body is a docstring, the tf.function def and `return <def>`.
+    outer = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
+    if outer is None or outer.decorator_list:
+        return False
+    body = list(outer.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return (
+        len(body) == 2 and body[0] is inner
+        and isinstance(body[1], ast.Return) and isinstance(body[1].value, ast.Name) and body[1].value.id == inner.name
+        and not any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(outer))
+    )
+
+
+def _made_once(
+    reader: SourceReader, site: str, name: str, maker: Callable[[ast.Module, str], bool]
+) -> tuple[Replacement, Replacement] | None:
+    # ``name = maker(...)`` in the innermost loop around ``site``, from constants and names the loop
+    # neither binds nor touches, ``name`` bound once in the loop and never touched there either.
     path, _, line_text = site.rpartition(":")
     parsed = reader.module(path)
     if parsed is None or not line_text.isdigit():
@@ -136,7 +192,7 @@ def object_edits(reader: SourceReader, site: str, name: str) -> tuple[Replacemen
             continue
         statement = made[0]
         value = statement.value
-        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and _pure_class(tree, value.func.id)):
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and maker(tree, value.func.id)):
             return None
         bound = {n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         passed = [*value.args, *(k.value for k in value.keywords)]
@@ -144,15 +200,21 @@ def object_edits(reader: SourceReader, site: str, name: str) -> tuple[Replacemen
                for a in passed):
             return None
         stores = [n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
-        touched = any(
-            isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name
-            and (isinstance(n.ctx, ast.Store) or any(isinstance(c, ast.Call) and c.func is n for c in ast.walk(loop)))
-            for n in ast.walk(loop)
-        )
-        if stores.count(name) != 1 or touched:
+        names = {name} | {a.id for a in passed if isinstance(a, ast.Name)}
+        if stores.count(name) != 1 or any(_touched(loop, n) for n in names):
             return None
         return _move_before(path, text, loop, statement)
     return None
+
+
+def _touched(loop: ast.For | ast.While, name: str) -> bool:
+    # An attribute or item of ``name`` set in the loop, or a method called on it: it may change.
+    calls = {id(c.func) for c in ast.walk(loop) if isinstance(c, ast.Call)}
+    return any(
+        isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.value, ast.Name) and n.value.id == name
+        and (isinstance(n.ctx, (ast.Store, ast.Del)) or id(n) in calls)
+        for n in ast.walk(loop)
+    )
 
 
 def _pure_class(tree: ast.Module, name: str) -> bool:

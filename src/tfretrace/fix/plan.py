@@ -7,18 +7,27 @@ from dataclasses import replace
 from typing import Any
 
 from tfretrace.events import FunctionReport, TraceEvent
-from tfretrace.fix import callsite, declare, keras_fixes, signature
+from tfretrace.fix import callsite, declare, keras_fixes, neutral_key, signature
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
 from tfretrace.fix.hoist import pipeline_edits, vectorized_edits
 from tfretrace.fix.origin_advice import origin_steps
 from tfretrace.fix.predict import calls_of, count, mean_seconds
 from tfretrace.fix.source import SourceReader
-from tfretrace.fix.step import PlanStep, applied_count, render_counts
+from tfretrace.fix.step import (
+    OPEN_EVENTS_DROPPED,
+    OPEN_FRAMEWORK_CODE,
+    OPEN_NO_CHECKED_FIX,
+    OPEN_REPLAY_DIFFERS,
+    UNPREDICTED,
+    PlanStep,
+    applied_count,
+    render_counts,
+)
 from tfretrace.fix.xla_fixes import xla_steps
 
 __all__ = ["PlanCache", "PlanStep", "applied_count", "plan_for", "predict_applied", "render_counts", "with_plan"]
 
-_UNPREDICTABLE = "no fix is predicted"
+_UNPREDICTABLE = "no fix is predicted"  # prose only: code reads the step's ``open``
 
 # Fix kinds tried at every step, each for one root cause.
 _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
@@ -26,6 +35,7 @@ _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
     callsite.dtypes,
     callsite.none_to_zeros,
     callsite.lists,
+    neutral_key.neutral_keys,
     callsite.dict_keys,
     callsite.read_only_variables,
     declare.drop_remainder,
@@ -192,6 +202,7 @@ def _origin_step(step: dict[str, object], report: FunctionReport, reader: Source
         traces_before=traces,
         traces_after=traces,
         seconds_saved=0.0,
+        open=OPEN_FRAMEWORK_CODE,
     )
 
 
@@ -214,6 +225,7 @@ def _unaddressed(report: FunctionReport, steps: list[PlanStep], said: list[PlanS
             traces_before=left,
             traces_after=left,
             seconds_saved=0.0,
+            open=OPEN_NO_CHECKED_FIX,
         )
         for cause, n in sorted(counts.items())
     ]
@@ -291,6 +303,7 @@ def _unpredictable(report: FunctionReport, baseline: int | None, recorded: int) 
         traces_before=report.traces,
         traces_after=report.traces,
         seconds_saved=0.0,
+        open=OPEN_EVENTS_DROPPED if report.dropped_events else OPEN_REPLAY_DIFFERS,
     )
 
 
@@ -317,7 +330,7 @@ def predict_applied(report: FunctionReport, reader: SourceReader | None = None) 
     steps = plan_for(report, reader, applied_only=True)
     if not steps and report.retraces == 0:
         return report.traces
-    if any(s.kind == "statement" and s.summary.startswith(_UNPREDICTABLE) for s in steps):
+    if any(s.open in UNPREDICTED for s in steps):
         return None
     found = applied_count(steps)
     return len(report.events) if found is None else found

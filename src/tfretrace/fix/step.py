@@ -12,6 +12,15 @@ from tfretrace.fix.source import Replacement, Span
 BY_TOOL = "tfretrace"
 BY_HAND = "hand"
 
+# Why a statement leaves traces with no checked fix (the session's ``open``): the plan cannot say
+# how few traces the calls need. The first two also mean it predicts nothing for the function.
+OPEN_REPLAY_DIFFERS = "replay-differs"  # replaying the calls does not give TensorFlow's count
+OPEN_EVENTS_DROPPED = "events-dropped"  # the bounded history lost events
+OPEN_NO_CHECKED_FIX = "no-checked-fix"  # a cause no fix kind addresses
+OPEN_FRAMEWORK_CODE = "framework-code"  # the traced code is TensorFlow's: advice, never checked
+OPEN_REASONS = (OPEN_REPLAY_DIFFERS, OPEN_EVENTS_DROPPED, OPEN_NO_CHECKED_FIX, OPEN_FRAMEWORK_CODE)
+UNPREDICTED = frozenset({OPEN_REPLAY_DIFFERS, OPEN_EVENTS_DROPPED})
+
 
 @dataclass(frozen=True)
 class PlanStep:
@@ -41,6 +50,8 @@ class PlanStep:
     pinned: str | None = None
     # A statement that a value stays a Python value: the body's uses that need it (``int(i)``, ...).
     python_use: str | None = None
+    # A statement leaving traces with no checked fix: one of OPEN_REASONS (None on every other step).
+    open: str | None = None
 
     @property
     def by(self) -> str | None:
@@ -58,6 +69,8 @@ class PlanStep:
             out["pinned"] = self.pinned
         if self.python_use is not None:
             out["python_use"] = self.python_use
+        if self.open is not None:
+            out["open"] = self.open
         if self.compiles_before is not None:
             out["compiles_before"] = self.compiles_before
             out["compiles_after"] = self.compiles_after
@@ -99,6 +112,7 @@ class PlanStep:
             compiles_after=None if data.get("compiles_after") is None else int(data["compiles_after"]),
             pinned=None if data.get("pinned") is None else str(data["pinned"]),
             python_use=None if data.get("python_use") is None else str(data["python_use"]),
+            open=data.get("open") if data.get("open") in OPEN_REASONS else None,
         )
 
 
