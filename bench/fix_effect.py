@@ -3,14 +3,14 @@
 For each script in examples/ and examples/wild/, in a fresh copy of examples/:
   1. `tfretrace run --save before.json SCRIPT`, twice, to learn whether the program's own output is
      deterministic at all;
-  2. the plan's prediction for its mechanical edits (`predict_applied`);
+  2. the saved plan's prediction for its mechanical edits (`saved_prediction`);
   3. `tfretrace fix before.json --apply`, then the edited program twice: under `tfretrace run` (its
      output, and its report's count for reference) and under `bench/tf_counts.py`, which counts
      every tf.function object's traces with TensorFlow's own `experimental_get_tracing_count()`
      and no tfretrace at all: that count is the one called "measured".
 Prints one row per retracing function and, at the end, the share of functions whose measured count
 reaches the minimum with `--apply` alone, and the share predicted exactly. A function whose
-tf.function objects TensorFlow's counter cannot name (traces made by tf.data or pfor for the
+tf.function objects TensorFlow's counter cannot name apart (traces made by tf.data or pfor for the
 user's code) is measured by tfretrace's report and marked so. The minimum is the fewest traces the plan
 says the calls need: its lowest count, advice a person must apply by hand included, and a
 statement's count where it says the remaining traces are expected (two list lengths of variables:
@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfretrace.events import FunctionReport
-from tfretrace.fix.plan import predict_applied
+from tfretrace.fix.plan import saved_prediction
+from tfretrace.fix.restored import RESTORED_SUFFIX
 from tfretrace.fix.source import SourceReader
 from tfretrace.session import Session, load
 
@@ -57,6 +58,10 @@ def run(folder: Path, script: str, save: str) -> tuple[int, str, str]:
     )
     last = proc.stderr.strip().splitlines()[-1:] if proc.returncode else []
     return proc.returncode, proc.stdout, "".join(last)[:80]
+
+
+# The qualname TensorFlow's counter gives every function tf.saved_model.load restores.
+RESTORED_BODY = "recreate_function.<locals>.restored_function_body"
 
 
 def minimum(plan: Sequence[Mapping[str, object]], expected: int) -> int:
@@ -152,7 +157,7 @@ def measure(script: Path) -> list[Row]:
         before: Session = load(folder / "before.json")
         reader = SourceReader(folder)
         # Keyed by name and place: two pipelines may map the same function (one row each).
-        predicted = {(f.name, f.location): predict_applied(f, reader) for f in before.functions}
+        predicted = {(f.name, f.location): saved_prediction(f, reader) for f in before.functions}
         fix = subprocess.run(
             [sys.executable, "-m", "tfretrace", "fix", "before.json", "--apply"],
             cwd=folder, capture_output=True, text=True, check=False,
@@ -182,6 +187,9 @@ def measure(script: Path) -> list[Row]:
             plan = list(f.plan)
             # TensorFlow's counter by qualname: one row per name (two rows of one name share it).
             tf_name = f.name if f.name in counted else short
+            restored = [g for g in before.functions if g.name.endswith(RESTORED_SUFFIX)]
+            if f.name.endswith(RESTORED_SUFFIX) and len(restored) == 1:
+                tf_name = RESTORED_BODY  # every restored function traces TensorFlow's one body function
             by_tf = tf_name in counted and len(same) <= 1 and f.keras is None
             measured = counted[tf_name] if by_tf else (now.traces if now else None)
             if measured is None and status_after == 0:

@@ -18,6 +18,7 @@ from tfretrace.fix.files import digest as digest_bytes
 from tfretrace.fix.files import lines as source_lines
 from tfretrace.fix.plan import plan_steps
 from tfretrace.fix.source import Replacement, SourceReader, Span, is_user_path, resolve
+from tfretrace.fix.step import BY_HAND
 from tfretrace.session import Session
 
 
@@ -97,7 +98,7 @@ def edits_by_file(
     for report in session.functions:
         for step in plan_steps(report):
             if not step.edits:
-                if step.kind != "statement" and step.traces_after < step.traces_before:
+                if step.by == BY_HAND and step.traces_after < step.traces_before:
                     advice.append(Advice(report.display_name(), step.summary, report.location))
                 continue
             if step.kind in _CALL_SITE_KINDS:

@@ -12,6 +12,7 @@ from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_con
 from tfretrace.fix.hoist import pipeline_edits, vectorized_edits
 from tfretrace.fix.origin_advice import origin_steps
 from tfretrace.fix.predict import calls_of, count, mean_seconds
+from tfretrace.fix.restored import link_restored
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.step import (
     OPEN_EVENTS_DROPPED,
@@ -25,7 +26,10 @@ from tfretrace.fix.step import (
 )
 from tfretrace.fix.xla_fixes import xla_steps
 
-__all__ = ["PlanCache", "PlanStep", "applied_count", "plan_for", "predict_applied", "render_counts", "with_plan"]
+__all__ = [
+    "PlanCache", "PlanStep", "applied_count", "plan_for", "predict_applied", "render_counts", "saved_prediction",
+    "with_plan",
+]
 
 _UNPREDICTABLE = "no fix is predicted"  # prose only: code reads the step's ``open``
 
@@ -336,6 +340,16 @@ def predict_applied(report: FunctionReport, reader: SourceReader | None = None) 
     return len(report.events) if found is None else found
 
 
+def saved_prediction(report: FunctionReport, reader: SourceReader | None = None) -> int | None:
+    """What ``tfretrace fix --apply`` is predicted to leave: the saved plan's own count, else a new plan's.
+
+    The saved plan knows what a session-wide pass added (a restored function's count through the
+    saving function's step); a session saved without a plan is planned now, applied edits only.
+    """
+    saved = applied_count(plan_steps(report))
+    return saved if saved is not None else predict_applied(report, reader)
+
+
 class PlanCache:
     """Plans for a live monitor's sessions: made once per function and trace count, never fatal."""
 
@@ -363,7 +377,11 @@ class PlanCache:
                 planned = report
             self._known[key] = ((report.traces, report.xla_compiles), planned)
             out.append(planned)
-        return tuple(out)
+        try:
+            return link_restored(tuple(out))
+        except Exception as exc:
+            on_error(exc)
+            return tuple(out)
 
 
 def plan_steps(report: FunctionReport) -> list[PlanStep]:

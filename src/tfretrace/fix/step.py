@@ -21,6 +21,10 @@ OPEN_FRAMEWORK_CODE = "framework-code"  # the traced code is TensorFlow's: advic
 OPEN_REASONS = (OPEN_REPLAY_DIFFERS, OPEN_EVENTS_DROPPED, OPEN_NO_CHECKED_FIX, OPEN_FRAMEWORK_CODE)
 UNPREDICTED = frozenset({OPEN_REPLAY_DIFFERS, OPEN_EVENTS_DROPPED})
 
+# Steps with no edits of their own that tfretrace fix --apply makes all the same, through another
+# function's edits (a restored function, through the saving function's input_signature).
+THROUGH_ANOTHER = frozenset({"saved-signature"})
+
 
 @dataclass(frozen=True)
 class PlanStep:
@@ -55,10 +59,10 @@ class PlanStep:
 
     @property
     def by(self) -> str | None:
-        """``tfretrace`` when the step has edits (``fix --apply`` makes it), ``hand`` otherwise."""
+        """``tfretrace`` when ``fix --apply`` makes the step (its edits, or another function's), ``hand`` otherwise."""
         if self.kind == "statement":
             return None
-        return BY_TOOL if self.edits else BY_HAND
+        return BY_TOOL if self.edits or self.kind in THROUGH_ANOTHER else BY_HAND
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (schema 1, additive)."""

@@ -19,7 +19,7 @@ from typing import TextIO
 
 from tfretrace.events import FunctionReport
 from tfretrace.fix.apply import FileChange, FixError, write_all
-from tfretrace.fix.plan import applied_count, plan_steps, predict_applied
+from tfretrace.fix.plan import saved_prediction
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.workcopy import CopyError, make_copy, plan_copy, snapshot
 from tfretrace.session import Session, SessionFormatError, load
@@ -251,11 +251,8 @@ def row_key(report: FunctionReport) -> tuple[str, str, str | None]:
 def _predicted(report: FunctionReport, reader: SourceReader) -> int | None:
     # The saved plan's own tfretrace steps are exactly what was applied: their count, never a
     # step by hand. A session saved without a plan is planned now, applied edits only.
-    saved = applied_count(plan_steps(report))
-    if saved is not None:
-        return saved
     try:
-        return predict_applied(report, reader)
+        return saved_prediction(report, reader)
     except Exception:  # a prediction is extra information; the measurement stands without it
         return None
 

@@ -12,7 +12,7 @@ from tfretrace._cause import Cause
 from tfretrace._text import plural, printable
 from tfretrace.events import FunctionReport, KerasInfo, TraceEvent
 from tfretrace.fix.plan import PlanStep, plan_steps
-from tfretrace.fix.step import numbered, render_counts
+from tfretrace.fix.step import BY_TOOL, numbered, render_counts
 from tfretrace.session import Session
 from tfretrace.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
 
@@ -338,6 +338,8 @@ def step_where(step: PlanStep) -> str:
     if step.kind == "statement":
         return ""
     if not step.edits:
+        if step.by == BY_TOOL:
+            return "made by tfretrace fix --apply through another function's edit"
         return "advice: edit by hand (not applied by tfretrace fix)"
     places = list(dict.fromkeys(f"{e.span.path}:{e.span.line}" for e in step.edits))
     return "edits: " + ", ".join(places)

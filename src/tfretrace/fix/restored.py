@@ -1,0 +1,102 @@
+"""A SavedModel saved and restored in one program: the saving function's applied signature, seen from the restored one.
+
+``tf.saved_model.save`` writes one concrete function per signature the saving tf.function has; the
+function ``tf.saved_model.load`` restores traces once per input signature it is called with
+(cause ``restored-new-signature``). Once ``tfretrace fix --apply`` gives the saving function an
+``input_signature``, one concrete function is written and the restored function serves every call
+it covers without tracing again: its plan says so, as a step made by ``--apply`` through the saving
+function's edit. Where the restored calls pass a signature the saving function was never called
+with, the applied signature might refuse them: the saving function's step is then left by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tfretrace.events import FunctionReport, Leaf
+from tfretrace.fix.step import BY_TOOL, PlanStep, numbered
+
+RESTORED_SUFFIX = " (restored by tf.saved_model.load)"
+SAVED_SIGNATURE = "saved-signature"
+_DECLARING = ("input-signature", "element-spec")
+_RESTORED_CAUSES = frozenset({"first-trace", "restored-new-signature", "restored-reloaded"})
+
+
+def link_restored(functions: tuple[FunctionReport, ...]) -> tuple[FunctionReport, ...]:
+    """The reports with restored functions' plans told what the saving function's applied step changes."""
+    out = list(functions)
+    for i, restored in enumerate(functions):
+        saver = _saver(functions, restored)
+        if saver is None:
+            continue
+        j = functions.index(saver)
+        steps = [PlanStep.from_dict(dict(s)) for s in out[j].plan]
+        declared = [(n, s) for n, s in numbered(steps) if s.kind in _DECLARING and s.by == BY_TOOL]
+        if not declared:
+            continue
+        number, step = declared[-1]
+        if _covered(saver, restored):
+            out[i] = _with_step(out[i], saver, number)
+        else:
+            out[j] = replace(out[j], plan=tuple(_by_hand(s, restored).to_dict() if s is step else s.to_dict()
+                                                for s in steps))
+    return tuple(out)
+
+
+def _saver(functions: tuple[FunctionReport, ...], restored: FunctionReport) -> FunctionReport | None:
+    # The one function of this run that was written into a SavedModel under the restored name, same file.
+    if not restored.name.endswith(RESTORED_SUFFIX) or not restored.events:
+        return None
+    if any(e.cause not in _RESTORED_CAUSES for e in restored.events):
+        return None
+    short = restored.name[: -len(RESTORED_SUFFIX)]
+    path = restored.location.rpartition(":")[0]
+    found = [
+        f for f in functions
+        if f is not restored and f.name.rsplit(".", 1)[-1] == short and f.location.rpartition(":")[0] == path
+        and any(e.cause == "saved-model-export" for e in f.events)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _key(leaves: tuple[Leaf, ...]) -> tuple[tuple[str, str, str | None, object], ...]:
+    return tuple((leaf.path, leaf.kind, leaf.dtype, leaf.shape) for leaf in leaves)
+
+
+def _covered(saver: FunctionReport, restored: FunctionReport) -> bool:
+    # Every restored call passed a signature the saving function was called with: the applied
+    # signature, which covers every call of the saving function, covers them too.
+    seen = {_key(e.signature) for e in saver.events}
+    return all(_key(e.signature) in seen for e in restored.events)
+
+
+def _with_step(restored: FunctionReport, saver: FunctionReport, number: int) -> FunctionReport:
+    if any(s.get("kind") == SAVED_SIGNATURE for s in restored.plan):
+        return restored
+    new = sum(1 for e in restored.events if e.cause == "restored-new-signature")
+    if new == 0:
+        return restored
+    traces = len(restored.events)
+    per_trace = restored.trace_seconds / max(traces, 1)
+    step = PlanStep(
+        cause="restored-new-signature",
+        kind=SAVED_SIGNATURE,
+        summary=f"step {number} of {saver.display_name()} ({saver.location}) gives it an input_signature: the "
+        f"SavedModel then holds one concrete function, and the restored function traces once for the {new + 1} "
+        "input signatures it was called with (made by tfretrace fix --apply, through that step)",
+        code=None,
+        edits=(),
+        traces_before=traces,
+        traces_after=traces - new,
+        seconds_saved=new * per_trace,
+    )
+    return replace(restored, plan=(step.to_dict(), *restored.plan))
+
+
+def _by_hand(step: PlanStep, restored: FunctionReport) -> PlanStep:
+    return replace(
+        step,
+        edits=(),
+        summary=step.summary + f" (by hand: {restored.display_name()} is called at {restored.location} with input "
+        "signatures this function never was; check the signature accepts them before declaring it)",
+    )
