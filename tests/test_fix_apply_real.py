@@ -112,7 +112,7 @@ def _output(folder: Path, script: str) -> str:
 # Our own programs for the patterns of issue 18, each with tfretrace's edits only (nothing by hand).
 APPLIED = ["wild/call_form.py", "wild/tensor_body.py", "wild/summary_step.py", "wild/two_dtypes.py",
            "wild/keras_predict.py", "new_function_object.py", "dataset_per_epoch.py", "vectorized_map_eager.py",
-           "object_identity.py", "structure_changed.py", "saved_model_roundtrip.py"]
+           "object_identity.py", "structure_changed.py", "saved_model_roundtrip.py", "wild/wrap_in_loop.py"]
 
 
 @pytest.mark.parametrize("script", APPLIED)

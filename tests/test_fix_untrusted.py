@@ -611,7 +611,10 @@ MOVE_FUNCTIONS = {
     "tensor-argument": ("total", 25, 34),
     "keras-call": ("predict", 37, 37),
     "hoist-factory-call": ("make_scale.<locals>.scale", 43, 51),
+    # an input_signature after hoist-wrap: written into the moved tf.function(...) line
+    "input-signature@wrap": ("compute", 21, 33),
 }
+WRAP_SIGNATURE = "tf.function(compute, input_signature=[tf.TensorSpec(shape=[], dtype=tf.float32)])"
 BEFORE_LOOP = Span("prog.py", 29, 0, 29, 0)
 
 
@@ -624,6 +627,8 @@ def _derived(kind: str) -> tuple[Replacement, ...]:
         definition = reader.function_at("prog.py:15", "step")
         new = "tf.function(input_signature=[tf.TensorSpec(shape=[], dtype=tf.int32)])"
         found = hoist.hoist_edits(definition, reader, new if kind == "input-signature" else None)
+    elif kind == "input-signature@wrap":
+        found = hoist.wrap_moved(reader, reader.function_at("prog.py:21", "compute"), WRAP_SIGNATURE)
     elif kind in ("hoist-wrap", "hoist-pipeline"):
         found = hoist.pipeline_edits(reader, "prog.py:30" if kind == "hoist-wrap" else "prog.py:31")
     elif kind == "hoist-object":
@@ -650,7 +655,8 @@ def _moves_session(tmp_path: Path, kind: str, edits: tuple[Replacement, ...]) ->
     events = tuple(replace(e, call_site=None if site is None else f"prog.py:{site}") for e in report.events)
     (tmp_path / "prog.py").write_text(MOVES_PROGRAM)
     keras = KerasInfo("model", "Sequential", "predict") if kind == "keras-call" else None
-    report = replace(report, location=f"prog.py:{line}", events=events, plan=(step(kind, edits),), keras=keras)
+    plan = (step(kind.split("@")[0], edits),)
+    report = replace(report, location=f"prog.py:{line}", events=events, plan=plan, keras=keras)
     session = Session(functions=(report,), wall_seconds=10.0, root=str(tmp_path),
                       sources=(("prog.py", sha(MOVES_PROGRAM.encode())),))
     return session.save(tmp_path / "run.json")
@@ -691,6 +697,12 @@ NEW_KIND_HOSTILE: list[tuple[str, Callable[[], tuple[Replacement, ...]]]] = [
     ("hoist-object", lambda: _swap("hoist-object", 1, "cfg = Config(__import__('os').system('x'))\n")),
     ("hoist-object", lambda: _derived("hoist-object")[1:]),  # made twice: before the loop and in it
     ("hoist-factory-call", lambda: _swap("hoist-factory-call", 1, "scaler = make_scale(eval('1'))\n")),
+    # the moved tf.function(...) line declared with something else, or made of another function
+    ("input-signature@wrap", lambda: _swap("input-signature@wrap", 1, _derived("input-signature@wrap")[1].text.replace(
+        "tf.TensorSpec(shape=[], dtype=tf.float32)", HOSTILE_TEXT))),
+    ("input-signature@wrap", lambda: _swap("input-signature@wrap", 1, _derived("input-signature@wrap")[1].text.replace(
+        "tf.function(compute,", "tf.function(square,"))),
+    ("input-signature@wrap", lambda: _derived("input-signature@wrap")[1:]),  # made before the loop and in it
     ("hoist-factory-call", lambda: _derived("hoist-factory-call")[1:]),  # called twice: before the loop and in it
     # the config object's move presented as the factory's
     ("hoist-factory-call", lambda: _derived("hoist-object")),
@@ -725,7 +737,7 @@ def test_the_new_kinds_edits_off_their_anchors_or_with_foreign_text_are_refused(
     # Refused by the anchors (not by a later parse): the check itself says no.
     (report,) = load(saved).functions
     with pytest.raises(AnchorError):
-        check_step(kind, anchors_for(report, SourceReader(tmp_path)), edits)
+        check_step(kind.split("@")[0], anchors_for(report, SourceReader(tmp_path)), edits)
 
 
 def test_a_def_longer_than_an_edit_text_is_moved_whole(tmp_path: Path) -> None:

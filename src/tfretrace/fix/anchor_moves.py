@@ -12,7 +12,14 @@ import ast
 from collections.abc import Callable, Iterator
 
 from tfretrace.fix.anchor_base import Anchors, Check, dotted_name, expression, span_of
-from tfretrace.fix.hoist import factory_edits, hoist_edits, object_edits, pipeline_edits, vectorized_edits
+from tfretrace.fix.hoist import (
+    factory_edits,
+    hoist_edits,
+    object_edits,
+    pipeline_edits,
+    vectorized_edits,
+    wrap_moved,
+)
 from tfretrace.fix.source import Replacement, is_user_path
 
 # The moves a step may make: each yields every edit group tfretrace makes for this function now.
@@ -34,8 +41,7 @@ def _hoisted_def(anchors: Anchors, edit: Replacement) -> Iterator[tuple[Replacem
 
 def _wrap_once(anchors: Anchors, edit: Replacement) -> Iterator[tuple[Replacement, ...]]:
     # `tf_f = tf.function(f)` inside a loop: the function's own wrapping call, read from the file.
-    wrap = None if anchors.definition is None else anchors.definition.wrap_call
-    moved = None if wrap is None else pipeline_edits(anchors.reader, f"{wrap.path}:{wrap.line}")
+    moved = None if anchors.definition is None else wrap_moved(anchors.reader, anchors.definition)
     if moved is not None:
         yield moved
 
@@ -113,6 +119,32 @@ def move(derive: Derive, what: str) -> Check:
     return check
 
 
+def moved_wrap(anchors: Anchors, edit: Replacement, judge: Callable[[str], str | None]) -> str | None:
+    """The ``f = tf.function(g)`` line moved before its loop: its removal, or its copy declared as ``judge`` accepts."""
+    definition = anchors.definition
+    plain = None if definition is None else wrap_moved(anchors.reader, definition)
+    if plain is None or definition is None:
+        return "not a tf.function(...) line tfretrace moves before its loop"
+    removal, insertion = plain
+    if edit == removal:
+        return None
+    if edit.span != insertion.span:
+        return "not the tf.function(...) line moved before its loop"
+    try:
+        tree = ast.parse(edit.text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "the new text is not the moved line"
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    for call in calls[:1]:  # the assigned value: the outermost call of the line
+        text = ast.get_source_segment(edit.text, call)
+        if text is None or judge(text) is not None:
+            continue
+        again = wrap_moved(anchors.reader, definition, text)
+        if again is not None and again[1] == edit:
+            return None
+    return "the new text is not the moved line with a tf.function declaration of this kind"
+
+
 def moved_def(anchors: Anchors, edit: Replacement, judge: Callable[[str], str | None] | None) -> str | None:
     """The def moved to module level (its removal, or its copy whose decorator ``judge`` accepts)."""
     plain = hoist_edits(anchors.definition, anchors.reader)
@@ -144,7 +176,9 @@ def missing_part(kind: str, anchors: Anchors, edits: tuple[Replacement, ...]) ->
     """The first place of a move the step leaves out (a removed def not written again), or None."""
     derive = MOVES.get(kind)
     if derive is None:
-        derive = _hoisted_def  # a declaration step after a hoist: the same two places
+        # A declaration step after a hoist: the same two places (a def's, or a tf.function line's).
+        wrapped = anchors.definition is not None and anchors.definition.decorator is None
+        derive = _wrap_once if wrapped else _hoisted_def
     spans = {e.span for e in edits}
     for edit in edits:
         if kind not in MOVES and not is_move(edit):

@@ -39,6 +39,7 @@ from tfretrace.fix.anchor_moves import (
     missing_part,
     move,
     moved_def,
+    moved_wrap,
 )
 from tfretrace.fix.neutral_key import neutral_key_dict
 from tfretrace.fix.source import Replacement, SourceReader, Span, callee_name
@@ -96,6 +97,9 @@ def declaration(keyword: str) -> Check:
         definition = anchors.definition
         alias = anchors.alias(edit.span.path)
         if is_move(edit):
+            if definition is not None and definition.decorator is None and definition.wrap_text is not None:
+                wrap = definition.wrap_text
+                return moved_wrap(anchors, edit, lambda new: declared(wrap, new, keyword, alias))
             original = None if definition is None else definition.decorator_text
             if original is None:
                 return "not a def tfretrace moves to module level"

@@ -9,7 +9,7 @@ from dataclasses import replace
 from tfretrace.events import OBJECT, SPEC, TENSOR, Leaf, TraceEvent
 from tfretrace.fix.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.files import lines as source_lines
-from tfretrace.fix.hoist import factory_edits, hoist_edits, hoist_summary, object_once, pipeline_edits
+from tfretrace.fix.hoist import factory_edits, hoist_edits, hoist_summary, object_once, pipeline_edits, wrap_moved
 from tfretrace.fix.predict import Call, Config
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.source import BatchCall, Replacement, Span
@@ -36,6 +36,9 @@ def decorator_edit(
         return "@" + new, (Replacement(definition.decorator, _indented(ctx, definition.decorator, new)),)
     if definition is not None and definition.wrap_call is not None and definition.wrap_text is not None:
         new = _add_keyword(definition.wrap_text, keyword)
+        once = wrap_moved(ctx.reader, definition, new) if state is not None and state.moved else None
+        if once is not None:
+            return new, once
         return new, (Replacement(definition.wrap_call, _indented(ctx, definition.wrap_call, new)),)
     return f"@{tf}.function({keyword})\ndef {ctx.short}(...):\n    ...", ()
 
@@ -234,7 +237,7 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
                 f"make the tf.function for {ctx.short} once, before the loop that re-created it at {site}",
                 f"# {site}: before the loop\n{once[1].text.rstrip()}",
                 once,
-                merged,
+                replace(merged, moved=True),  # a later declaration edits the moved line
             )
         where = f" (the tf.function(...) call at {site})"
     return Candidate(

@@ -110,6 +110,21 @@ def pipeline_edits(reader: SourceReader, site: str) -> tuple[Replacement, Replac
     return _move_before(path, text, loop, statement)
 
 
+def wrap_moved(
+    reader: SourceReader, definition: DefInfo, new: str | None = None
+) -> tuple[Replacement, Replacement] | None:
+    """The function's ``f = tf.function(g)`` moved before its loop, its call written as ``new`` (None: as it is)."""
+    if definition.wrap_call is None or definition.wrap_text is None:
+        return None
+    once = pipeline_edits(reader, f"{definition.wrap_call.path}:{definition.wrap_call.line}")
+    if once is None or new is None:
+        return once
+    removal, insertion = once
+    if insertion.text.count(definition.wrap_text) != 1:
+        return None
+    return removal, Replacement(insertion.span, insertion.text.replace(definition.wrap_text, new))
+
+
 def object_edits(reader: SourceReader, site: str, name: str) -> tuple[Replacement, Replacement] | None:
     """``name = Config(...)`` made in the loop around the call at ``site``, moved before that loop.
 
