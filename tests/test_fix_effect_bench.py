@@ -51,11 +51,14 @@ def test_a_statement_that_traces_are_expected_sets_the_minimum() -> None:
 
 
 def test_a_plan_that_cannot_say_leaves_the_minimum_at_no_retrace() -> None:
-    unpredictable = step(5, 5, "no fix is predicted for f: replaying gives 4 traces, not 5", False, "statement")
-    unaddressed = step(3, 3, "2 unexplained retrace(s) have no fix tfretrace can check; see ...", False, "statement")
+    # Read from the step's open field, whatever its words say.
+    unpredictable = dict(step(5, 5, "(any words)", False, "statement"), open="replay-differs")
+    unaddressed = dict(step(3, 3, "(any words)", False, "statement"), open="no-checked-fix")
     assert fix_effect.minimum([unpredictable], 1) == 1
     assert fix_effect.minimum([step(5, 3), unaddressed], 1) == 1
     assert fix_effect.minimum([], 2) == 2
+    # The same words without the field are a statement that the traces are expected.
+    assert fix_effect.minimum([step(5, 3), step(3, 3, unaddressed["summary"], False, "statement")], 1) == 3
 
 
 def test_trace_count_lines_are_not_program_output() -> None:
@@ -77,10 +80,10 @@ def test_output_is_judged_only_when_the_program_repeats_itself() -> None:
 
 def test_framework_advice_is_by_hand_and_leaves_the_minimum_at_no_retrace() -> None:
     # A tf.data pipeline rebuilt per epoch: the plan can only advise (TensorFlow's code traced).
-    advice = step(3, 3, "advice, by hand (the traced code is TensorFlow's: tfretrace cannot check a fix for it)",
-                  edits=False, kind="statement")
+    advice = dict(step(3, 3, "(any words)", edits=False, kind="statement"), open="framework-code")
     assert fix_effect.minimum([advice], expected=1) == 1
     assert fix_effect.by_hand([advice])
+    assert not fix_effect.by_hand([dict(advice, open=None)])
 
 
 def test_help_explains_the_bench_and_runs_nothing(capsys: Any) -> None:
