@@ -75,6 +75,13 @@ def test_a_mask_only_multiplied_in_is_filled_with_ones_and_one_trace_is_predicte
         SAFE_BODY.replace("    if", "    values = tf.reduce_sum(values, axis=0)\n    if"),
         # the dict itself is read another way: its length differs with the key
         SAFE_BODY.replace("return tf.reduce_mean(values)", "return tf.reduce_mean(values) * len(features)"),
+        # the guard does more than multiply (a second guard changing what is returned)
+        SAFE_BODY.replace("    return", "    if 'mask' in features:\n        return tf.reduce_sum(values)\n    return"),
+        SAFE_BODY.replace("values * features['mask']\n", "values * features['mask']\n        tf.print(values)\n"),
+        # the values rebound in a nested function's own scope, where a broadcast mask would double a sum
+        "    values = features['values']\n    def inner(values):\n        if 'mask' in features:\n"
+        "            values = values * features['mask']\n        return tf.reduce_sum(values)\n"
+        "    return inner(values[0])\n",
         # the mask is multiplied in without the membership test guarding it
         SAFE_BODY.replace("    if 'mask' in features:\n        values", "    values").replace(
             "    return", "    return"),
@@ -93,6 +100,23 @@ def test_a_call_that_passes_its_dict_by_name_keeps_the_advice(tmp_path: Path) ->
     text = program(SAFE_BODY).replace("masked_mean({'values': values})", "masked_mean(dict(values=values))")
     (tmp_path / "prog.py").write_text(text)
     assert "neutral-key" not in [s.kind for s in plan_for(report(), SourceReader(tmp_path))]
+
+
+def test_two_calls_on_one_line_keep_the_advice(tmp_path: Path) -> None:
+    # Which of the two a recorded call was cannot be told: both need the key or neither.
+    text = program(SAFE_BODY).replace("masked_mean({'values': values})\n",
+                                      "masked_mean({'values': values}), masked_mean({'values': values})\n")
+    (tmp_path / "prog.py").write_text(text)
+    assert "neutral-key" not in [s.kind for s in plan_for(report(), SourceReader(tmp_path))]
+
+
+def test_a_session_edit_is_refused_where_the_body_does_not_allow_it(tmp_path: Path) -> None:
+    # The edit tfretrace makes for the safe body, replayed from a session onto a body that adds the mask.
+    (tmp_path / "prog.py").write_text(program(SAFE_BODY))
+    (edit,) = plan_for(report(), SourceReader(tmp_path))[0].edits
+    (tmp_path / "prog.py").write_text(program(SAFE_BODY.replace("values * features", "values + features")))
+    with pytest.raises(AnchorError):
+        check_step("neutral-key", anchors_for(report(), SourceReader(tmp_path)), [edit])
 
 
 def test_the_edit_is_checked_against_the_file_and_foreign_text_is_refused(tmp_path: Path) -> None:

@@ -62,3 +62,12 @@ def test_restored_calls_the_saving_function_never_had_leave_its_signature_by_han
 def test_without_a_saving_function_of_that_name_nothing_changes() -> None:
     other = replace(saver(2, 3), name="Scaler.shift")
     assert link_restored((other, restored(2, 3))) == (other, restored(2, 3))
+
+
+def test_one_uncovered_restored_row_leaves_the_signature_by_hand_in_any_order() -> None:
+    covered = restored(2, 3)
+    uncovered = replace(restored(2, 5), location="prog.py:30")
+    for rows in ((covered, uncovered), (uncovered, covered)):
+        out = link_restored((saver(2, 3), *rows))
+        assert [s.by for s in plan_steps(out[0])] == ["hand"]
+        assert all(s.kind != "saved-signature" for row in out[1:] for s in plan_steps(row))

@@ -620,7 +620,7 @@ BEFORE_LOOP = Span("prog.py", 29, 0, 29, 0)
 
 def _derived(kind: str) -> tuple[Replacement, ...]:
     """The edits tfretrace itself makes for ``kind`` in MOVES_PROGRAM (the planner's own functions)."""
-    from tfretrace.fix import hoist
+    from tfretrace.fix import factory, hoist
 
     reader = SourceReader(".")
     if kind in ("hoist-def", "input-signature"):
@@ -634,7 +634,7 @@ def _derived(kind: str) -> tuple[Replacement, ...]:
     elif kind == "hoist-object":
         found = hoist.object_edits(reader, "prog.py:33", "cfg")
     elif kind == "hoist-factory-call":
-        made = hoist.factory_edits(reader, reader.function_at("prog.py:43", "scale"), "prog.py:51")
+        made = factory.factory_edits(reader, reader.function_at("prog.py:43", "scale"), "prog.py:51")
         found = None if made is None else made[1]
     elif kind == "wrap-vectorized-map":
         wrapped = hoist.vectorized_edits(reader, "prog.py:36")

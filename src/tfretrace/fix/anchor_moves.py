@@ -12,8 +12,8 @@ import ast
 from collections.abc import Callable, Iterator
 
 from tfretrace.fix.anchor_base import Anchors, Check, dotted_name, expression, span_of
+from tfretrace.fix.factory import factory_edits
 from tfretrace.fix.hoist import (
-    factory_edits,
     hoist_edits,
     object_edits,
     pipeline_edits,

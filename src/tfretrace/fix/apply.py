@@ -93,13 +93,19 @@ def edits_by_file(
     some of the recorded call sites lists each of the others as advice.
     """
     reader = reader or SourceReader()
-    files: dict[str, list[Replacement]] = {}
+    files: dict[str, list[tuple[int, Replacement]]] = {}
     advice: list[Advice] = []
-    for report in session.functions:
+    for owner, report in enumerate(session.functions):
         for step in plan_steps(report):
             if not step.edits:
                 if step.by == BY_HAND and step.traces_after < step.traces_before:
                     advice.append(Advice(report.display_name(), step.summary, report.location))
+                continue
+            if _clashes(files, owner, step.edits):
+                # Another function's edit is at the same place: made alone, this step could
+                # undo half of that one's move. Left to the user, said as such.
+                advice.append(Advice(report.display_name(), step.summary + " (not applied: another function's "
+                                     "edit is at the same place)", report.location))
                 continue
             if step.kind in _CALL_SITE_KINDS:
                 advice.extend(
@@ -108,9 +114,26 @@ def edits_by_file(
                 )
             for edit in step.edits:
                 kept = files.setdefault(edit.span.path, [])
-                kept[:] = [e for e in kept if not _overlaps(e, edit)]
-                kept.append(edit)
-    return files, advice
+                joined = [(o, e) for o, e in kept if o != owner and _same_insertion(e, edit)]
+                kept[:] = [(o, e) for o, e in kept if not _overlaps(e, edit)]
+                # Two functions' statements moved before one loop: both are written there.
+                text = "".join(e.text for _o, e in joined) + edit.text
+                kept.append((joined[0][0] if joined else owner, Replacement(edit.span, text)))
+    return {path: [e for _o, e in kept] for path, kept in files.items()}, advice
+
+
+def _same_insertion(a: Replacement, b: Replacement) -> bool:
+    # Whole lines inserted at one point (statements moved before the same loop).
+    empty = (a.span.line, a.span.col) == (a.span.end_line, a.span.end_col)
+    return a.span == b.span and empty and a.text.endswith("\n") and b.text.endswith("\n")
+
+
+def _clashes(files: dict[str, list[tuple[int, Replacement]]], owner: int, edits: Sequence[Replacement]) -> bool:
+    """Whether an edit overlaps another function's edit, other than lines inserted at the same point."""
+    return any(
+        o != owner and _overlaps(e, edit) and not _same_insertion(e, edit)
+        for edit in edits for o, e in files.get(edit.span.path, [])
+    )
 
 
 def _sites_not_reached(report: FunctionReport, edits: Sequence[Replacement], reader: SourceReader) -> list[str]:

@@ -8,8 +8,9 @@ from dataclasses import replace
 
 from tfretrace.events import OBJECT, SPEC, TENSOR, Leaf, TraceEvent
 from tfretrace.fix.candidate import Candidate, FunctionContext, State
+from tfretrace.fix.factory import factory_edits
 from tfretrace.fix.files import lines as source_lines
-from tfretrace.fix.hoist import factory_edits, hoist_edits, hoist_summary, object_once, pipeline_edits, wrap_moved
+from tfretrace.fix.hoist import hoist_edits, hoist_summary, object_once, pipeline_edits, wrap_moved
 from tfretrace.fix.predict import Call, Config
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.source import BatchCall, Replacement, Span
@@ -36,9 +37,11 @@ def decorator_edit(
         return "@" + new, (Replacement(definition.decorator, _indented(ctx, definition.decorator, new)),)
     if definition is not None and definition.wrap_call is not None and definition.wrap_text is not None:
         new = _add_keyword(definition.wrap_text, keyword)
-        once = wrap_moved(ctx.reader, definition, new) if state is not None and state.moved else None
-        if once is not None:
-            return new, once
+        if state is not None and state.moved:
+            # After hoist-wrap the declaration goes into the moved line; where it cannot be
+            # written there, editing the removed line would undo the move: no edit, by hand.
+            once = wrap_moved(ctx.reader, definition, new)
+            return new, once if once is not None else ()
         return new, (Replacement(definition.wrap_call, _indented(ctx, definition.wrap_call, new)),)
     return f"@{tf}.function({keyword})\ndef {ctx.short}(...):\n    ...", ()
 

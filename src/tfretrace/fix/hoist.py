@@ -133,61 +133,19 @@ def object_edits(reader: SourceReader, site: str, name: str) -> tuple[Replacemen
     does not bind, where the loop neither rebinds ``name`` nor sets an attribute of it or calls a
     method on it: every pass then passes one equal object, and TensorFlow keys it by identity.
     """
-    return _made_once(reader, site, name, lambda tree, func: _pure_class(tree, func))
+    return made_once(reader, site, name, lambda tree, func: _pure_class(tree, func))
 
 
-def factory_edits(
-    reader: SourceReader, definition: DefInfo | None, site: str
-) -> tuple[str, tuple[Replacement, Replacement]] | None:
-    """``f = make_f(2.0)`` in the loop around the call ``f(x)`` at ``site``, moved before that loop.
-
-    For a tf.function def inside a module-level factory whose body does nothing but define it and
-    return it: each call of the factory makes a new tf.function (an empty trace cache) closing over
-    the same arguments, so one call before the loop makes one object that computes the same. The
-    same conditions as :func:`object_edits` hold for the arguments and the bound name. Returns the
-    factory call's bound name and the edits.
-    """
-    if definition is None or definition.outer_kind != "def" or definition.outer is None or definition.node is None:
-        return None
-    parsed = reader.module(definition.path)
-    path, _, line_text = site.rpartition(":")
-    if parsed is None or path != definition.path or not line_text.isdigit():
-        return None
-    tree = parsed[1]
-    factory = definition.outer
-    if not _pure_factory(tree, factory, definition.node):
-        return None
-    called = [
-        n.func.id for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.lineno == int(line_text)
-    ]
-    for name in dict.fromkeys(called):
-        moved = _made_once(reader, site, name, lambda _tree, func: func == factory)
-        if moved is not None:
-            return name, moved
-    return None
-
-
-def _pure_factory(tree: ast.Module, name: str, inner: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    # A module-level, undecorated def whose body is a docstring, the tf.function def and `return <def>`.
-    outer = next((s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == name), None)
-    if outer is None or outer.decorator_list:
-        return False
-    body = list(outer.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
-    return (
-        len(body) == 2 and body[0] is inner
-        and isinstance(body[1], ast.Return) and isinstance(body[1].value, ast.Name) and body[1].value.id == inner.name
-        and not any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(outer))
-    )
-
-
-def _made_once(
+def made_once(
     reader: SourceReader, site: str, name: str, maker: Callable[[ast.Module, str], bool]
 ) -> tuple[Replacement, Replacement] | None:
-    # ``name = maker(...)`` in the innermost loop around ``site``, from constants and names the loop
-    # neither binds nor touches, ``name`` bound once in the loop and never touched there either.
+    """``name = maker(...)`` in the innermost loop around ``site``, moved before that loop.
+
+    Only from constants and names the loop neither binds nor touches, ``name`` bound once in the
+    loop and never touched there either, not read in the loop before that statement (the first
+    pass would see the object made before the loop), nor after the loop (a loop that never runs
+    would now leave it bound), and the maker not a name the loop binds.
+    """
     path, _, line_text = site.rpartition(":")
     parsed = reader.module(path)
     if parsed is None or not line_text.isdigit():
@@ -216,10 +174,60 @@ def _made_once(
             return None
         stores = [n.id for n in ast.walk(loop) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
         names = {name} | {a.id for a in passed if isinstance(a, ast.Name)}
-        if stores.count(name) != 1 or any(_touched(loop, n) for n in names):
+        if stores.count(name) != 1 or any(_touched(loop, n) for n in names) or value.func.id in bound:
+            return None
+        if _read_before(loop, statement, name) or _read_after(tree, loop, name):
             return None
         return _move_before(path, text, loop, statement)
     return None
+
+
+def _read_before(loop: ast.For | ast.While, statement: ast.stmt, name: str) -> bool:
+    # ``name`` read by the loop's header or by a statement of its body before ``statement``.
+    header = [loop.iter] if isinstance(loop, ast.For) else [loop.test]
+    earlier = [*header, *loop.body[: loop.body.index(statement)]]
+    return any(_reads(node, name) for node in earlier)
+
+
+def _read_after(tree: ast.Module, loop: ast.For | ast.While, name: str) -> bool:
+    # ``name`` read in the loop's scope outside the loop (the loop's own else clause included); at
+    # module level every function is in that scope (it may read the global after the loop).
+    owners = [
+        n for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.lineno <= loop.lineno <= (n.end_lineno or 0)
+    ]
+    scope: ast.AST = max(owners, key=lambda n: n.lineno) if owners else tree
+    inside = {id(n) for n in ast.walk(loop)} - {id(n) for s in loop.orelse for n in ast.walk(s)}
+    todo: list[ast.AST] = [scope]
+    while todo:
+        node = todo.pop()
+        if node is not scope and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and _local(
+            node, name
+        ):
+            continue  # another function's own variable of that name
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) and id(node) not in inside:
+            return True
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _local(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str) -> bool:
+    # ``name`` is a parameter of the function or bound in it without a global/nonlocal declaration.
+    if any(a.arg == name for a in ast.walk(function.args) if isinstance(a, ast.arg)):
+        return True
+    declared = any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(function))
+    stored = any(
+        (isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store))
+        or (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n is not function
+            and n.name == name)
+        or (isinstance(n, (ast.Import, ast.ImportFrom)) and any((a.asname or a.name) == name for a in n.names))
+        for n in ast.walk(function)
+    )
+    return stored and not declared
+
+
+def _reads(node: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for n in ast.walk(node))
 
 
 def _touched(loop: ast.For | ast.While, name: str) -> bool:

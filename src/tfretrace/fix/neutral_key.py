@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Sequence
 from dataclasses import replace
 
 from tfretrace.events import TENSOR, Leaf
 from tfretrace.fix.anchor_base import Anchors, span_of
-from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
-from tfretrace.fix.predict import Call
-from tfretrace.fix.source import Replacement, Span
+from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config, varying_paths
+from tfretrace.fix.predict import Call, calls_of
+from tfretrace.fix.source import Replacement, Span, callee_name
 from tfretrace.fix.specs import is_top
 
 # Multiplying by one is exact in these (not in complex types: inf * 0 in the cross terms is nan).
@@ -115,62 +114,94 @@ def _is_item(node: ast.AST | None, param: str, key: str) -> bool:
     )
 
 
-def _only_multiplies(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str, key: str, partner: str) -> bool:
-    """The body reads ``param`` only as ``param["..."]``, and ``param[key]`` only in ``x = x * param[key]``.
+Body = ast.FunctionDef | ast.AsyncFunctionDef
 
-    Each such statement sits in an ``if key in param:`` with no ``else``; ``x`` is only ever bound
-    to ``param[partner]`` or to itself times ``param[key]``; ``param`` is never rebound.
+
+def _only_multiplies(fn: Body, param: str, key: str, partner: str) -> bool:
+    """The body uses ``param[key]`` only to multiply a copy of ``param[partner]`` by it, under ``if key in param``.
+
+    At the top level of the body: ``x = param[partner]``, later one or more ``if key in param:``
+    (no ``else``) whose whole body is ``x = x * param[key]`` (or ``x *= ...``) statements. ``x``
+    is bound nowhere else, ``param`` is read nowhere else but by constant keys, and the body has
+    no nested function, class or comprehension (no second scope where a name could mean another).
     """
-    parents = {id(child): parent for parent in ast.walk(fn) for child in ast.iter_child_nodes(parent)}
-    scaled: set[str] = set()
-    for statement in ast.walk(fn):
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-            target = statement.targets[0]
-            if isinstance(target, ast.Name) and _is_item(statement.value, param, partner):
-                scaled.add(target.id)
-    uses = [n for n in ast.walk(fn) if isinstance(n, ast.Name) and n.id == param]
-    for name in uses:
-        parent = parents.get(id(name))
-        if not isinstance(name.ctx, ast.Load):
-            return False
-        if isinstance(parent, ast.Subscript) and isinstance(parent.slice, ast.Constant) and isinstance(
-            parent.slice.value, str
-        ):
-            if parent.slice.value == key and not _multiplied(parent, parents, key, param, scaled):
-                return False
-            continue
-        if not _guard(parent, parents, key):
-            return False
-    return bool(scaled) and all(_binds_ok(fn, x, param, key, partner) for x in scaled)
-
-
-def _multiplied(item: ast.AST, parents: dict[int, ast.AST], key: str, param: str, scaled: set[str]) -> bool:
-    # ``x = x * d[key]``, ``x = d[key] * x`` or ``x *= d[key]``, inside ``if key in d:`` (no else).
-    op = parents.get(id(item))
-    if isinstance(op, ast.AugAssign):
-        statement: ast.AST | None = op
-        ok = isinstance(op.op, ast.Mult) and isinstance(op.target, ast.Name) and op.target.id in scaled
-    elif isinstance(op, ast.BinOp) and isinstance(op.op, ast.Mult):
-        other = op.right if op.left is item else op.left
-        statement = parents.get(id(op))
-        ok = (
-            isinstance(other, ast.Name) and other.id in scaled and isinstance(statement, ast.Assign)
-            and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name)
-            and statement.targets[0].id == other.id
-        )
-    else:
+    if any(isinstance(n, (*_SCOPES, ast.comprehension)) and n is not fn for n in ast.walk(fn)):
         return False
-    guard = parents.get(id(statement))
-    return ok and isinstance(guard, ast.If) and not guard.orelse and _is_guard(guard.test, key, param)
+    params = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} - {param}
+    first: dict[str, int] = {}  # x -> index of its ``x = param[partner]`` in the body
+    allowed: set[int] = set()  # ids of the statements allowed to bind x or read param[key]
+    guards: set[int] = set()  # ids of the guard tests (the only other reads of param)
+    for index, statement in enumerate(fn.body):
+        target = _partner_copy(statement, param, partner)
+        if target is not None and target not in first and target not in params:
+            first[target] = index
+            allowed.add(id(statement))
+            continue
+        if isinstance(statement, ast.If) and _is_guard(statement.test, key, param) and not statement.orelse:
+            scaled = [_scaled_name(s, param, key) for s in statement.body]
+            if not all(x is not None and first.get(x, index) < index for x in scaled):
+                return False
+            allowed.update(id(s) for s in statement.body)
+            guards.add(id(statement.test))
+    if not guards:
+        return False
+    return _nothing_else(fn, param, key, set(first), allowed, guards)
 
 
-def _guard(compare: ast.AST | None, parents: dict[int, ast.AST], key: str) -> bool:
-    # ``key in d`` as the whole test of an ``if`` with no ``else``.
-    guard = parents.get(id(compare)) if compare is not None else None
-    return (
-        isinstance(compare, ast.Compare) and isinstance(guard, ast.If) and guard.test is compare and not guard.orelse
-        and isinstance(compare.comparators[0], ast.Name) and _is_guard(compare, key, compare.comparators[0].id)
-    )
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _partner_copy(statement: ast.stmt, param: str, partner: str) -> str | None:
+    # ``x = param[partner]``: x's name.
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and _is_item(statement.value, param, partner):
+        target = statement.targets[0]
+        return target.id if isinstance(target, ast.Name) else None
+    return None
+
+
+def _scaled_name(statement: ast.stmt, param: str, key: str) -> str | None:
+    # ``x = x * param[key]``, ``x = param[key] * x`` or ``x *= param[key]``: x's name.
+    if isinstance(statement, ast.AugAssign) and isinstance(statement.op, ast.Mult):
+        aug = statement.target
+        return aug.id if isinstance(aug, ast.Name) and _is_item(statement.value, param, key) else None
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+        return None
+    target = statement.targets[0]
+    value = statement.value
+    if not (isinstance(target, ast.Name) and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult)):
+        return None
+    sides = [value.left, value.right]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == target.id]
+    items = [s for s in sides if _is_item(s, param, key)]
+    return target.id if len(names) == 1 and len(items) == 1 else None
+
+
+def _nothing_else(fn: Body, param: str, key: str, scaled: set[str], allowed: set[int], guards: set[int]) -> bool:
+    # Every binding of a scaled name and every read of param[key] is in an allowed statement; param
+    # is only read by constant keys or by a guard, and never bound.
+    parents = {id(child): parent for parent in ast.walk(fn) for child in ast.iter_child_nodes(parent)}
+
+    def statement_of(node: ast.AST) -> ast.AST | None:
+        while node is not None and not isinstance(node, ast.stmt):
+            node = parents.get(id(node))  # type: ignore[assignment]
+        return node
+
+    for node in ast.walk(fn):
+        binds = isinstance(node, ast.Name) and node.id in scaled and not isinstance(node.ctx, ast.Load)
+        if binds and id(statement_of(node)) not in allowed:
+            return False
+        if isinstance(node, ast.Name) and node.id == param:
+            parent = parents.get(id(node))
+            if not isinstance(node.ctx, ast.Load):
+                return False
+            if id(parent) in guards:
+                continue
+            if not (isinstance(parent, ast.Subscript) and isinstance(parent.slice, ast.Constant)
+                    and isinstance(parent.slice.value, str)):
+                return False
+            if parent.slice.value == key and id(statement_of(parent)) not in allowed:
+                return False
+    return True
 
 
 def _is_guard(test: ast.expr, key: str, param: str) -> bool:
@@ -181,39 +212,6 @@ def _is_guard(test: ast.expr, key: str, param: str) -> bool:
     )
 
 
-def _binds_ok(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str, param: str, key: str, partner: str) -> bool:
-    # Every binding of ``name``: ``name = param[partner]``, ``name = name * param[key]`` or ``name *= param[key]``.
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
-            continue  # judged through its statement below
-        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
-            if not (isinstance(node.op, ast.Mult) and _is_item(node.value, param, key)):
-                return False
-        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.For, ast.With, ast.NamedExpr)):
-            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-            if isinstance(node, ast.With):
-                targets = [item.optional_vars for item in node.items]
-            bound = {n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)}
-            if name not in bound:
-                continue
-            value = getattr(node, "value", None)
-            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
-                return False
-            if _is_item(value, param, partner):
-                continue
-            if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult) and {
-                _side(value.left, name, param, key), _side(value.right, name, param, key)
-            } == {"self", "key"}):
-                return False
-    return True
-
-
-def _side(node: ast.expr, name: str, param: str, key: str) -> str:
-    if isinstance(node, ast.Name) and node.id == name:
-        return "self"
-    return "key" if _is_item(node, param, key) else "other"
-
-
 def _edits(
     ctx: FunctionContext, calls: tuple[Call, ...], param: str, key: str, partner: str
 ) -> tuple[Replacement, ...] | None:
@@ -221,6 +219,8 @@ def _edits(
     lacking = {c.site for c in calls if _key_leaf(c, param, key) is None}
     edits = []
     for site in ctx.all_sites(calls):
+        if _calls_on_line(ctx, site) != 1:
+            return None  # which of them a recorded call was cannot be told
         info = ctx.call_info(site)
         found = None if info is None else info.arg(param)
         literal = None if found is None else _dict_literal(ctx.reader.module(site.rpartition(":")[0]), found[2])
@@ -239,6 +239,18 @@ def _edits(
         text = ctx.reader.text(found[2])
         edits.append(Replacement(found[2], with_key(text, key, f"{alias}.ones_like({source.id})")))
     return tuple(edits) or None
+
+
+def _calls_on_line(ctx: FunctionContext, site: str) -> int:
+    path, _, line = site.rpartition(":")
+    parsed = ctx.reader.module(path)
+    if parsed is None or not line.isdigit():
+        return 0
+    names = set(ctx.names)
+    return sum(
+        1 for n in ast.walk(parsed[1])
+        if isinstance(n, ast.Call) and n.lineno == int(line) and callee_name(n.func) in names
+    )
 
 
 def _dict_literal(parsed: tuple[str, ast.Module] | None, span: Span) -> ast.Dict | None:
@@ -260,30 +272,10 @@ def with_key(text: str, key: str, value: str) -> str:
 
 
 def neutral_key_dict(anchors: Anchors, edit: Replacement) -> str | None:
-    """A dict passed to the function, written again with one recorded key set to ``tf.ones_like(<entry>)``."""
-    span = edit.span
-    passed = [a for a in anchors.call_arguments(span.path) if isinstance(a, ast.Dict)]
-    literal = next((d for d in passed if span_of(d, span.path) == span), None)
-    if literal is None or _dict_literal(anchors.reader.module(span.path), span) is None:
-        return "not a dict of string keys passed to the function"
-    alias = anchors.alias(span.path) or "tf"
-    text = anchors.reader.text(span)
-    names = [v.id for v in literal.values if isinstance(v, ast.Name)]
-    keys = [k.value for k in literal.keys if isinstance(k, ast.Constant)]
-    allowed = {with_key(text, k, f"{alias}.ones_like({n})") for n in names for k in _all_keys(anchors, keys)}
-    return None if edit.text in allowed else "the new text is not the dict with a key filled with ones_like of an entry"
-
-
-def _all_keys(anchors: Anchors, have: Sequence[object]) -> set[str]:
-    # The keys some recorded call passed in this dict and this literal lacks.
-    found: set[str] = set()
-    for event in anchors.report.events:
-        for leaf in event.signature:
-            rest = leaf.path.partition("[")[2]
-            try:
-                key = ast.literal_eval(rest[:-1]) if rest.endswith("]") and "[" not in rest else None
-            except (ValueError, SyntaxError):
-                key = None
-            if isinstance(key, str) and key not in have:
-                found.add(key)
-    return found
+    """One of the dicts tfretrace itself writes for this function, derived again from the file as it is now."""
+    report, definition = anchors.report, anchors.definition
+    ctx = FunctionContext(report, anchors.reader, definition, report.name.rsplit(".", 1)[-1])
+    state = State(calls_of(report), first_config(report, definition))
+    if any(edit in c.edits for c in neutral_keys(ctx, state)):
+        return None
+    return "not the dict with a mask key tfretrace fills for this function"

@@ -25,21 +25,27 @@ _RESTORED_CAUSES = frozenset({"first-trace", "restored-new-signature", "restored
 def link_restored(functions: tuple[FunctionReport, ...]) -> tuple[FunctionReport, ...]:
     """The reports with restored functions' plans told what the saving function's applied step changes."""
     out = list(functions)
+    rows: dict[int, list[int]] = {}  # saving function -> its restored rows
     for i, restored in enumerate(functions):
         saver = _saver(functions, restored)
-        if saver is None:
-            continue
-        j = functions.index(saver)
-        steps = [PlanStep.from_dict(dict(s)) for s in out[j].plan]
+        if saver is not None:
+            rows.setdefault(functions.index(saver), []).append(i)
+    for j, linked in rows.items():
+        saver = functions[j]
+        steps = [PlanStep.from_dict(dict(s)) for s in saver.plan]
         declared = [(n, s) for n, s in numbered(steps) if s.kind in _DECLARING and s.by == BY_TOOL]
         if not declared:
             continue
         number, step = declared[-1]
-        if _covered(saver, restored):
+        uncovered = [functions[i] for i in linked if not _covered(saver, functions[i])]
+        if uncovered:
+            # One restored row the signature might refuse is enough: no row counts on it.
+            out[j] = replace(saver, plan=tuple(
+                (_by_hand(s, uncovered[0]) if s is step else s).to_dict() for s in steps
+            ))
+            continue
+        for i in linked:
             out[i] = _with_step(out[i], saver, number)
-        else:
-            out[j] = replace(out[j], plan=tuple(_by_hand(s, restored).to_dict() if s is step else s.to_dict()
-                                                for s in steps))
     return tuple(out)
 
 
