@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tfretrace.events import FunctionReport, Leaf, TraceEvent
 from tfretrace.fix.apply import edits_by_file
 from tfretrace.fix.plan import plan_for
 from tfretrace.fix.source import SourceReader
-from tfretrace.session import Session
+from tfretrace.records.events import FunctionReport, Leaf, TraceEvent
+from tfretrace.records.session import Session
 
 PROGRAM = """import tensorflow as tf
 

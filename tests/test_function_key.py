@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from schema_helpers import schema_errors
-from tfretrace._checked import FieldError
-from tfretrace.events import FunctionReport, KerasInfo
-from tfretrace.function_key import (
+from tfretrace._util.checked import FieldError
+from tfretrace.records.events import FunctionReport, KerasInfo
+from tfretrace.records.function_key import (
     EDITED,
     EXACT,
     MOVED,
@@ -27,7 +27,7 @@ from tfretrace.function_key import (
     record_key,
     source_hash,
 )
-from tfretrace.session import Session
+from tfretrace.records.session import Session
 
 PROGRAM = '''\
 import functools

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import tfretrace
-from tfretrace.errors import RetraceError
+from tfretrace.records.errors import RetraceError
 
 pytestmark = pytest.mark.tf
 budget_module = importlib.import_module("tfretrace.budget")
@@ -88,7 +88,7 @@ def test_warn_only_budget_keeps_few_errors_and_exact_counts(tf: Any, fresh_hub: 
 
 def test_retrace_callback_counts_retraces_beyond_the_kept_history(tf: Any) -> None:
     from tfretrace.keras import RetraceCallback
-    from tfretrace.monitor import Monitor
+    from tfretrace.runtime.monitor import Monitor
 
     @tf.function
     def step(x: Any) -> Any:

@@ -78,7 +78,7 @@ def test_every_compile_matches_tensorflows_own_count(run: dict[str, Any]) -> Non
 @pytest.mark.tf
 def test_the_session_with_xla_events_follows_the_schema_and_loads_back(run: dict[str, Any]) -> None:
     from schema_helpers import schema_errors
-    from tfretrace.session import Session
+    from tfretrace.records.session import Session
 
     assert schema_errors(run["session"]) == []
     loaded = Session.from_dict(run["session"])
@@ -276,11 +276,11 @@ def test_request_keeps_the_users_modules_and_says_when_tf_was_first() -> None:
 
 
 def test_reports_show_compiles_beside_traces_and_rank_by_compile_seconds() -> None:
-    from tfretrace.events import Change, FunctionReport, Leaf
+    from tfretrace.records.events import Change, FunctionReport, Leaf
+    from tfretrace.records.session import Session
+    from tfretrace.records.xla_events import XlaEvent
     from tfretrace.render.html import HtmlRenderer
     from tfretrace.render.text import TextRenderer
-    from tfretrace.session import Session
-    from tfretrace.xla_events import XlaEvent
 
     def leaf(n: int) -> tuple[Leaf, ...]:
         return (Leaf("x", "tensor", dtype="float32", shape=(n, 8)),)

@@ -8,28 +8,28 @@ __version__ = "0.2.0.dev0"
 
 # budget.install wraps monitor.install so that tfretrace.install() honours TFRETRACE_STRICT.
 from tfretrace.budget import budget, install
-from tfretrace.errors import (
+from tfretrace.records.errors import (
     RetraceError,
     RetracingWarning,
     TensorFlowMissingError,
     UnsupportedVersionError,
     UntestedVersionWarning,
 )
-from tfretrace.monitor import Monitor, current, stop, watch
-from tfretrace.prevent import prevent
-from tfretrace.session import Session, SessionFormatError, load, merge
+from tfretrace.records.session import Session, SessionFormatError, load, merge
+from tfretrace.runtime.monitor import Monitor, current, stop, watch
+from tfretrace.runtime.prevent import prevent
 
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext tfretrace``: every cell is watched and a cell that retraced gets a compact report."""
-    from tfretrace._ipython import load as load_extension
+    from tfretrace.integrations.ipython import load as load_extension
 
     load_extension(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext tfretrace``: stop watching cells."""
-    from tfretrace._ipython import unload
+    from tfretrace.integrations.ipython import unload
 
     unload(ipython)
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tfretrace.events import FunctionReport, TraceEvent
-from tfretrace.lint.cli import main
-from tfretrace.session import Session
+from tfretrace.cli.lint_command import main
+from tfretrace.records.events import FunctionReport, TraceEvent
+from tfretrace.records.session import Session
 
 # Three hazards; only the counter passed to train_step retraces when the program runs.
 PROGRAM = """\

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix import callsite, declare, keras_fixes, signature
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
 from tfretrace.fix.hoist import pipeline_edits, vectorized_edits
@@ -15,6 +14,7 @@ from tfretrace.fix.predict import calls_of, count, mean_seconds
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.step import PlanStep, applied_count, render_counts
 from tfretrace.fix.xla_fixes import xla_steps
+from tfretrace.records.events import FunctionReport, TraceEvent
 
 __all__ = ["PlanCache", "PlanStep", "applied_count", "plan_for", "predict_applied", "render_counts", "with_plan"]
 
