@@ -41,7 +41,7 @@ from pathlib import Path
 
 from tfretrace.fix.plan import predict_applied
 from tfretrace.fix.source import SourceReader
-from tfretrace.records.events import FunctionReport
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session, load
 
 ROOT = Path(__file__).resolve().parents[1]

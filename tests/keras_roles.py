@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from tfretrace._tf.keras import KERAS_ROLES as ROLES  # Keras method -> train, test or predict
-from tfretrace.records.events import FunctionReport
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 
 

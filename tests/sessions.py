@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tfretrace.records.events import Change, FunctionReport, KerasInfo, Leaf, TraceEvent
+from tfretrace.records.events import Change, KerasInfo, Leaf, TraceEvent
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 
 HOSTILE_NAME = "<script>alert(1)</script>"

@@ -103,7 +103,8 @@ def test_an_earlier_object_that_died_never_matches_even_at_the_same_address() ->
 
 
 def test_expected_per_replica_trace_is_not_a_retrace_anywhere() -> None:
-    from tfretrace.records.events import FunctionReport, TraceEvent
+    from tfretrace.records.events import TraceEvent
+    from tfretrace.records.function_report import FunctionReport
     from tfretrace.render import _model
 
     def event(index: int, cause: str, expected: bool) -> TraceEvent:

@@ -15,8 +15,9 @@ import sessions as S
 from tfretrace.cli import main
 from tfretrace.compare.baseline import Baseline, baseline_of, load_baseline, load_run
 from tfretrace.compare.comparison import NEW, VANISHED, compare, run_of
-from tfretrace.records.events import Change, FunctionReport
+from tfretrace.records.events import Change
 from tfretrace.records.function_key import EXACT, MOVED, FunctionKey
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session, SessionFormatError
 from tfretrace.render.comparison import render_comparisons
 

@@ -181,7 +181,7 @@ def test_every_planned_edit_is_at_an_anchor_of_its_kind(results: dict[str, Any])
     from tfretrace.fix.anchors import anchors_for, check_edit
     from tfretrace.fix.plan import plan_steps
     from tfretrace.fix.source import SourceReader
-    from tfretrace.records.events import FunctionReport
+    from tfretrace.records.function_report import FunctionReport
 
     checked = 0
     for result in results.values():

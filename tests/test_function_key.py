@@ -14,7 +14,7 @@ import pytest
 
 from schema_helpers import schema_errors
 from tfretrace._util.checked import FieldError
-from tfretrace.records.events import FunctionReport, KerasInfo
+from tfretrace.records.events import KerasInfo
 from tfretrace.records.function_key import (
     EDITED,
     EXACT,
@@ -22,11 +22,11 @@ from tfretrace.records.function_key import (
     FunctionKey,
     function_key,
     keras_key,
-    match,
     module_of_path,
-    record_key,
     source_hash,
 )
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.matching import match, record_key
 from tfretrace.records.session import Session
 
 PROGRAM = '''\

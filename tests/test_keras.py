@@ -26,7 +26,7 @@ import tfretrace  # noqa: E402
 import tfretrace.cli  # noqa: E402
 from keras_roles import batch_step, input_path, is_keras2, keras_row, keras_rows, short_name, tf_counts  # noqa: E402
 from tfretrace.keras import RetraceCallback  # noqa: E402
-from tfretrace.records.events import FunctionReport  # noqa: E402
+from tfretrace.records.function_report import FunctionReport  # noqa: E402
 
 pytestmark = pytest.mark.tf
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from sessions import python, tensor
-from tfretrace.records.events import FunctionReport, TraceEvent
+from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_key import FunctionKey
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.runtime.prevent.match import find
 from tfretrace.runtime.prevent.profile import Profile, entry_of, families
 

@@ -276,7 +276,8 @@ def test_request_keeps_the_users_modules_and_says_when_tf_was_first() -> None:
 
 
 def test_reports_show_compiles_beside_traces_and_rank_by_compile_seconds() -> None:
-    from tfretrace.records.events import Change, FunctionReport, Leaf
+    from tfretrace.records.events import Change, Leaf
+    from tfretrace.records.function_report import FunctionReport
     from tfretrace.records.session import Session
     from tfretrace.records.xla_events import XlaEvent
     from tfretrace.render.html import HtmlRenderer

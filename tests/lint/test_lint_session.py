@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tfretrace.cli.lint_command import main
-from tfretrace.records.events import FunctionReport, TraceEvent
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 
 # Three hazards; only the counter passed to train_step retraces when the program runs.

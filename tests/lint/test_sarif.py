@@ -111,7 +111,8 @@ def test_the_schema_rejects_what_the_spec_forbids(repo: Path, capsys: pytest.Cap
 def test_session_marks_and_unpredicted_retraces_are_valid_sarif(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tfretrace.records.events import FunctionReport, TraceEvent
+    from tfretrace.records.events import TraceEvent
+    from tfretrace.records.function_report import FunctionReport
     from tfretrace.records.session import Session
 
     monkeypatch.chdir(tmp_path)

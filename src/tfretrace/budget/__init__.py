@@ -11,20 +11,12 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from tfretrace.budget.limit import (
-    KEPT_VIOLATIONS,
-    PREFIX,
-    UNCOUNTED,
-    WARN_PREFIX,
-    BudgetExceededError,
-    Key,
-    Limit,
-    function_key,
-)
+from tfretrace.budget.errors import PREFIX, WARN_PREFIX, BudgetExceededError
+from tfretrace.budget.limit import KEPT_VIOLATIONS, UNCOUNTED, Key, Limit, function_key
 from tfretrace.runtime import monitor as _monitor
 from tfretrace.runtime.monitor import Monitor
 
-# Limit and the error live in _limit; these names stay importable from here, where users and the
+# Limit and the error live in budget.limit and budget.errors; these names stay importable from here, where users and the
 # pytest plugin have always found them.
 __all__ = [
     "KEPT_VIOLATIONS", "PREFIX", "STRICT_ENV", "STRICT_WARN_ENV", "UNCOUNTED", "WARN_PREFIX", "Budget",

@@ -13,6 +13,7 @@ import warnings
 from typing import Any
 
 from tfretrace._util.text import printable
+from tfretrace.budget.errors import PREFIX, WARN_PREFIX, BudgetExceededError
 from tfretrace.records.errors import RetracingWarning
 
 
@@ -33,8 +34,6 @@ class XlaLimit:
 
     def on_compile(self, state: Any, event: Any) -> None:
         """Count one compile (log reader thread); keep a breach for the next check."""
-        from tfretrace.budget.limit import BudgetExceededError
-
         owner = self._owner
         limit = owner.max_xla_compiles
         # The thread filter of a block budget is about who traces; compiles arrive on the
@@ -61,8 +60,6 @@ class XlaLimit:
 
     def message(self, state: Any, event: Any, count: int) -> str:
         """The error text: which budget, which compile, what changed against the closest one."""
-        from tfretrace.budget.limit import PREFIX
-
         lines = [
             f"{PREFIX} {state.name} ({state.location}) was XLA-compiled "
             f"{count} times, cause {event.cause}; budget {self._owner.origin} allows "
@@ -83,8 +80,6 @@ class XlaLimit:
             return
         if not self._owner.warn_only:
             raise pending[0]
-        from tfretrace.budget.limit import PREFIX, WARN_PREFIX
-
         for error in pending:
             warning = RetracingWarning.create(
                 WARN_PREFIX + str(error)[len(PREFIX):], function=error.function, cause=error.cause, event=error.event

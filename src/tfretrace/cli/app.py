@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from tfretrace import __version__
 from tfretrace._util.config import ProjectConfigError
 from tfretrace._util.text import one_line
+from tfretrace._util.version import __version__
 from tfretrace.cli import compare_command, fix_command
 from tfretrace.cli.completion import SHELLS, options_by_command
 from tfretrace.cli.completion import script as completion_script

@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
+from tfretrace._util.gitignore import repository
 from tfretrace._util.io import atomic_write_text
 from tfretrace.lint import config as config_mod
 from tfretrace.lint.checker import ALL_CODES
-from tfretrace.lint.discover import repository
 from tfretrace.lint.findings import Report
 from tfretrace.lint.formats import FORMATS, SUFFIXES, render_text, shown_path, statistics
 from tfretrace.lint.runner import lint_paths

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tfretrace.records.events import Change, FunctionReport, TraceEvent
-from tfretrace.records.function_key import FunctionKey, match, record_key
+from tfretrace.records.events import Change, TraceEvent
+from tfretrace.records.function_key import FunctionKey
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.matching import match, record_key
 from tfretrace.records.session import Session
 
 __all__ = [

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tfretrace.fix.source import DefInfo, Replacement, SourceReader, Span, callee_name
-from tfretrace.records.events import FunctionReport
+from tfretrace.records.function_report import FunctionReport
 
 
 class AnchorError(ValueError):

@@ -40,7 +40,7 @@ from tfretrace.fix.anchor_moves import (
     moved_def,
 )
 from tfretrace.fix.source import Replacement, SourceReader, Span, callee_name
-from tfretrace.records.events import FunctionReport
+from tfretrace.records.function_report import FunctionReport
 
 __all__ = ["CHECKS", "AnchorError", "Anchors", "anchors_for", "check_edit", "check_step", "declaration"]
 

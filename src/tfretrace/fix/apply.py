@@ -17,7 +17,7 @@ from tfretrace.fix.files import digest as digest_bytes
 from tfretrace.fix.files import lines as source_lines
 from tfretrace.fix.plan import plan_steps
 from tfretrace.fix.source import Replacement, SourceReader, Span, is_user_path, resolve
-from tfretrace.records.events import FunctionReport
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 
 

@@ -14,7 +14,8 @@ from tfretrace.fix.predict import calls_of, count, mean_seconds
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.step import PlanStep, applied_count, render_counts
 from tfretrace.fix.xla_fixes import xla_steps
-from tfretrace.records.events import FunctionReport, TraceEvent
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_report import FunctionReport
 
 __all__ = ["PlanCache", "PlanStep", "applied_count", "plan_for", "predict_applied", "render_counts", "with_plan"]
 

@@ -21,7 +21,7 @@ from tfretrace.fix.apply import FileChange, FixError, write_all
 from tfretrace.fix.plan import applied_count, plan_steps, predict_applied
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.workcopy import CopyError, make_copy, plan_copy, snapshot
-from tfretrace.records.events import FunctionReport
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session, SessionFormatError, load
 
 # Interpreter options that take a value (``-W ignore``, ``-X dev``), as ``python --help`` lists them.

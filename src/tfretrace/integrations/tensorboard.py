@@ -9,7 +9,8 @@ from typing import Any
 
 from tfretrace.explain.messages import format_event
 from tfretrace.records import catalogue
-from tfretrace.records.events import FunctionReport, TraceEvent
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 
 # Event files this module writes end in this, beside the user's own in the same folder.

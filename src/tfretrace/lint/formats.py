@@ -9,8 +9,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tfretrace import __version__
 from tfretrace._util.text import encodable, plural, printable
+from tfretrace._util.version import __version__
 from tfretrace.lint.findings import CONFIRMED, Finding, Observed, Report, RetraceSite
 from tfretrace.records import catalogue
 from tfretrace.records.cause import Cause

@@ -11,7 +11,8 @@ from typing import Any
 from tfretrace._util import checked as C
 from tfretrace._util.io import atomic_write_text
 from tfretrace._util.text import printable
-from tfretrace.records.events import FunctionReport
+from tfretrace.records import display
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.prevention import PreventionReport
 
 SCHEMA = 1
@@ -68,17 +69,14 @@ class Session:
     # share of wall is its trace time over its own worker's wall, never over another's.
     worker_walls: tuple[float, ...] = ()
 
-    def _repr_html_(self) -> str:
+    def _repr_html_(self) -> str | None:
         """Jupyter: the full HTML report (the page ``-o report.html`` writes) in a frame, offline."""
-        from tfretrace.render.notebook import report_frame  # display hook: renders on demand
-
-        return report_frame(self)
+        return display.show("session_html", self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         """IPython's plain-text form: the summary line, not the dataclass's field dump."""
-        from tfretrace.render._model import summary_line  # display hook: renders on demand
-
-        printer.text(f"<tfretrace.Session: {summary_line(self)}>")
+        summary = display.show("session_summary", self) or f"{len(self.functions)} functions"
+        printer.text(f"<tfretrace.Session: {summary}>")
 
     @property
     def total_traces(self) -> int:

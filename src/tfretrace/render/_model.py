@@ -12,7 +12,8 @@ from tfretrace.fix.plan import PlanStep, plan_steps
 from tfretrace.fix.step import numbered, render_counts
 from tfretrace.records import catalogue
 from tfretrace.records.cause import Cause
-from tfretrace.records.events import FunctionReport, KerasInfo, TraceEvent
+from tfretrace.records.events import KerasInfo, TraceEvent
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 from tfretrace.records.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from tfretrace._util.text import plural
 from tfretrace.fix.plan import PlanStep, plan_steps
-from tfretrace.records.events import FunctionReport, TraceEvent
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 from tfretrace.render import _model
 from tfretrace.render.html import HtmlRenderer

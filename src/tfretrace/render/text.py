@@ -16,7 +16,8 @@ from rich.text import Text
 
 from tfretrace._util.text import plural
 from tfretrace.fix.plan import plan_steps
-from tfretrace.records.events import FunctionReport, TraceEvent
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 from tfretrace.render import _model
 

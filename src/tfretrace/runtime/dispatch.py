@@ -6,7 +6,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tfretrace._tf import logfilter
 from tfretrace._util.text import split_site
@@ -15,14 +15,34 @@ from tfretrace.runtime.xla_watch import XlaWatch
 
 if TYPE_CHECKING:
     from tfretrace.runtime.intake import Pending
-    from tfretrace.runtime.monitor import Monitor
+
+
+class Watcher(Protocol):
+    """What the dispatch asks of a monitor (runtime.monitor.Monitor is one); the monitor imports the dispatch."""
+
+    keep_tf_warning: bool
+
+    def internal_error(self, exc: BaseException) -> None:
+        """Count an error inside tfretrace."""
+
+    def before_trace(self, raw: Any) -> Pending | None:
+        """Explain the trace about to happen; a budget may raise RetraceError."""
+
+    def refuse(self, pending: Pending) -> None:
+        """A budget refused the trace begun with ``pending``."""
+
+    def after_trace(
+        self, raw: Any, pending: Pending, seconds: float, ok: bool, cluster: str | None = None,
+        own: float | None = None, announce: bool = True,
+    ) -> bool:
+        """Record the finished trace; True when it was announced."""
 
 
 class Dispatch:
     """The active monitors and the one set of TensorFlow hooks they share."""
 
     def __init__(self) -> None:
-        self._monitors: list[Monitor] = []
+        self._monitors: list[Watcher] = []
         self._hooks: Any = None
         self._lock = threading.Lock()
         self._unavailable: str | None = None
@@ -31,7 +51,7 @@ class Dispatch:
         )
         self.xla = XlaWatch()
 
-    def add(self, monitor: Monitor) -> None:
+    def add(self, monitor: Watcher) -> None:
         from tfretrace._tf import hooks
         from tfretrace._tf.frames import call_site
 
@@ -66,7 +86,7 @@ class Dispatch:
             notes.append(self.xla.note)
         return notes
 
-    def remove(self, monitor: Monitor) -> None:
+    def remove(self, monitor: Watcher) -> None:
         with self._lock:
             if monitor in self._monitors:
                 self._monitors.remove(monitor)
@@ -87,7 +107,7 @@ class Dispatch:
             for monitor in monitors:
                 monitor.internal_error(exc)
             return None
-        pendings: list[tuple[Monitor, Pending | None]] = []
+        pendings: list[tuple[Watcher, Pending | None]] = []
         refused: RetraceError | None = None
         for monitor in monitors:
             try:

@@ -14,13 +14,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tfretrace import __version__
 from tfretrace._util.text import split_site
+from tfretrace._util.version import __version__
 from tfretrace.explain.messages import format_event
 from tfretrace.fix.apply import source_hashes
 from tfretrace.fix.plan import PlanCache
 from tfretrace.records.errors import RetraceError, RetracingWarning
-from tfretrace.records.events import FunctionReport, TraceEvent
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 from tfretrace.records.xla_events import megamorphic
 from tfretrace.runtime.dispatch import dispatch

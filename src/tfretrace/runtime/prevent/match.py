@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfretrace.records.function_key import EXACT, MOVED, FunctionKey, match, record_key
+from tfretrace.records.function_key import EXACT, MOVED, FunctionKey
+from tfretrace.records.matching import match, record_key
 from tfretrace.runtime.prevent.profile import Entry, Profile
 
 

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from tfretrace.fix.predict import calls_of
 from tfretrace.fix.rules import Signature, common_signature
 from tfretrace.fix.specs import is_top
-from tfretrace.records.events import FunctionReport, KerasInfo
+from tfretrace.records.events import KerasInfo
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session, SessionFormatError, load
 
 # The one cause a general trace prevents: the rest need an edit (the function's fix plan).
