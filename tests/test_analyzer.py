@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tfretrace.explain.analyzer import Prior, closest, diff_signatures, explain
+from tfretrace.explain.analyzer import Prior, closest, explain
+from tfretrace.explain.diff import diff_signatures
 from tfretrace.records import catalogue
 from tfretrace.records.events import Leaf
 

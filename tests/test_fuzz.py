@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import sessions as S
-from tfretrace.explain.analyzer import Prior, diff_leaf, diff_signatures, explain
+from tfretrace.explain.analyzer import Prior, explain
+from tfretrace.explain.diff import diff_leaf, diff_signatures
 from tfretrace.records import catalogue
 from tfretrace.records.events import Leaf
 from tfretrace.records.session import Session, SessionFormatError

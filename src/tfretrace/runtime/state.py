@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tfretrace.explain.analyzer import Explanation, Prior, diff_signatures
+from tfretrace.explain.analyzer import Explanation, Prior
+from tfretrace.explain.diff import diff_signatures
 from tfretrace.records.events import EXPECTED_CAUSES, TENSOR, VARIABLE, Change, KerasInfo, Leaf, TraceEvent
 from tfretrace.records.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
 
