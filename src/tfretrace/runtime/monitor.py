@@ -21,12 +21,10 @@ from tfretrace.fix.apply import source_hashes
 from tfretrace.fix.plan import PlanCache
 from tfretrace.records.errors import RetraceError, RetracingWarning
 from tfretrace.records.events import TraceEvent
-from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
-from tfretrace.records.xla_events import megamorphic
 from tfretrace.runtime.dispatch import dispatch
 from tfretrace.runtime.intake import CallCounting, Pending, make_event, prepare
-from tfretrace.runtime.state import COMPARE_WINDOW, DEFAULT_MAX_EVENTS, HEAD_EVENTS, FunctionState, reported_events
+from tfretrace.runtime.state import COMPARE_WINDOW, DEFAULT_MAX_EVENTS, HEAD_EVENTS, FunctionState, report_of
 from tfretrace.runtime.xla_watch import build_event
 
 __all__ = [
@@ -147,7 +145,7 @@ class Monitor:
         end = self._stopped_at if self._stopped_at is not None else time.perf_counter()
         dispatch.xla.sync()  # compiles TensorFlow logged before now are recorded
         with self._lock:
-            functions = tuple(self._report(s, counters.counter_value) for s in self._functions.values())
+            functions = tuple(report_of(s, counters.counter_value) for s in self._functions.values())
         functions = self._plans.planned(functions, self.internal_error)
         tf_version, keras_version = versions.loaded_versions()
         return Session(
@@ -187,30 +185,6 @@ class Monitor:
     def save(self, path: str) -> Any:
         """Save the session's JSON atomically."""
         return self.session().save(path)
-
-    def _report(self, state: FunctionState, read: Callable[[Any], int]) -> FunctionReport:
-        calls = state.calls(read)
-        events, distinct = reported_events(state, read)
-        return FunctionReport(
-            name=state.name,
-            location=state.location,
-            calls=calls,
-            traces=state.traces,
-            trace_seconds=state.seconds,
-            objects=state.objects,
-            events=events,
-            keras=state.keras,
-            failed_traces=state.failed_traces,
-            dropped_events=state.dropped,
-            retrace_count=state.retraces - distinct,
-            xla_compiles=state.xla_compiles,
-            xla_compile_seconds=state.xla_seconds,
-            xla_events=(*state.xla_head, *state.xla_tail),
-            megamorphic=tuple(megamorphic(state.xla_by_cluster, calls)),
-            refused_traces=state.refused,
-            earlier_traces=state.earlier,
-            key=state.function_key,
-        )
 
     def record_compile(self, state: FunctionState, trace: int, signature: tuple[Any, ...], done: Any,
                        args: list[tuple[int, str, tuple[int, ...]]]) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 from tfretrace.explain.analyzer import Explanation, Prior
 from tfretrace.explain.diff import diff_signatures
 from tfretrace.records.events import EXPECTED_CAUSES, TENSOR, VARIABLE, Change, KerasInfo, Leaf, TraceEvent
-from tfretrace.records.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent, megamorphic
 
 # Bounded history per function (documented in the README): the first HEAD_EVENTS events and the
 # most recent max_events - HEAD_EVENTS are kept, the rest are counted in dropped_events; the
@@ -337,3 +338,29 @@ def explain_compile(
     if best is None:
         return FIRST_COMPILE, (), None
     return RECOMPILE, tuple(best[2]), best[1]
+
+
+def report_of(state: FunctionState, read: Callable[[Any], int]) -> FunctionReport:
+    """The session record of one function's live state; ``read`` reads TensorFlow's call counters."""
+    calls = state.calls(read)
+    events, distinct = reported_events(state, read)
+    return FunctionReport(
+        name=state.name,
+        location=state.location,
+        calls=calls,
+        traces=state.traces,
+        trace_seconds=state.seconds,
+        objects=state.objects,
+        events=events,
+        keras=state.keras,
+        failed_traces=state.failed_traces,
+        dropped_events=state.dropped,
+        retrace_count=state.retraces - distinct,
+        xla_compiles=state.xla_compiles,
+        xla_compile_seconds=state.xla_seconds,
+        xla_events=(*state.xla_head, *state.xla_tail),
+        megamorphic=tuple(megamorphic(state.xla_by_cluster, calls)),
+        refused_traces=state.refused,
+        earlier_traces=state.earlier,
+        key=state.function_key,
+    )

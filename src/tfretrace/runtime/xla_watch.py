@@ -114,7 +114,7 @@ class XlaWatch:
         self._start_tap()
 
     def _start_tap(self) -> None:
-        from tfretrace._tf import xla
+        from tfretrace._tf import xla, xla_log
 
         if not self._enabled:
             return
@@ -124,7 +124,7 @@ class XlaWatch:
             if self._tap is not None:
                 self._tap.stop()
             try:
-                self._tap = xla.Tap(xla.Parser(self._swallow, self._hide_below), self._on_compile, self._error)
+                self._tap = xla.Tap(xla_log.Parser(self._swallow, self._hide_below), self._on_compile, self._error)
                 self._tap.start()
             except OSError as exc:  # no fd 2, or no pipes: XLA compiles go unobserved
                 self._tap = None
