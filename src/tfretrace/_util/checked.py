@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from tfretrace._util.text import encodable
 
@@ -11,6 +12,8 @@ from tfretrace._util.text import encodable
 MAX_COUNT = 2**53
 # Seconds and timestamps beyond this are not from a real run either (about 3 million years).
 MAX_SECONDS = 1e14
+
+T = TypeVar("T")
 
 
 class FieldError(ValueError):
@@ -84,9 +87,14 @@ def text_map(value: Any, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((text(k, where), text(v, f"{where}[{k!r}]")) for k, v in data.items()))
 
 
+def each(value: Any, where: str, read: Callable[[Any, str], T]) -> tuple[T, ...]:
+    """A JSON array read item by item: ``read(item, "where[i]")`` checks and converts each one."""
+    return tuple(read(v, f"{where}[{i}]") for i, v in enumerate(items(value, where)))
+
+
 def texts(value: Any, where: str) -> tuple[str, ...]:
     """An array of strings."""
-    return tuple(text(v, f"{where}[{i}]") for i, v in enumerate(items(value, where)))
+    return each(value, where, text)
 
 
 def _kind(value: Any) -> str:

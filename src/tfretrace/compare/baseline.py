@@ -104,21 +104,21 @@ def _entries(functions: Iterable[Counts]) -> list[dict[str, Any]]:
 
 
 def _read_entries(value: Any, where: str) -> tuple[Counts, ...]:
-    out = []
-    for i, entry in enumerate(C.items(value, where)):
-        here = f"{where}[{i}]"
-        entry = C.mapping(entry, here)
-        causes = C.mapping(entry.get("causes", {}), f"{here}.causes")
-        out.append(Counts(
-            key=FunctionKey.from_dict(entry, here),
-            name=C.text(entry.get("name", entry.get("qualname")), f"{here}.name"),
-            traces=C.count(entry.get("traces", 0), f"{here}.traces"),
-            retraces=C.count(entry.get("retraces", 0), f"{here}.retraces"),
-            causes=tuple(sorted((C.text(k, f"{here}.causes"), C.count(v, f"{here}.causes[{k!r}]"))
-                                for k, v in causes.items())),
-            xla_compiles=C.count(entry.get("xla_compiles", 0), f"{here}.xla_compiles"),
-        ))
-    return tuple(out)
+    return C.each(value, where, _read_entry)
+
+
+def _read_entry(entry: Any, here: str) -> Counts:
+    entry = C.mapping(entry, here)
+    causes = C.mapping(entry.get("causes", {}), f"{here}.causes")
+    return Counts(
+        key=FunctionKey.from_dict(entry, here),
+        name=C.text(entry.get("name", entry.get("qualname")), f"{here}.name"),
+        traces=C.count(entry.get("traces", 0), f"{here}.traces"),
+        retraces=C.count(entry.get("retraces", 0), f"{here}.retraces"),
+        causes=tuple(sorted((C.text(k, f"{here}.causes"), C.count(v, f"{here}.causes[{k!r}]"))
+                            for k, v in causes.items())),
+        xla_compiles=C.count(entry.get("xla_compiles", 0), f"{here}.xla_compiles"),
+    )
 
 
 def stored(functions: Iterable[Counts]) -> tuple[Counts, ...]:

@@ -82,9 +82,7 @@ class Leaf:
             path=C.text(data.get("path"), f"{where}.path"),
             kind=C.text(data.get("kind"), f"{where}.kind"),
             dtype=C.optional_text(data.get("dtype"), f"{where}.dtype"),
-            shape=None if shape is None else tuple(
-                C.optional_count(d, f"{where}.shape[{i}]") for i, d in enumerate(C.items(shape, f"{where}.shape"))
-            ),
+            shape=None if shape is None else C.each(shape, f"{where}.shape", C.optional_count),
             value=C.optional_text(data.get("value"), f"{where}.value"),
             type_name=C.optional_text(data.get("type_name"), f"{where}.type_name"),
             ident=C.optional_count(data.get("ident"), f"{where}.ident"),
@@ -94,7 +92,7 @@ class Leaf:
 
 
 def _leaves(value: Any, where: str) -> tuple[Leaf, ...]:
-    return tuple(Leaf.from_dict(d, f"{where}[{i}]") for i, d in enumerate(C.items(value, where)))
+    return C.each(value, where, Leaf.from_dict)
 
 
 def format_shape(shape: tuple[int | None, ...] | None) -> str:
@@ -249,18 +247,12 @@ class TraceEvent:
             time=C.seconds(data.get("time", 0.0), f"{where}.time", low=-C.MAX_SECONDS),
             call_site=C.optional_text(data.get("call_site"), f"{where}.call_site"),
             signature=_leaves(data.get("signature", []), f"{where}.signature"),
-            changes=tuple(
-                Change.from_dict(d, f"{where}.changes[{i}]")
-                for i, d in enumerate(C.items(data.get("changes", []), f"{where}.changes"))
-            ),
+            changes=C.each(data.get("changes", []), f"{where}.changes", Change.from_dict),
             fix=C.optional_text(data.get("fix"), f"{where}.fix"),
             calls_since_previous=C.optional_count(data.get("calls_since_previous"), f"{where}.calls_since_previous"),
             calls_total=C.optional_count(data.get("calls_total"), f"{where}.calls_total"),
             object_index=C.count(data.get("object", 1), f"{where}.object", low=1),
-            closest=tuple(
-                C.count(n, f"{where}.closest[{i}]", low=1)
-                for i, n in enumerate(C.items(data.get("closest", []), f"{where}.closest"))
-            ),
+            closest=C.each(data.get("closest", []), f"{where}.closest", lambda n, at: C.count(n, at, low=1)),
             traced_as=None if traced is None else _leaves(traced, f"{where}.traced_as"),
             context=C.text_map(data.get("context"), f"{where}.context"),
             thread=C.optional_text(data.get("thread"), f"{where}.thread"),

@@ -200,10 +200,7 @@ class FunctionReport:
             traces=C.count(data.get("traces"), f"{where}.traces"),
             trace_seconds=C.seconds(data.get("trace_seconds"), f"{where}.trace_seconds"),
             objects=C.count(data.get("objects", 1), f"{where}.objects"),
-            events=tuple(
-                TraceEvent.from_dict(e, f"{where}.events[{i}]")
-                for i, e in enumerate(C.items(data.get("events", []), f"{where}.events"))
-            ),
+            events=C.each(data.get("events", []), f"{where}.events", TraceEvent.from_dict),
             keras=None if keras is None else KerasInfo.from_dict(keras, f"{where}.keras"),
             failed_traces=C.count(data.get("failed_traces", 0), f"{where}.failed_traces"),
             refused_traces=C.count(data.get("refused_traces", 0), f"{where}.refused_traces"),
@@ -211,16 +208,10 @@ class FunctionReport:
             dropped_events=C.count(data.get("dropped_events", 0), f"{where}.dropped_events"),
             retrace_count=C.optional_count(data.get("retraces"), f"{where}.retraces"),
             worker=C.optional_text(data.get("worker"), f"{where}.worker"),
-            plan=tuple(
-                _plan_step(step, f"{where}.plan[{i}]")
-                for i, step in enumerate(C.items(data.get("plan") or [], f"{where}.plan"))
-            ),
+            plan=C.each(data.get("plan") or [], f"{where}.plan", _plan_step),
             xla_compiles=C.count(data.get("xla_compiles", 0), f"{where}.xla_compiles"),
             xla_compile_seconds=C.seconds(data.get("xla_compile_seconds", 0.0), f"{where}.xla_compile_seconds"),
-            xla_events=tuple(
-                XlaEvent.from_dict(e, f"{where}.xla_events[{i}]")
-                for i, e in enumerate(C.items(data.get("xla_events", []), f"{where}.xla_events"))
-            ),
+            xla_events=C.each(data.get("xla_events", []), f"{where}.xla_events", XlaEvent.from_dict),
             megamorphic=C.texts(data.get("megamorphic", []), f"{where}.megamorphic"),
             key=None if data.get("key") is None else FunctionKey.from_dict(data["key"], f"{where}.key"),
         )

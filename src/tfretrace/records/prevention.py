@@ -129,10 +129,7 @@ class PreventionReport:
         return cls(
             profile=C.text(data.get("profile"), f"{where}.profile"),
             profile_tensorflow=C.optional_text(data.get("profile_tensorflow"), f"{where}.profile_tensorflow"),
-            functions=tuple(
-                FunctionPrevention.from_dict(f, f"{where}.functions[{i}]")
-                for i, f in enumerate(C.items(data.get("functions", []), f"{where}.functions"))
-            ),
+            functions=C.each(data.get("functions", []), f"{where}.functions", FunctionPrevention.from_dict),
             notes=C.texts(data.get("notes", []), f"{where}.notes"),
             not_called=C.count(data.get("not_called", 0), f"{where}.not_called"),
         )

@@ -189,10 +189,7 @@ class Session:
                 f"(this tfretrace reads schema {SCHEMA})"
             )
         try:
-            functions = tuple(
-                FunctionReport.from_dict(f, f"functions[{i}]")
-                for i, f in enumerate(C.items(data["functions"], "functions"))
-            )
+            functions = C.each(data["functions"], "functions", FunctionReport.from_dict)
             return cls(
                 functions=functions,
                 wall_seconds=C.seconds(data.get("wall_seconds", 0.0), "wall_seconds"),
@@ -214,10 +211,7 @@ class Session:
                 sources=C.text_map(data.get("sources", {}), "sources"),
                 prevention=None if data.get("prevention") is None
                 else PreventionReport.from_dict(data["prevention"]),
-                worker_walls=tuple(
-                    C.seconds(w, f"worker_wall_seconds[{i}]")
-                    for i, w in enumerate(C.items(data.get("worker_wall_seconds", []), "worker_wall_seconds"))
-                ),
+                worker_walls=C.each(data.get("worker_wall_seconds", []), "worker_wall_seconds", C.seconds),
             )
         except C.FieldError as exc:
             raise SessionFormatError(f"{source}: malformed tfretrace session: {exc}") from None

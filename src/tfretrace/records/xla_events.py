@@ -59,14 +59,8 @@ class XlaEvent:
             trace=C.count(data.get("trace"), f"{where}.trace", low=1),
             cause=C.text(data.get("cause"), f"{where}.cause"),
             seconds=C.seconds(data.get("seconds"), f"{where}.seconds"),
-            signature=tuple(
-                Leaf.from_dict(d, f"{where}.signature[{i}]")
-                for i, d in enumerate(C.items(data.get("signature", []), f"{where}.signature"))
-            ),
-            changes=tuple(
-                Change.from_dict(d, f"{where}.changes[{i}]")
-                for i, d in enumerate(C.items(data.get("changes", []), f"{where}.changes"))
-            ),
+            signature=C.each(data.get("signature", []), f"{where}.signature", Leaf.from_dict),
+            changes=C.each(data.get("changes", []), f"{where}.changes", Change.from_dict),
             closest=C.optional_count(data.get("closest"), f"{where}.closest"),
             cluster=C.text(data.get("cluster", ""), f"{where}.cluster"),
             tf_count=C.count(data.get("tf_count", 0), f"{where}.tf_count"),
