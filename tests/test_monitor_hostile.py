@@ -17,6 +17,7 @@ from tfretrace.records.errors import RetraceError
 
 pytestmark = pytest.mark.tf
 budget_module = importlib.import_module("tfretrace.budget")
+hub_module = importlib.import_module("tfretrace.budget.decorator")  # where the shared monitor hub lives
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +28,8 @@ def tf() -> Any:
 @pytest.fixture
 def fresh_hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """The budget hub as a new process has it: no monitor started yet."""
-    hub = budget_module._Hub()
-    monkeypatch.setattr(budget_module, "_hub", hub)
+    hub = hub_module._Hub()
+    monkeypatch.setattr(hub_module, "_hub", hub)
     yield hub
     if hub.monitor is not None:
         hub.monitor.stop()
