@@ -239,3 +239,23 @@ def test_unsupported_tensorflow_version_fails_clearly() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("UnsupportedVersionError")
     assert "2.12.0" in result.stdout
+
+
+def test_public_errors_are_named_by_the_path_users_import_them_from() -> None:
+    # Tracebacks print module.qualname: it must be the public path, not the private layout's.
+    code = (
+        "import importlib, pickle, tfretrace\n"
+        "from tfretrace.budget import BudgetExceededError\n"
+        "classes = [tfretrace.RetracingWarning, tfretrace.RetraceError, tfretrace.UnsupportedVersionError,\n"
+        "           tfretrace.UntestedVersionWarning, tfretrace.TensorFlowMissingError, BudgetExceededError]\n"
+        "for cls in classes:\n"
+        "    assert getattr(importlib.import_module(cls.__module__), cls.__qualname__) is cls, cls\n"
+        "    print(cls.__module__ + '.' + cls.__qualname__)\n"
+        "assert type(pickle.loads(pickle.dumps(tfretrace.RetraceError('x')))) is tfretrace.RetraceError\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "tfretrace.RetracingWarning", "tfretrace.RetraceError", "tfretrace.UnsupportedVersionError",
+        "tfretrace.UntestedVersionWarning", "tfretrace.TensorFlowMissingError", "tfretrace.budget.BudgetExceededError",
+    ]

@@ -42,3 +42,11 @@ class UntestedVersionWarning(UserWarning):
 
 class TensorFlowMissingError(RuntimeError):
     """The runtime monitor needs TensorFlow, which is not installed."""
+
+
+# Users meet these as tfretrace.<Name> (the package exports them): tracebacks and pickles name that
+# path, which stays put wherever the package's layout defines them.
+for _public in (
+    RetracingWarning, RetraceError, UnsupportedVersionError, UntestedVersionWarning, TensorFlowMissingError
+):
+    _public.__module__ = "tfretrace"
