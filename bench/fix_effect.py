@@ -39,11 +39,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfretrace.events import FunctionReport
 from tfretrace.fix.plan import saved_prediction
 from tfretrace.fix.restored import RESTORED_SUFFIX
 from tfretrace.fix.source import SourceReader
-from tfretrace.session import Session, load
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session, load
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

@@ -17,7 +17,7 @@ import warnings
 
 # tfretrace before TensorFlow: the first monitor asks TensorFlow to log XLA compiles.
 import tfretrace
-from tfretrace import _dispatch as dispatch_module
+from tfretrace.runtime import dispatch as dispatch_module
 
 # The first monitor imports TensorFlow after setting TF_CPP_VMODULE, as `tfretrace run` does; a
 # TF_CPP_MIN_LOG_LEVEL above 0 would silence the compile log, so it is left alone here.

@@ -1,13 +1,13 @@
-"""A stand-in for tfretrace.monitor so that ``tfretrace run`` is tested without TensorFlow."""
+"""A stand-in for tfretrace.runtime.monitor so that ``tfretrace run`` is tested without TensorFlow."""
 
 from __future__ import annotations
 
-from tfretrace.errors import TensorFlowMissingError
-from tfretrace.session import Session
+from tfretrace.records.errors import TensorFlowMissingError
+from tfretrace.records.session import Session
 
 
 class FakeMonitor:
-    """Stands in for tfretrace.monitor so `run` is tested without TensorFlow."""
+    """Stands in for tfretrace.runtime.monitor so `run` is tested without TensorFlow."""
 
     def __init__(self, session: Session, missing: bool = False) -> None:
         self.session, self.missing = session, missing

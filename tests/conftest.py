@@ -27,12 +27,12 @@ def clean_global_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture
 def monitor(monkeypatch: pytest.MonkeyPatch) -> FakeMonitor:
     fake = FakeMonitor(S.mixed_session())
-    module = types.ModuleType("tfretrace.monitor")
+    module = types.ModuleType("tfretrace.runtime.monitor")
     module.install = fake.install  # type: ignore[attr-defined]
     module.stop = fake.stop_process  # type: ignore[attr-defined]
     module.current = fake.current  # type: ignore[attr-defined]
     module.prepare_xla = lambda lower_level=False: None  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tfretrace.monitor", module)
+    monkeypatch.setitem(sys.modules, "tfretrace.runtime.monitor", module)
     return fake
 
 
@@ -50,7 +50,7 @@ def script(tmp_path: Path) -> Path:
 def saved_sessions_follow_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every session a test saves (CLI --save, -o x.json, Session.save) is checked against
     session.schema.json, the published contract, before it is written."""
-    from tfretrace.session import Session
+    from tfretrace.records.session import Session
 
     original = Session.to_json
 

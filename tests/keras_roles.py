@@ -10,8 +10,8 @@ import sys
 from typing import Any
 
 from tfretrace._tf.keras import KERAS_ROLES as ROLES  # Keras method -> train, test or predict
-from tfretrace.events import FunctionReport
-from tfretrace.session import Session
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session
 
 
 def keras_version(keras: Any) -> tuple[int, int]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tfretrace.events import Change, FunctionReport, KerasInfo, Leaf, TraceEvent
-from tfretrace.session import Session
+from tfretrace.records.events import Change, KerasInfo, Leaf, TraceEvent
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session
 
 HOSTILE_NAME = "<script>alert(1)</script>"
 HOSTILE_REPR = '"><img src=x onerror=alert(1)>'
@@ -235,7 +236,7 @@ SESSIONS: dict[str, Callable[[], Session]] = {
 
 def xla_only(name: str = "predict_batch") -> FunctionReport:
     """Traced once, compiled by XLA for four shapes: recompiles but no retrace."""
-    from tfretrace.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
+    from tfretrace.records.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
 
     compiles = tuple(
         XlaEvent(index=i, trace=1, cause=FIRST_COMPILE if i == 1 else RECOMPILE, seconds=0.1,

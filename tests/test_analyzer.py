@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tfretrace import catalogue
-from tfretrace.analyzer import Prior, closest, diff_signatures, explain
-from tfretrace.events import Leaf
+from tfretrace.explain.analyzer import Prior, closest, explain
+from tfretrace.explain.diff import diff_signatures
+from tfretrace.records import catalogue
+from tfretrace.records.events import Leaf
 
 
 def t(path: str, *shape: int | None, dtype: str = "float32") -> Leaf:
@@ -103,7 +104,8 @@ def test_an_earlier_object_that_died_never_matches_even_at_the_same_address() ->
 
 
 def test_expected_per_replica_trace_is_not_a_retrace_anywhere() -> None:
-    from tfretrace.events import FunctionReport, TraceEvent
+    from tfretrace.records.events import TraceEvent
+    from tfretrace.records.function_report import FunctionReport
     from tfretrace.render import _model
 
     def event(index: int, cause: str, expected: bool) -> TraceEvent:

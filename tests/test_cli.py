@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 import tempfile
@@ -14,7 +15,8 @@ import pytest
 import sessions as S
 import tfretrace
 from cli_fakes import SCRIPT, FakeMonitor
-from tfretrace import catalogue, cli
+from tfretrace.cli import app as cli
+from tfretrace.records import catalogue
 
 pytestmark = pytest.mark.usefixtures("clean_global_state")
 
@@ -58,7 +60,7 @@ def test_run_script_that_raises_still_reports(script: Path, monitor: FakeMonitor
     err = capsys.readouterr().err
     assert "ValueError: boom from the script" in err
     assert err.index("Traceback") < err.index("tfretrace: 6 functions")
-    assert "cli.py" not in err.split("tfretrace: 6 functions")[0]  # our frames are hidden
+    assert os.path.join("tfretrace", "cli") not in err.split("tfretrace: 6 functions")[0]  # our frames are hidden
     assert "runpy" not in err
     assert monitor.stopped == 1
 
@@ -267,9 +269,9 @@ def test_explain_unknown_suggests_close_matches(capsys: pytest.CaptureFixture[st
 
 def test_lint_dispatches_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[list[str]] = []
-    module = types.ModuleType("tfretrace.lint.cli")
+    module = types.ModuleType("tfretrace.cli.lint_command")
     module.main = lambda argv: seen.append(argv) or 7  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tfretrace.lint.cli", module)
+    monkeypatch.setitem(sys.modules, "tfretrace.cli.lint_command", module)
     assert cli.main(["lint", "--select", "TFR1", "src/"]) == 7
     assert seen == [["--select", "TFR1", "src/"]]
 
@@ -375,7 +377,7 @@ def test_run_a_notebook_with_ipython_syntax_is_refused_in_one_line(
 def test_a_notebook_cell_with_a_line_separator_in_a_string_runs_as_written(tmp_path: Path) -> None:
     import json
 
-    from tfretrace._notebook_run import code_cells
+    from tfretrace.cli.notebook_run import code_cells
 
     text = "label = 'a\u2028b\x85c'\nsize = len(label)\n"
     nb = tmp_path / "nb.ipynb"

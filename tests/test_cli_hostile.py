@@ -15,11 +15,14 @@ import pytest
 
 import sessions as S
 from cli_fakes import FakeMonitor
-from tfretrace import _cli_output, _io, _program, cli
-from tfretrace.events import Change
-from tfretrace.messages import format_event
+from tfretrace._util import io as _io
+from tfretrace.cli import app as cli
+from tfretrace.cli import output as _cli_output
+from tfretrace.cli import program as _program
+from tfretrace.explain.messages import format_event
+from tfretrace.records.events import Change
+from tfretrace.records.session import Session, SessionFormatError, load
 from tfretrace.render import TextRenderer
-from tfretrace.session import Session, SessionFormatError, load
 
 pytestmark = pytest.mark.usefixtures("clean_global_state")
 SRC = Path(__file__).resolve().parents[1] / "src" / "tfretrace"
@@ -102,7 +105,7 @@ def test_program_that_stops_the_monitor_itself_still_reports(
     monitor: FakeMonitor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     program = tmp_path / "prog.py"
-    program.write_text("import sys\nsys.modules['tfretrace.monitor'].stop()\nsys.exit(4)\n")
+    program.write_text("import sys\nsys.modules['tfretrace.runtime.monitor'].stop()\nsys.exit(4)\n")
     assert cli.main(["run", "--save", str(tmp_path / "s.json"), str(program)]) == 4
     err = capsys.readouterr().err
     assert "tfretrace: 6 functions" in err and "Traceback" not in err
@@ -226,10 +229,10 @@ def _file_writes(tree: ast.AST) -> list[int]:
 
 
 def test_every_file_write_goes_through_the_atomic_writer() -> None:
-    # cli.py reopens the terminal's file descriptors when the program closed its streams.
+    # cli/program.py reopens the terminal's file descriptors when the program closed its streams.
     # run_command.py opens its own handle on the terminal for the live status line.
-    allowed = {("_io.py", "fdopen"), ("_io.py", "mkstemp"),
-               ("_program.py", "open(fd,"), ("_program.py", "open(os.devnull"),
+    allowed = {("io.py", "fdopen"), ("io.py", "mkstemp"),
+               ("program.py", "open(fd,"), ("program.py", "open(os.devnull"),
                # fix --verify: the edited program's output streams into its log as it runs, and a
                # copy-on-write clone is made inside the temporary copy of the program.
                ("verify.py", 'open(log, "wb")'), ("workcopy.py", 'open(target, "wb")'),
@@ -493,11 +496,11 @@ sys.path.insert(0, {tests!r})
 import sessions as S
 from cli_fakes import FakeMonitor
 fake = FakeMonitor(S.mixed_session())
-module = types.ModuleType("tfretrace.monitor")
+module = types.ModuleType("tfretrace.runtime.monitor")
 module.install, module.stop, module.current = fake.install, fake.stop_process, fake.current
 module.prepare_xla = lambda lower_level=False: None
-sys.modules["tfretrace.monitor"] = module
-from tfretrace import cli
+sys.modules["tfretrace.runtime.monitor"] = module
+from tfretrace.cli import app as cli
 sys.exit(cli.main(sys.argv[1:]))
 """
 _FORKING = """
@@ -569,8 +572,8 @@ def test_strict_warn_garbage_is_an_error(value: str) -> None:
 
 
 def test_pytest_summary_lines_neutralise_control_sequences() -> None:
-    from tfretrace._pytest_support import TestWatch
-    from tfretrace._records import FunctionState
+    from tfretrace.integrations.pytest_support import TestWatch
+    from tfretrace.runtime.state import FunctionState
 
     watch = TestWatch()
     state = FunctionState(("f.py", 1, "step"), f"step{ESCAPES}", f"f{ESCAPES}.py:1", 500)

@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 import sessions as S
-from tfretrace.baseline import Baseline, baseline_of, load_baseline, load_run
 from tfretrace.cli import main
-from tfretrace.compare import NEW, VANISHED, compare, run_of
-from tfretrace.events import Change, FunctionReport
-from tfretrace.function_key import EXACT, MOVED, FunctionKey
+from tfretrace.compare.baseline import Baseline, baseline_of, load_baseline, load_run
+from tfretrace.compare.comparison import NEW, VANISHED, compare, run_of
+from tfretrace.records.events import Change
+from tfretrace.records.function_key import EXACT, MOVED, FunctionKey
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session, SessionFormatError
 from tfretrace.render.comparison import render_comparisons
-from tfretrace.session import Session, SessionFormatError
 
 STEP = FunctionKey("train", "train_step", "aaaa")
 EVAL = FunctionKey("train", "eval_step", "bbbb")
@@ -230,8 +231,8 @@ def test_text_output_fits_the_width_and_lists_only_changed_functions() -> None:
 
 
 def test_pytest_gate_fails_only_a_worse_test_and_update_keeps_the_others(tmp_path: Path) -> None:
-    from tfretrace._pytest_baseline import BaselineGate
-    from tfretrace.compare import counts_of
+    from tfretrace.compare.comparison import counts_of
+    from tfretrace.integrations.pytest_baseline import BaselineGate
 
     path = tmp_path / "tests.json"
     with pytest.raises(ValueError, match="no such file"):
@@ -282,7 +283,7 @@ def test_upgrade_sessions_from_two_versions_compare_like_two_commits() -> None:
 def test_run_gate_saves_only_after_a_good_run_and_the_programs_status_wins(tmp_path: Path) -> None:
     import argparse
 
-    from tfretrace.compare_command import RunGate
+    from tfretrace.cli.compare_command import RunGate
 
     path = tmp_path / "baseline.json"
     ns = argparse.Namespace(save_baseline=str(path), baseline=None)

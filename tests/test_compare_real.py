@@ -15,9 +15,9 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 import tfretrace  # noqa: E402
-from tfretrace.compare import Comparison, compare, run_of  # noqa: E402
-from tfretrace.function_key import EXACT  # noqa: E402
-from tfretrace.session import Session  # noqa: E402
+from tfretrace.compare.comparison import Comparison, compare, run_of  # noqa: E402
+from tfretrace.records.function_key import EXACT  # noqa: E402
+from tfretrace.records.session import Session  # noqa: E402
 
 pytestmark = pytest.mark.tf
 

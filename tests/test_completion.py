@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tfretrace import cli
+from tfretrace.cli import app as cli
 
 
 def _script(shell: str, capsys: pytest.CaptureFixture[str]) -> str:

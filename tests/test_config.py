@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from cli_fakes import FakeMonitor
-from tfretrace import cli
-from tfretrace.config import ProjectConfigError, find, load
+from tfretrace._util.config import ProjectConfigError, find, load
+from tfretrace.cli import app as cli
 from tfretrace.lint import config as lint_config
 
 pytest_plugins = ["pytester"]
@@ -95,7 +95,7 @@ def test_fix_takes_its_root_from_the_project(tmp_path: Path, monkeypatch: pytest
     from dataclasses import replace
 
     from test_fix_command import SIGNATURE, TRAIN, recorded, step
-    from tfretrace.session import load as load_session
+    from tfretrace.records.session import load as load_session
 
     checkout = tmp_path / "checkout"
     checkout.mkdir()
@@ -120,7 +120,7 @@ def test_run_compares_with_the_projects_baseline_once_it_exists(
 ) -> None:
     import json
 
-    from tfretrace.baseline import Baseline
+    from tfretrace.compare.baseline import Baseline
 
     (tmp_path / "pyproject.toml").write_text('[tool.tfretrace.run]\nbaseline = "b.json"\n', encoding="utf-8")
     monkeypatch.chdir(tmp_path)

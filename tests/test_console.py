@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from tfretrace import cli
-from tfretrace.lint.cli import main as lint_main
+from tfretrace.cli import app as cli
+from tfretrace.cli.lint_command import main as lint_main
 from tfretrace.render._console import colored, console_for
 
 pytestmark = pytest.mark.usefixtures("clean_global_state")

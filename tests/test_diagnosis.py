@@ -16,8 +16,8 @@ keras = pytest.importorskip("keras")
 
 import tfretrace  # noqa: E402
 from keras_roles import batch_step, iterator_per_call, tf_functions  # noqa: E402
-from tfretrace.events import FunctionReport  # noqa: E402
-from tfretrace.session import Session  # noqa: E402
+from tfretrace.records.function_report import FunctionReport  # noqa: E402
+from tfretrace.records.session import Session  # noqa: E402
 
 pytestmark = pytest.mark.tf
 

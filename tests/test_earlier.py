@@ -13,7 +13,7 @@ import tfretrace  # noqa: E402
 from schema_helpers import schema_errors  # noqa: E402
 from tfretrace._tf.earlier import cached_traces  # noqa: E402
 from tfretrace.budget import strict_from_env  # noqa: E402
-from tfretrace.events import FunctionReport  # noqa: E402
+from tfretrace.records.function_report import FunctionReport  # noqa: E402
 
 pytestmark = pytest.mark.tf
 

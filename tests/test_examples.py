@@ -375,7 +375,7 @@ def test_every_example_session_follows_the_published_schema(results: dict[str, A
 
 
 def test_every_runtime_cause_has_an_example(results: dict[str, Any]) -> None:
-    from tfretrace import catalogue
+    from tfretrace.records import catalogue
 
     wanted = {
         c.slug

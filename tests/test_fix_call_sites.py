@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tfretrace.events import FunctionReport, Leaf, TraceEvent
 from tfretrace.fix.apply import edits_by_file
 from tfretrace.fix.plan import plan_for
 from tfretrace.fix.source import SourceReader
-from tfretrace.session import Session
+from tfretrace.records.events import Leaf, TraceEvent
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session
 
 PROGRAM = """import tensorflow as tf
 

@@ -13,7 +13,7 @@ from sessions import storm
 from tfretrace.cli import main
 from tfretrace.fix.plan import PlanStep
 from tfretrace.fix.source import Replacement, Span
-from tfretrace.session import Session
+from tfretrace.records.session import Session
 
 TRAIN = (
     "import tensorflow as tf\n\n\n@tf.function  # step\ndef train_step(x, lr):\n    return x * lr\n\n\n"

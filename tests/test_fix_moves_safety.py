@@ -10,11 +10,11 @@ import pytest
 
 from sessions import event, tensor
 from tfretrace.cli import main
-from tfretrace.events import FunctionReport
 from tfretrace.fix.factory import factory_edits
 from tfretrace.fix.plan import PlanStep, plan_for
 from tfretrace.fix.source import SourceReader
-from tfretrace.session import Session
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session
 
 FACTORY = (
     "import tensorflow as tf\n"

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from sessions import event, tensor
-from tfretrace.events import Change, FunctionReport, Leaf
 from tfretrace.fix.anchors import AnchorError, anchors_for, check_step
 from tfretrace.fix.plan import plan_for
 from tfretrace.fix.source import Replacement, SourceReader
+from tfretrace.records.events import Change, Leaf
+from tfretrace.records.function_report import FunctionReport
 
 SAFE_BODY = (
     "    values = features['values']\n"

@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from edit_helpers import apply_edits
-from tfretrace.events import BY_TYPE, LITERAL_RULE, FunctionReport, KerasInfo, Leaf, TraceEvent
 from tfretrace.fix.plan import PlanStep, plan_for, render_counts, with_plan
 from tfretrace.fix.predict import Config, calls_of, count
 from tfretrace.fix.rules import covers, fold_all, generalize, literal_key
 from tfretrace.fix.source import SourceReader
-from tfretrace.session import Session
+from tfretrace.records.events import BY_TYPE, LITERAL_RULE, KerasInfo, Leaf, TraceEvent
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session
 
 
 def t(path: str, *shape: int | None, dtype: str = "float32") -> Leaf:

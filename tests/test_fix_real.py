@@ -129,8 +129,8 @@ def test_the_replay_rules_agree_with_tensorflows_own_trace_types() -> None:
     from tensorflow.core.function.trace_type import trace_type_builder
 
     from tfretrace._tf.types import leaves_of
-    from tfretrace.events import Leaf
     from tfretrace.fix.rules import common_leaf, leaf_covers
+    from tfretrace.records.events import Leaf
 
     def spec(shape: tuple[int | None, ...] | None, dtype: Any = tf.float32) -> Any:
         return tf.TensorSpec(None if shape is None else list(shape), dtype)
@@ -179,10 +179,10 @@ def test_drop_remainder_edits_the_dataset_the_loop_iterates(results: dict[str, A
 
 def test_every_planned_edit_is_at_an_anchor_of_its_kind(results: dict[str, Any]) -> None:
     """`fix` replays a session's edits only at the anchors fix.anchors knows: the planner's own pass."""
-    from tfretrace.events import FunctionReport
     from tfretrace.fix.anchors import anchors_for, check_edit
     from tfretrace.fix.plan import plan_steps
     from tfretrace.fix.source import SourceReader
+    from tfretrace.records.function_report import FunctionReport
 
     checked = 0
     for result in results.values():

@@ -18,12 +18,12 @@ import pytest
 
 from sessions import storm
 from tfretrace.cli import main
-from tfretrace.events import KerasInfo
 from tfretrace.fix import apply as apply_mod
 from tfretrace.fix.plan import PlanStep
 from tfretrace.fix.source import Replacement, SourceReader, Span
 from tfretrace.fix.verify import program_command
-from tfretrace.session import Session, load
+from tfretrace.records.events import KerasInfo
+from tfretrace.records.session import Session, load
 
 # A program that runs without TensorFlow: `function` stands in for tf.function, so the source
 # has the decorator the plan edits and `tfretrace run` needs no TensorFlow to run it.
@@ -413,7 +413,7 @@ def test_verify_with_a_read_only_session_still_applies(tmp_path: Path) -> None:
 def test_verify_records_into_a_session_it_cannot_replace_without_a_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tfretrace import fix_command
+    from tfretrace.cli import fix_command
 
     project = tmp_path / "project"
     project.mkdir()

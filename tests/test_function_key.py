@@ -13,21 +13,21 @@ from typing import Any
 import pytest
 
 from schema_helpers import schema_errors
-from tfretrace._checked import FieldError
-from tfretrace.events import FunctionReport, KerasInfo
-from tfretrace.function_key import (
+from tfretrace._util.checked import FieldError
+from tfretrace.records.events import KerasInfo
+from tfretrace.records.function_key import (
     EDITED,
     EXACT,
     MOVED,
     FunctionKey,
     function_key,
     keras_key,
-    match,
     module_of_path,
-    record_key,
     source_hash,
 )
-from tfretrace.session import Session
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.matching import match, record_key
+from tfretrace.records.session import Session
 
 PROGRAM = '''\
 import functools

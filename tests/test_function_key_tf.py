@@ -14,8 +14,9 @@ tf = pytest.importorskip("tensorflow")
 
 import tfretrace  # noqa: E402
 from schema_helpers import schema_errors  # noqa: E402
-from tfretrace.function_key import EXACT, FunctionKey, function_key, match, record_key  # noqa: E402
-from tfretrace.session import Session  # noqa: E402
+from tfretrace.records.function_key import EXACT, FunctionKey, function_key  # noqa: E402
+from tfretrace.records.matching import match, record_key  # noqa: E402
+from tfretrace.records.session import Session  # noqa: E402
 
 pytestmark = pytest.mark.tf
 

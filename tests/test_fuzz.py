@@ -11,11 +11,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import sessions as S
-from tfretrace import catalogue
-from tfretrace.analyzer import Prior, diff_leaf, diff_signatures, explain
-from tfretrace.events import Leaf
+from tfretrace.explain.analyzer import Prior, explain
+from tfretrace.explain.diff import diff_leaf, diff_signatures
+from tfretrace.records import catalogue
+from tfretrace.records.events import Leaf
+from tfretrace.records.session import Session, SessionFormatError
 from tfretrace.render import HtmlRenderer, JsonRenderer, TextRenderer
-from tfretrace.session import Session, SessionFormatError
 
 # Bounded so the suite stays a few seconds on a loaded 2-core CI machine.
 FAST = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
@@ -248,7 +249,7 @@ def test_an_incomplete_edit_fails_the_load_naming_what_it_lacks() -> None:
 
 @pytest.mark.parametrize("document", ["[" * 50_000, "9" * 5000, '{"a": NaN}', "\ud800"])
 def test_pathological_documents(document: str, tmp_path: Any) -> None:
-    from tfretrace.session import load
+    from tfretrace.records.session import load
 
     path = tmp_path / "s.json"
     path.write_text(document, encoding="utf-8", errors="surrogatepass")

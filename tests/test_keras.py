@@ -25,8 +25,8 @@ keras = tf.keras  # the Keras TensorFlow users get: Keras 3, Keras 2.15, or tf_k
 import tfretrace  # noqa: E402
 import tfretrace.cli  # noqa: E402
 from keras_roles import batch_step, input_path, is_keras2, keras_row, keras_rows, short_name, tf_counts  # noqa: E402
-from tfretrace.events import FunctionReport  # noqa: E402
 from tfretrace.keras import RetraceCallback  # noqa: E402
+from tfretrace.records.function_report import FunctionReport  # noqa: E402
 
 pytestmark = pytest.mark.tf
 

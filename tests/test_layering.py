@@ -11,77 +11,175 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tfretrace"
 
-# Lower layers never import higher ones: data, then logic, then the monitor, then adapters.
-LAYERS = [
-    {"_io", "_text", "_traceback", "_checked", "errors", "events", "_cause", "catalogue", "_lint_catalogue",
-     "session", "xla_events", "prevention", "function_key", "config"},
-    {"analyzer", "fix", "render", "lint", "_tf", "messages", "compare", "baseline"},
-    {"_records", "_earlier", "_intake", "xla_budget", "_xla_watch", "_dispatch", "monitor", "_limit", "budget",
-     "_pytest_support", "_pytest_baseline", "prevent"},
-    {"cli", "run_command", "_completion", "_cli_output", "_program", "_notebook_run", "_progress", "_ipython",
-     "_tensorboard", "fix_command", "compare_command", "pytest_plugin", "keras", "__main__", "__init__"},
+# The packages by layer, bottom up: a module imports only its own package and those below it.
+# The top layer holds the package's public face (__init__), the public-path modules and every
+# ``__main__`` (a program's entry point: ``python -m``; nothing imports it).
+LAYERS: list[set[str]] = [
+    {"_util"},  # foundations: atomic writes, text, checked JSON readers, tracebacks, settings, version
+    {"records"},  # trace and XLA events, function reports, sessions, keys, the cause catalogue, errors
+    {"_tf"},  # the only package touching TensorFlow/Keras internals
+    {"explain"},  # why a trace happened: the analyzer and its one-line messages
+    {"fix"},  # fix plans and source edits
+    {"lint"},  # the static linter
+    {"runtime"},  # the monitor and its private parts, earlier traces, XLA watch, prevention
+    {"budget"},  # block, decorator, XLA and strict budgets
+    {"compare"},  # runs compared, baselines
+    {"render"},  # text, JSON, HTML and notebook reports
+    {"integrations"},  # IPython, TensorBoard, the pytest plugin's parts
+    {"cli"},  # the command line
+    {"__init__", "__main__", "keras", "pytest_plugin"},  # public face and public-path modules
 ]
+TOP = len(LAYERS) - 1
 
 # Inside the TensorFlow adapter package, bottom up: a module imports only modules listed before it
 # (which also rules out import cycles between them).
 ADAPTER = SRC / "_tf"
 ADAPTER_ORDER = [
     "__init__", "logfilter", "versions", "frames", "counters", "types", "keras", "data_source", "origins", "reading",
-    "earlier", "loglevel", "xla", "relay", "hooks", "warmup",
+    "earlier", "loglevel", "xla_log", "xla", "relay", "hooks", "warmup",
 ]
 
 
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(SRC)
-    return rel.parts[0].removesuffix(".py")
+def _dotted(path: Path) -> str:
+    """``tfretrace.records.events`` for src/tfretrace/records/events.py; a package is its __init__."""
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-# IPython display hooks on the data records (Session, FunctionReport) are presentation entry
-# points: they may import a renderer inside their body, lazily, and nothing else may.
-DISPLAY_HOOKS = {"_repr_html_", "_repr_pretty_"}
+MODULES = {_dotted(p): p for p in SRC.rglob("*.py")}
+
+
+def _owner(module: str) -> int:
+    """The layer of a tfretrace module: its package's, or the top for the public face and entry points."""
+    parts = module.split(".")
+    if len(parts) == 1 or parts[-1] == "__main__":
+        return TOP
+    for number, layer in enumerate(LAYERS):
+        if parts[1] in layer:
+            return number
+    raise AssertionError(f"{module}: package or module {parts[1]} is in no layer: add it to LAYERS")
+
+
+def _resolve(target: str) -> str | None:
+    """The tfretrace module an import names (``a.b.Name`` -> ``a.b``), or None outside tfretrace."""
+    while target and target not in MODULES:
+        target = target.rpartition(".")[0]
+    return target or None
 
 
 def _imports(path: Path) -> set[str]:
+    """Every tfretrace module ``path`` imports: top-level, lazy, type-only, relative and importlib by name."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    hooks = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name in DISPLAY_HOOKS
-             for n in ast.walk(f)}
-    found = set()
+    here = _dotted(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    named: set[str] = set()
     for node in ast.walk(tree):
-        if id(node) in hooks:
-            continue
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            if node.module == "tfretrace":
-                found.update(f"tfretrace.{alias.name}" for alias in node.names)
+            named.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*parts, base] if base else parts)
+            named.update(f"{base}.{alias.name}" for alias in node.names)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "import_module" and node.args and isinstance(node.args[0], ast.Constant)):
+            named.add(str(node.args[0].value))
+    found = set()
+    for target in named:
+        if target.split(".")[0] == "tfretrace":
+            module = _resolve(target)
+            if module is not None and module != here:
+                found.add(module)
     return found
 
 
-def _layer(name: str) -> int:
-    for number, layer in enumerate(LAYERS):
-        if name in layer:
-            return number
-    raise AssertionError(f"module {name} is in no layer: add it to LAYERS")
+def _external(path: Path) -> set[str]:
+    """The modules outside tfretrace that ``path`` imports, anywhere in it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
+def test_every_package_and_top_module_has_a_layer() -> None:
+    for module in MODULES:
+        _owner(module)
+    # The top holds only the public face and the modules users import by their path.
+    top = {m for m in MODULES if m.count(".") == 1 and not (SRC / m.split(".")[1]).is_dir()}
+    assert top == {"tfretrace.__main__", "tfretrace.keras", "tfretrace.pytest_plugin"}
 
 
 @pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
 def test_imports_flow_downwards(path: Path) -> None:
-    here = _layer(_module_name(path))
+    here = _owner(_dotted(path))
     for target in _imports(path):
-        if not target.startswith("tfretrace."):
-            continue
-        other = target.split(".")[1]
-        if other == "__version__":
-            continue
-        assert _layer(other) <= here, f"{path.name} (layer {here}) imports {target} (layer {_layer(other)})"
+        assert _owner(target) <= here, f"{_dotted(path)} (layer {here}) imports {target} (layer {_owner(target)})"
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                other = stack.pop()
+                on_stack.discard(other)
+                component.append(other)
+                if other == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_cycle_finder_finds_a_circle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle_anywhere() -> None:
+    # Every import counts: at the top, inside functions (display hooks included), under
+    # TYPE_CHECKING and importlib.import_module by name.
+    graph = {module: _imports(path) for module, path in MODULES.items()}
+    assert _cycles(graph) == []
+
+
+def test_every_package_says_in_one_line_what_it_owns() -> None:
+    for init in sorted(SRC.rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc, f"{init.relative_to(SRC)} has no docstring"
+        first = doc.splitlines()[0]
+        assert first.endswith(".") and len(first) <= 120, f"{init.relative_to(SRC)}: {first!r}"
 
 
 def test_only_the_adapter_touches_tensorflow_internals() -> None:
     offenders = []
     for path in SRC.rglob("*.py"):
         in_adapter = path.parent == ADAPTER
-        for target in _imports(path):
+        for target in _external(path):
             root = target.split(".")[0]
             if root == "tensorflow" and not in_adapter:
                 offenders.append((str(path.relative_to(SRC)), target))
@@ -110,7 +208,7 @@ def test_package_lint_and_plugin_import_without_tensorflow() -> None:
         "import sys\n"
         "sys.modules['tensorflow'] = None\n"
         "sys.modules['keras'] = None\n"
-        "import tfretrace, tfretrace.lint, tfretrace.pytest_plugin, tfretrace.cli, tfretrace.catalogue\n"
+        "import tfretrace, tfretrace.lint, tfretrace.pytest_plugin, tfretrace.cli, tfretrace.records.catalogue\n"
         "from tfretrace.cli import main\n"
         "assert main(['explain', 'shape-changed']) == 0\n"
         "try:\n"
@@ -141,3 +239,23 @@ def test_unsupported_tensorflow_version_fails_clearly() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("UnsupportedVersionError")
     assert "2.12.0" in result.stdout
+
+
+def test_public_errors_are_named_by_the_path_users_import_them_from() -> None:
+    # Tracebacks print module.qualname: it must be the public path, not the private layout's.
+    code = (
+        "import importlib, pickle, tfretrace\n"
+        "from tfretrace.budget import BudgetExceededError\n"
+        "classes = [tfretrace.RetracingWarning, tfretrace.RetraceError, tfretrace.UnsupportedVersionError,\n"
+        "           tfretrace.UntestedVersionWarning, tfretrace.TensorFlowMissingError, BudgetExceededError]\n"
+        "for cls in classes:\n"
+        "    assert getattr(importlib.import_module(cls.__module__), cls.__qualname__) is cls, cls\n"
+        "    print(cls.__module__ + '.' + cls.__qualname__)\n"
+        "assert type(pickle.loads(pickle.dumps(tfretrace.RetraceError('x')))) is tfretrace.RetraceError\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "tfretrace.RetracingWarning", "tfretrace.RetraceError", "tfretrace.UnsupportedVersionError",
+        "tfretrace.UntestedVersionWarning", "tfretrace.TensorFlowMissingError", "tfretrace.budget.BudgetExceededError",
+    ]

@@ -115,8 +115,8 @@ def test_a_row_writes_its_session_for_compare(tmp_path: Path) -> None:
     result = matrix.Result(row)
     path = matrix.write_session(Path(sys.executable), result, program, tmp_path / "sessions")
     assert result.problem is None and path == tmp_path / "sessions" / f"{matrix.REFERENCE}.json"
-    from tfretrace.baseline import load_run
-    from tfretrace.compare import compare
+    from tfretrace.compare.baseline import load_run
+    from tfretrace.compare.comparison import compare
 
     run = load_run(path)
     assert run.tensorflow is not None

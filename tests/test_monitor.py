@@ -11,7 +11,7 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 
 import tfretrace  # noqa: E402
-from tfretrace.events import FunctionReport  # noqa: E402
+from tfretrace.records.function_report import FunctionReport  # noqa: E402
 
 pytestmark = pytest.mark.tf
 

@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 
 import tfretrace
-from tfretrace.errors import RetraceError
+from tfretrace.records.errors import RetraceError
 
 pytestmark = pytest.mark.tf
 budget_module = importlib.import_module("tfretrace.budget")
+hub_module = importlib.import_module("tfretrace.budget.decorator")  # where the shared monitor hub lives
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +28,8 @@ def tf() -> Any:
 @pytest.fixture
 def fresh_hub(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """The budget hub as a new process has it: no monitor started yet."""
-    hub = budget_module._Hub()
-    monkeypatch.setattr(budget_module, "_hub", hub)
+    hub = hub_module._Hub()
+    monkeypatch.setattr(hub_module, "_hub", hub)
     yield hub
     if hub.monitor is not None:
         hub.monitor.stop()
@@ -88,7 +89,7 @@ def test_warn_only_budget_keeps_few_errors_and_exact_counts(tf: Any, fresh_hub: 
 
 def test_retrace_callback_counts_retraces_beyond_the_kept_history(tf: Any) -> None:
     from tfretrace.keras import RetraceCallback
-    from tfretrace.monitor import Monitor
+    from tfretrace.runtime.monitor import Monitor
 
     @tf.function
     def step(x: Any) -> Any:

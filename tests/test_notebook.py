@@ -134,7 +134,7 @@ def test_load_ext_after_earlier_traces_shows_only_the_cells_own_retraces() -> No
     # meets the function: they belong to earlier cells, never to the cell that traced once.
     import tensorflow as tf
 
-    from tfretrace._ipython import CellWatcher
+    from tfretrace.integrations.ipython import CellWatcher
 
     @tf.function
     def before_ext(x: Any) -> Any:

@@ -22,7 +22,7 @@ tf = pytest.importorskip("tensorflow")
 keras = tf.keras  # the Keras TensorFlow users get: Keras 3, Keras 2.15, or tf_keras
 
 import tfretrace  # noqa: E402
-from tfretrace.events import FunctionReport  # noqa: E402
+from tfretrace.records.function_report import FunctionReport  # noqa: E402
 
 pytestmark = pytest.mark.tf
 

@@ -211,7 +211,7 @@ def test_prevent_traces_once_with_the_same_results(name: str, tmp_path: Path) ->
 
 def test_the_saved_session_records_the_profile(tmp_path: Path) -> None:
     import tfretrace
-    from tfretrace.session import load
+    from tfretrace.records.session import load
 
     with tfretrace.watch(warn=False) as monitor:
         _widening()
@@ -277,7 +277,7 @@ def test_a_profile_from_another_tensorflow_is_used_with_one_note(tmp_path: Path)
 
 def test_ipython_magic_starts_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import tfretrace
-    from tfretrace import _ipython
+    from tfretrace.integrations import ipython as _ipython
 
     with tfretrace.watch(warn=False) as monitor:
         _widening()

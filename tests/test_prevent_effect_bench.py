@@ -8,7 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 from sessions import event, session
-from tfretrace.events import FunctionReport
+from tfretrace.records.function_report import FunctionReport
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "prevent_effect.py"
 

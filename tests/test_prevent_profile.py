@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from sessions import python, tensor
-from tfretrace.events import FunctionReport, TraceEvent
-from tfretrace.function_key import FunctionKey
-from tfretrace.prevent.match import find
-from tfretrace.prevent.profile import Profile, entry_of, families
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_key import FunctionKey
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.runtime.prevent.match import find
+from tfretrace.runtime.prevent.profile import Profile, entry_of, families
 
 
 def _report(*signatures: tuple[object, ...], causes: tuple[str, ...] = ()) -> FunctionReport:

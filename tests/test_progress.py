@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import sessions as S
-from tfretrace._progress import Progress
+from tfretrace.cli.progress import Progress
 
 
 class Clock:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tfretrace._pytest_support import marker_origin
+from tfretrace.integrations.pytest_support import marker_origin
 
 pytest_plugins = ["pytester"]
 
@@ -135,7 +135,7 @@ def test_marker_fixture_reset_option_and_summary(pytester: pytest.Pytester, quie
     for name, cause in FAILED.items():
         assert PREFIX in failed[name] and f"cause {cause}" in failed[name], name
     assert "--tfretrace-max-traces=2" in failed["test_global_option_fail"]
-    assert "tfretrace/budget.py" not in result.stdout.str()  # __tracebackhide__ and unlinked frames
+    assert "tfretrace/budget/" not in result.stdout.str()  # __tracebackhide__ and unlinked frames
     result.stdout.fnmatch_lines(
         [
             "*tfretrace: tf.function traces per test*",
@@ -205,7 +205,7 @@ def pytest_sessionfinish(session):
         json.dump({
             "plugin": "tfretrace.pytest_plugin" in sys.modules,
             "tensorflow": "tensorflow" in sys.modules,
-            "support": "tfretrace._pytest_support" in sys.modules,
+            "support": "tfretrace.integrations.pytest_support" in sys.modules,
         }, f)
 """
 
@@ -241,7 +241,7 @@ def test_marker_origin_names_functions() -> None:
 @pytest.mark.tf
 def test_watch_counts_only_while_armed() -> None:
     tf = pytest.importorskip("tensorflow")
-    from tfretrace._pytest_support import TestWatch
+    from tfretrace.integrations.pytest_support import TestWatch
 
     @tf.function
     def armed_step(x: Any) -> Any:

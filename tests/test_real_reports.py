@@ -29,8 +29,8 @@ np = pytest.importorskip("numpy")
 
 import tfretrace  # noqa: E402
 from keras_roles import batch_step, input_path, is_keras2, keras_row, keras_rows, keras_version, tf_counts  # noqa: E402
-from tfretrace.events import FunctionReport  # noqa: E402
-from tfretrace.session import Session  # noqa: E402
+from tfretrace.records.function_report import FunctionReport  # noqa: E402
+from tfretrace.records.session import Session  # noqa: E402
 
 pytestmark = pytest.mark.tf
 

@@ -11,6 +11,7 @@ import pytest
 
 import sessions as S
 import tfretrace
+from tfretrace.records.session import Session
 from tfretrace.render import (
     HtmlRenderer,
     JsonRenderer,
@@ -22,7 +23,6 @@ from tfretrace.render import (
     renderer_for,
 )
 from tfretrace.render.html import json_for_script
-from tfretrace.session import Session
 
 RENDERERS = [TextRenderer(width=100), TextRenderer(width=60, color=True), JsonRenderer(),
              HtmlRenderer()]

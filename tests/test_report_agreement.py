@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import sessions as S
-from tfretrace import cli
+from tfretrace.cli import app as cli
+from tfretrace.records.session import load, merge
+from tfretrace.records.xla_events import RECOMPILE
 from tfretrace.render import HtmlRenderer, JsonRenderer, TextRenderer
-from tfretrace.session import load, merge
-from tfretrace.xla_events import RECOMPILE
 
 
 def test_an_xla_only_function_has_one_main_cause_in_every_format() -> None:

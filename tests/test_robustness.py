@@ -10,9 +10,11 @@ import weakref
 import numpy as np
 import pytest
 
-from tfretrace import _intake, analyzer, monitor
 from tfretrace._tf.reading import RawTrace
-from tfretrace.events import Leaf
+from tfretrace.explain import analyzer
+from tfretrace.records.events import Leaf
+from tfretrace.runtime import intake as _intake
+from tfretrace.runtime import monitor
 
 
 def _raw(n: int) -> RawTrace:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import sessions as S
-from tfretrace._tensorboard import SUFFIX, tag_name, write_session
+from tfretrace.integrations.tensorboard import SUFFIX, tag_name, write_session
 
 
 def read_back(logdir: Path) -> dict[str, list[tuple[int, Any]]]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tfretrace._tf import xla
+from tfretrace._tf import xla, xla_log
 
 HERE = Path(__file__).resolve().parent
 _TF_COMPILED = re.compile(rb"device_compilation_profiler\.cc:\d+\] Compiled (\S+) (\d+) times")
@@ -78,7 +78,7 @@ def test_every_compile_matches_tensorflows_own_count(run: dict[str, Any]) -> Non
 @pytest.mark.tf
 def test_the_session_with_xla_events_follows_the_schema_and_loads_back(run: dict[str, Any]) -> None:
     from schema_helpers import schema_errors
-    from tfretrace.session import Session
+    from tfretrace.records.session import Session
 
     assert schema_errors(run["session"]) == []
     loaded = Session.from_dict(run["session"])
@@ -226,13 +226,13 @@ _LINES = [
 
 
 def test_parser_reads_cluster_count_seconds_and_the_clusters_own_inputs() -> None:
-    parser = xla.Parser(frozenset({"xla_compiler", "device_compilation_profiler"}))
+    parser = xla_log.Parser(frozenset({"xla_compiler", "device_compilation_profiler"}))
     results = [parser.feed(line) for line in _LINES]
     assert all(ours for ours, _ in results)
     done = [d for _, d in results if d is not None]
-    assert done == [xla.Compile("__inference_f_9", 3, 0.090128, (xla.XlaArg(0, "float32", (16, 8)),))]
+    assert done == [xla_log.Compile("__inference_f_9", 3, 0.090128, (xla_log.XlaArg(0, "float32", (16, 8)),))]
     # A module the user asked for is parsed but not swallowed; other lines are not tfretrace's.
-    user = xla.Parser(frozenset({"xla_compiler"}))
+    user = xla_log.Parser(frozenset({"xla_compiler"}))
     assert user.feed(_LINES[-1])[0] is False
     assert user.feed(b"I0000 00:00:1.5 77 port.cc:153] oneDNN custom operations are on\n") == (False, None)
 
@@ -243,9 +243,10 @@ def test_tap_passes_everything_else_through_byte_for_byte(capfdbinary: pytest.Ca
         from xla_scenarios_bytes import USER_BYTES
     finally:
         sys.path.remove(str(HERE))
-    seen: list[xla.Compile] = []
+    seen: list[xla_log.Compile] = []
     errors: list[BaseException] = []
-    tap = xla.Tap(xla.Parser(frozenset({"xla_compiler", "device_compilation_profiler"})), seen.append, errors.append)
+    parser = xla_log.Parser(frozenset({"xla_compiler", "device_compilation_profiler"}))
+    tap = xla.Tap(parser, seen.append, errors.append)
     tap.start()
     try:
         for chunk in USER_BYTES[:3]:
@@ -276,11 +277,12 @@ def test_request_keeps_the_users_modules_and_says_when_tf_was_first() -> None:
 
 
 def test_reports_show_compiles_beside_traces_and_rank_by_compile_seconds() -> None:
-    from tfretrace.events import Change, FunctionReport, Leaf
+    from tfretrace.records.events import Change, Leaf
+    from tfretrace.records.function_report import FunctionReport
+    from tfretrace.records.session import Session
+    from tfretrace.records.xla_events import XlaEvent
     from tfretrace.render.html import HtmlRenderer
     from tfretrace.render.text import TextRenderer
-    from tfretrace.session import Session
-    from tfretrace.xla_events import XlaEvent
 
     def leaf(n: int) -> tuple[Leaf, ...]:
         return (Leaf("x", "tensor", dtype="float32", shape=(n, 8)),)
@@ -541,7 +543,7 @@ def test_a_compile_budget_after_tensorflow_was_imported_says_why_it_cannot_count
 
 
 def test_hidden_lines_take_only_a_known_message_s_further_lines_along() -> None:
-    parser = xla.Parser(frozenset(), hide_below=2)
+    parser = xla_log.Parser(frozenset(), hide_below=2)
     parser.new_chunk()
     guard = b"I0000 00:00:1.5   7 cpu_feature_guard.cc:227] This TensorFlow binary is optimized\n"
     assert parser.feed(guard)[0] and parser.feed(b"To enable the following instructions: AVX2\n")[0]

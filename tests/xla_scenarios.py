@@ -110,7 +110,7 @@ def in_test(x):
     return x - 1.0
 
 
-from tfretrace._pytest_support import TestWatch  # noqa: E402
+from tfretrace.integrations.pytest_support import TestWatch  # noqa: E402
 
 watch = TestWatch(None, ["in_test"], max_xla_compiles=1).start()
 watch.arm()

@@ -4,32 +4,56 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.2.0.dev0"
+from tfretrace._util.version import __version__
 
 # budget.install wraps monitor.install so that tfretrace.install() honours TFRETRACE_STRICT.
 from tfretrace.budget import budget, install
-from tfretrace.errors import (
+from tfretrace.records import display as _display
+from tfretrace.records.errors import (
     RetraceError,
     RetracingWarning,
     TensorFlowMissingError,
     UnsupportedVersionError,
     UntestedVersionWarning,
 )
-from tfretrace.monitor import Monitor, current, stop, watch
-from tfretrace.prevent import prevent
-from tfretrace.session import Session, SessionFormatError, load, merge
+from tfretrace.records.session import Session, SessionFormatError, load, merge
+from tfretrace.runtime.monitor import Monitor, current, stop, watch
+from tfretrace.runtime.prevent import prevent
+
+
+def _session_html(session: Session) -> str:
+    from tfretrace.render.notebook import report_frame  # loaded when a notebook shows a session
+
+    return report_frame(session)
+
+
+def _function_html(report: Any) -> str:
+    from tfretrace.render.notebook import function_session, report_frame
+
+    return report_frame(function_session(report))
+
+
+def _session_summary(session: Session) -> str:
+    from tfretrace.render._model import summary_line
+
+    return summary_line(session)
+
+
+# The records' IPython display hooks draw through the renderers, plugged in here at the top so
+# that no record imports a renderer (imports flow one way) and a renderer loads only when shown.
+_display.use(session_html=_session_html, function_html=_function_html, session_summary=_session_summary)
 
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext tfretrace``: every cell is watched and a cell that retraced gets a compact report."""
-    from tfretrace._ipython import load as load_extension
+    from tfretrace.integrations.ipython import load as load_extension
 
     load_extension(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext tfretrace``: stop watching cells."""
-    from tfretrace._ipython import unload
+    from tfretrace.integrations.ipython import unload
 
     unload(ipython)
 

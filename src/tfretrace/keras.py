@@ -8,13 +8,13 @@ import os
 import time
 from typing import Any
 
-from tfretrace._tensorboard import TensorBoardLog, board_name
 from tfretrace._tf.versions import keras_package
-from tfretrace.errors import RetraceError
-from tfretrace.events import TraceEvent
-from tfretrace.messages import format_event
-from tfretrace.monitor import Monitor
-from tfretrace.session import Session
+from tfretrace.explain.messages import format_event
+from tfretrace.integrations.tensorboard import TensorBoardLog, board_name
+from tfretrace.records.errors import RetraceError
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.session import Session
+from tfretrace.runtime.monitor import Monitor
 
 logger = logging.getLogger("tfretrace")
 

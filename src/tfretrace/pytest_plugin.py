@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from tfretrace._pytest_baseline import BaselineGate
-    from tfretrace._pytest_support import TestWatch
-    from tfretrace.monitor import Monitor
+    from tfretrace.integrations.pytest_baseline import BaselineGate
+    from tfretrace.integrations.pytest_support import TestWatch
+    from tfretrace.runtime.monitor import Monitor
 
 _WATCH: pytest.StashKey[TestWatch] = pytest.StashKey()
 _PREVENTION: pytest.StashKey[Any] = pytest.StashKey()
@@ -97,7 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
                  or config.getoption("tfretrace_max_traces") is not None)
     if wants_xla:
         # Before collection imports TensorFlow: it reads its log settings once, when it loads.
-        from tfretrace.monitor import prepare_xla
+        from tfretrace.runtime.monitor import prepare_xla
 
         prepare_xla()
     if config.getoption("tfretrace_summary", False):
@@ -113,7 +113,7 @@ def _configure_baseline(config: pytest.Config) -> None:
         if update:
             raise pytest.UsageError("--tfretrace-update-baseline needs --tfretrace-baseline FILE")
         return
-    from tfretrace._pytest_baseline import BaselineGate
+    from tfretrace.integrations.pytest_baseline import BaselineGate
 
     try:
         gate = BaselineGate.open(path, update)
@@ -127,13 +127,13 @@ def _configure_baseline(config: pytest.Config) -> None:
 
 def _start_prevention(config: pytest.Config) -> None:
     """--tfretrace-prevent (or $TFRETRACE_PREVENT): one prevention for the whole test run."""
-    from tfretrace.prevent import profile_from_env
+    from tfretrace.runtime.prevent import profile_from_env
 
     path = config.getoption("tfretrace_prevent", None) or profile_from_env()
     if path is None:
         return
-    from tfretrace.prevent import prevent
-    from tfretrace.session import SessionFormatError
+    from tfretrace.records.session import SessionFormatError
+    from tfretrace.runtime.prevent import prevent
 
     try:
         config.stash[_PREVENTION] = prevent(path)
@@ -150,7 +150,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def _apply_project_settings(config: pytest.Config) -> None:
     """``[tool.tfretrace.pytest]`` in the project's pyproject.toml: defaults for the options above."""
-    from tfretrace.config import ProjectConfigError, load
+    from tfretrace._util.config import ProjectConfigError, load
 
     path = config.rootpath / "pyproject.toml"
     try:
@@ -181,7 +181,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     options_apply = (global_max is not None or summary) and "tensorflow" in sys.modules
     if marker is None and not wants_fixture and not options_apply:
         return
-    from tfretrace._pytest_support import TestWatch, marker_origin
+    from tfretrace.integrations.pytest_support import TestWatch, marker_origin
 
     if marker is not None:
         xla_max = marker.kwargs.get("max_xla_compiles")
@@ -193,7 +193,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         n, functions = first, marker.args[1:]
         warn_only = bool(marker.kwargs.get("warn_only", False))
         if xla_max is not None:
-            from tfretrace.monitor import xla_unavailable
+            from tfretrace.runtime.monitor import xla_unavailable
 
             why = xla_unavailable()
             if why is not None:  # a compile budget that cannot see compiles would always pass
@@ -215,7 +215,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def _start(watch: TestWatch) -> TestWatch:
     """Start the watch, or fail the test with one line when TensorFlow cannot be monitored."""
-    from tfretrace.errors import TensorFlowMissingError, UnsupportedVersionError
+    from tfretrace.records.errors import TensorFlowMissingError, UnsupportedVersionError
 
     try:
         return watch.start()
@@ -237,7 +237,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         result = yield
     except AssertionError as exc:
         if type(exc).__module__ == "tfretrace.budget":  # no import: only a budget raises it
-            from tfretrace._pytest_support import hide_plumbing
+            from tfretrace.integrations.pytest_support import hide_plumbing
 
             hide_plumbing(exc)
         raise
@@ -248,7 +248,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         return result
     swallowed = watch.unraised()
     if swallowed is not None:
-        from tfretrace._pytest_support import hide_plumbing
+        from tfretrace.integrations.pytest_support import hide_plumbing
 
         __tracebackhide__ = True  # the failure shows the budget's explanation, not this hook
         hide_plumbing(swallowed)
@@ -261,7 +261,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 def _baseline_check(item: pytest.Item, watch: TestWatch, gate: BaselineGate) -> None:
     """After a passing body: record the test's counts (update) or fail it when it got worse."""
-    from tfretrace._pytest_baseline import counts_to_json, test_counts
+    from tfretrace.integrations.pytest_baseline import counts_to_json, test_counts
 
     counts = test_counts(watch.monitor)
     if gate.update:
@@ -332,7 +332,7 @@ def tfretrace_monitor(request: pytest.FixtureRequest) -> Monitor:
     """A tfretrace Monitor recording every trace of this test (fixtures included); stopped after it."""
     watch: TestWatch | None = request.node.stash.get(_WATCH, None)
     if watch is None:  # requested through getfixturevalue: setup could not see it coming
-        from tfretrace._pytest_support import TestWatch
+        from tfretrace.integrations.pytest_support import TestWatch
 
         watch = _start(TestWatch(warn=True))
         request.node.stash[_WATCH] = watch
@@ -346,7 +346,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(updated)
     prevention = config.stash.get(_PREVENTION, None)
     if prevention is not None:
-        from tfretrace.prevention import render
+        from tfretrace.records.prevention import render
 
         terminalreporter.section("tfretrace: prevention")
         for line in render(prevention.report()).splitlines():

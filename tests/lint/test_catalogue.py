@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from tfretrace import catalogue
 from tfretrace.lint import ALL_CODES
 from tfretrace.lint._docs import BEGIN, END, rule_table
+from tfretrace.records import catalogue
 
 DOC = Path(__file__).parents[2] / "docs" / "lint.md"
 

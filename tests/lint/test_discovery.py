@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import tfretrace.lint.runner as runner
-from tfretrace.lint.cli import main
+from tfretrace.cli.lint_command import main
 
 BAD = "import tensorflow as tf\n\n@tf.function\ndef f(x):\n    print(x)\n    return x\n"
 

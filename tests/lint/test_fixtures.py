@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tfretrace import catalogue
 from tfretrace.lint import ALL_CODES, lint_source
+from tfretrace.records import catalogue
 
 FIXTURES = Path(__file__).parent / "fixtures"
 _EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>TFR\d+(?:\s*,\s*TFR\d+)*)(?:\s*\((?P<sure>likely)\))?")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tfretrace import __version__
+from tfretrace.cli.lint_command import main
 from tfretrace.lint import runner
 from tfretrace.lint.checker import ALL_CODES
-from tfretrace.lint.cli import main
 
 BAD = "import tensorflow as tf\n\n@tf.function\ndef f(x):\n    print(x)\n    return x\n"
 

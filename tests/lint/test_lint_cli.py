@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tfretrace.cli.lint_command import main
 from tfretrace.lint import ALL_CODES
-from tfretrace.lint.cli import main
 
 BAD = "import tensorflow as tf\n\n@tf.function\ndef f(x):\n    print(x)\n    return x\n"
 BAD_TWO = BAD + "\n\nfor i in range(3):\n    f(i)\n"
@@ -185,7 +185,7 @@ def test_explain(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_python_m_and_no_tensorflow_import(project: Path) -> None:
-    probe = "import sys, tfretrace.lint, tfretrace.lint.cli; print('tensorflow' in sys.modules)"
+    probe = "import sys, tfretrace.lint, tfretrace.cli.lint_command; print('tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     proc = subprocess.run([sys.executable, "-m", "tfretrace.lint", "pkg"], capture_output=True)

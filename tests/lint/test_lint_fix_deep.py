@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tfretrace.lint.cli import main
+from tfretrace.cli.lint_command import main
 
 FIXABLE = "import tensorflow as tf\n\n\n@tf.function\ndef f(x):\n    print(x)\n    return x\n"
 

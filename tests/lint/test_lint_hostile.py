@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tfretrace.lint.cli import main
+from tfretrace.cli.lint_command import main
 
 PRINT_IN_FN = "@tf.function\ndef f(x):\n    print(x)\n"
 HEAD = "import tensorflow as tf\n"

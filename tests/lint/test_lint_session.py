@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tfretrace.events import FunctionReport, TraceEvent
-from tfretrace.lint.cli import main
-from tfretrace.session import Session
+from tfretrace.cli.lint_command import main
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session
 
 # Three hazards; only the counter passed to train_step retraces when the program runs.
 PROGRAM = """\

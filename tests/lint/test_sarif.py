@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema  # a dev dependency: every SARIF log is checked, never skipped
 import pytest
 
-from tfretrace.lint.cli import main
+from tfretrace.cli.lint_command import main
 
 BAD = "import tensorflow as tf\n\n@tf.function\ndef f(x):\n    print(x)\n    return x\n"
 if sys.version_info < (3, 11):  # pragma: no cover - CI runs 3.11
@@ -111,8 +111,9 @@ def test_the_schema_rejects_what_the_spec_forbids(repo: Path, capsys: pytest.Cap
 def test_session_marks_and_unpredicted_retraces_are_valid_sarif(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tfretrace.events import FunctionReport, TraceEvent
-    from tfretrace.session import Session
+    from tfretrace.records.events import TraceEvent
+    from tfretrace.records.function_report import FunctionReport
+    from tfretrace.records.session import Session
 
     monkeypatch.chdir(tmp_path)
     Path("t.py").write_text(

@@ -8,7 +8,7 @@ from typing import Any
 
 from tfretrace._tf.reading import context_fields
 from tfretrace._tf.types import signature_with_refs
-from tfretrace.events import Leaf
+from tfretrace.records.events import Leaf
 
 
 @dataclass(frozen=True)

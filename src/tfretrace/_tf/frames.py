@@ -12,7 +12,7 @@ import weakref
 from types import CodeType, FrameType
 from typing import Any
 
-from tfretrace._traceback import PACKAGE_DIR
+from tfretrace._util.tracebacks import PACKAGE_DIR
 
 # The tfretrace package folder: its own frames are never the user's call site.
 

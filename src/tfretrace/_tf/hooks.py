@@ -15,7 +15,7 @@ from tfretrace._tf.origins import origin_of
 from tfretrace._tf.reading import RawTrace, read_trace
 from tfretrace._tf.versions import load_tensorflow, untested_notes, warn_once
 from tfretrace._tf.xla import cluster_of
-from tfretrace._traceback import PACKAGE_DIR
+from tfretrace._util.tracebacks import PACKAGE_DIR
 
 
 class HookUnavailable(Exception):

@@ -12,7 +12,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from tfretrace._tf.frames import call_site
-from tfretrace.events import KerasInfo
+from tfretrace.records.events import KerasInfo
 
 _KERAS_METHODS = frozenset(
     {"fit", "evaluate", "predict", "train_on_batch", "test_on_batch", "predict_on_batch"}

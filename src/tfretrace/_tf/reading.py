@@ -22,8 +22,8 @@ from tfretrace._tf.keras import (
 )
 from tfretrace._tf.origins import DATA, EXPORT, Origin, saving
 from tfretrace._tf.types import short_repr, signature_leaves, signature_with_refs
-from tfretrace.events import KerasInfo, Leaf
-from tfretrace.function_key import FunctionKey, code_key, keras_key, module_of_path
+from tfretrace.records.events import KerasInfo, Leaf
+from tfretrace.records.function_key import FunctionKey, code_key, keras_key, module_of_path
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class RawTrace:
     # whether the trace is made to write a SavedModel (tf.saved_model.save, model.export).
     origin: str | None = None
     saving: bool = False
-    # The function's key across runs, relative to a root folder (tfretrace.function_key): made
+    # The function's key across runs, relative to a root folder (tfretrace.records.function_key): made
     # on demand, once per function, since reading its source costs more than a cached call.
     function_key: Callable[[str], FunctionKey | None] = lambda root: None
     # A tf.data function: what its pipeline is built from (see data_source), None if unknown.

@@ -20,7 +20,7 @@ import signal
 import sys
 from typing import Any
 
-from tfretrace._tf.xla import Compile, may_hold
+from tfretrace._tf.xla_log import Compile, may_hold
 
 
 def main() -> None:

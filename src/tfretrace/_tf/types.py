@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from tfretrace._tf.frames import static_attr, truncate
-from tfretrace.events import BY_TYPE, LITERAL_RULE, OBJECT, PYTHON, SPEC, TENSOR, VARIABLE, Leaf
+from tfretrace.records.events import BY_TYPE, LITERAL_RULE, OBJECT, PYTHON, SPEC, TENSOR, VARIABLE, Leaf
 
 _collect = threading.local()
 

@@ -8,8 +8,8 @@ import sys
 import warnings
 from typing import Any
 
-from tfretrace._text import split_site
-from tfretrace.errors import TensorFlowMissingError, UnsupportedVersionError, UntestedVersionWarning
+from tfretrace._util.text import split_site
+from tfretrace.records.errors import TensorFlowMissingError, UnsupportedVersionError, UntestedVersionWarning
 
 # The range the test matrix (make test-matrix) runs. Older TensorFlow fails clearly (its tracing
 # internals differ); newer TensorFlow and Keras run with one warning, since their internals have

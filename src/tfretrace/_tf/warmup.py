@@ -13,8 +13,8 @@ from typing import Any
 from tfretrace._tf.frames import innermost_code, short_path
 from tfretrace._tf.keras import KERAS_ROLES, is_keras_functions_file, keras_info, layer_names
 from tfretrace._tf.types import signature_leaves
-from tfretrace.events import CONTAINERS, PYTHON, SPEC, TENSOR, KerasInfo, Leaf
-from tfretrace.function_key import FunctionKey, code_key, keras_key
+from tfretrace.records.events import CONTAINERS, PYTHON, SPEC, TENSOR, KerasInfo, Leaf
+from tfretrace.records.function_key import FunctionKey, code_key, keras_key
 
 
 class NotWarmable(Exception):

@@ -6,8 +6,8 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from tfretrace.events import FunctionReport
 from tfretrace.fix.source import DefInfo, Replacement, SourceReader, Span, callee_name
+from tfretrace.records.function_report import FunctionReport
 
 
 class AnchorError(ValueError):

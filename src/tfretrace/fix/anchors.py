@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
-from tfretrace.events import FunctionReport
 from tfretrace.fix.anchor_base import (
     AnchorError,
     Anchors,
@@ -43,6 +42,7 @@ from tfretrace.fix.anchor_moves import (
 )
 from tfretrace.fix.neutral_key import neutral_key_dict
 from tfretrace.fix.source import Replacement, SourceReader, Span, callee_name
+from tfretrace.records.function_report import FunctionReport
 
 __all__ = ["CHECKS", "AnchorError", "Anchors", "anchors_for", "check_edit", "check_step", "declaration"]
 

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfretrace._io import atomic_write_text
-from tfretrace.events import FunctionReport
+from tfretrace._util.io import atomic_write_text
 from tfretrace.fix.anchors import AnchorError, anchors_for, check_step
 from tfretrace.fix.files import SourceError, read_source_file
 from tfretrace.fix.files import digest as digest_bytes
@@ -19,7 +18,8 @@ from tfretrace.fix.files import lines as source_lines
 from tfretrace.fix.plan import plan_steps
 from tfretrace.fix.source import Replacement, SourceReader, Span, is_user_path, resolve
 from tfretrace.fix.step import BY_HAND
-from tfretrace.session import Session
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session
 
 
 class FixError(Exception):

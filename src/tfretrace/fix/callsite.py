@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tfretrace.events import PYTHON, TENSOR, VARIABLE, Leaf
 from tfretrace.fix.body import assigns_to, assigns_zeros_when_none, number_dtype
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.predict import Call
 from tfretrace.fix.source import Replacement
 from tfretrace.fix.specs import NUMBER_DTYPES, is_top, shape_text
 from tfretrace.fix.tensor_body import add_n_body, body_note, tensor_body, with_body
+from tfretrace.records.events import PYTHON, TENSOR, VARIABLE, Leaf
 
 
 def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:

@@ -6,10 +6,11 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from tfretrace.events import PYTHON, FunctionReport, Leaf
 from tfretrace.fix.predict import Call, Config, Replay
 from tfretrace.fix.rules import literal_key
 from tfretrace.fix.source import CallInfo, DefInfo, Replacement, SourceReader, callee_name, is_user_path
+from tfretrace.records.events import PYTHON, Leaf
+from tfretrace.records.function_report import FunctionReport
 
 
 @dataclass(frozen=True)

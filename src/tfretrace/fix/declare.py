@@ -6,7 +6,6 @@ import ast
 import re
 from dataclasses import replace
 
-from tfretrace.events import OBJECT, SPEC, TENSOR, Leaf, TraceEvent
 from tfretrace.fix.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.factory import factory_edits
 from tfretrace.fix.files import lines as source_lines
@@ -14,6 +13,7 @@ from tfretrace.fix.hoist import hoist_edits, hoist_summary, object_once, pipelin
 from tfretrace.fix.predict import Call, Config
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.source import BatchCall, Replacement, Span
+from tfretrace.records.events import OBJECT, SPEC, TENSOR, Leaf, TraceEvent
 
 
 def decorator_edit(

@@ -8,8 +8,8 @@ import os
 import tokenize
 from dataclasses import dataclass
 
-from tfretrace._io import read_regular
-from tfretrace._text import source_lines
+from tfretrace._util.io import read_regular
+from tfretrace._util.text import source_lines
 
 # Bigger than any hand-written module; a bound so that a session cannot make fix read a huge file.
 MAX_SOURCE_BYTES = 16 * 1024 * 1024

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from tfretrace.events import TENSOR
 from tfretrace.fix.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.source import Replacement, Span, is_user_path
+from tfretrace.records.events import TENSOR
 
 _PREDICT = ("predict", "predict_on_batch")
 

@@ -13,12 +13,12 @@ import ast
 import json
 from dataclasses import replace
 
-from tfretrace.events import TENSOR, Leaf
 from tfretrace.fix.anchor_base import Anchors, span_of
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config, varying_paths
 from tfretrace.fix.predict import Call, calls_of
 from tfretrace.fix.source import Replacement, Span, callee_name
 from tfretrace.fix.specs import is_top
+from tfretrace.records.events import TENSOR, Leaf
 
 # Multiplying by one is exact in these (not in complex types: inf * 0 in the cross terms is nan).
 _REAL = frozenset({"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from tfretrace.events import TENSOR, FunctionReport, TraceEvent
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.specs import spec_text
+from tfretrace.records.events import TENSOR, TraceEvent
+from tfretrace.records.function_report import FunctionReport
 
 # The causes whose traced code is TensorFlow's (pfor's loop, restored_function_body, tf.data's
 # wrapper): no replay models their caches and no edit reaches their code, so the plan gives

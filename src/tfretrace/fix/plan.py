@@ -6,7 +6,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from tfretrace.events import FunctionReport, TraceEvent
 from tfretrace.fix import callsite, declare, keras_fixes, neutral_key, signature
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
 from tfretrace.fix.hoist import pipeline_edits, vectorized_edits
@@ -25,6 +24,8 @@ from tfretrace.fix.step import (
     render_counts,
 )
 from tfretrace.fix.xla_fixes import xla_steps
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_report import FunctionReport
 
 __all__ = [
     "PlanCache", "PlanStep", "applied_count", "plan_for", "predict_applied", "render_counts", "saved_prediction",

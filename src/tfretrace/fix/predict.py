@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from tfretrace.events import CONTAINERS, OBJECT, PYTHON, SPEC, TENSOR, VARIABLE, FunctionReport, Leaf, TraceEvent
 from tfretrace.fix.rules import Signature, covers, generalize, literal_key
+from tfretrace.records.events import CONTAINERS, OBJECT, PYTHON, SPEC, TENSOR, VARIABLE, Leaf, TraceEvent
+from tfretrace.records.function_report import FunctionReport
 
 # The cache is keyed by (FunctionContext, FunctionType). The scope type is left out of the key
 # here because the extra variable-creation trace is counted on its own (see calls_of).

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tfretrace.events import FunctionReport, Leaf
 from tfretrace.fix.step import BY_TOOL, PlanStep, numbered
+from tfretrace.records.events import Leaf
+from tfretrace.records.function_report import FunctionReport
 
 RESTORED_SUFFIX = " (restored by tf.saved_model.load)"
 SAVED_SIGNATURE = "saved-signature"

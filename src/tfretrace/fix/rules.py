@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tfretrace.events import BY_TYPE, CONTAINERS, LITERAL_RULE, OBJECT, PYTHON, SPEC, TENSOR, VARIABLE, Leaf
+from tfretrace.records.events import BY_TYPE, CONTAINERS, LITERAL_RULE, OBJECT, PYTHON, SPEC, TENSOR, VARIABLE, Leaf
 
 Signature = tuple[Leaf, ...]
 Shape = tuple[int | None, ...] | None

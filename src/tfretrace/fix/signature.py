@@ -5,13 +5,13 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from tfretrace.events import PYTHON, TENSOR, Leaf
 from tfretrace.fix.body import number_dtype, python_if, reads_static_size, steers_control_flow, unsafe_uses
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.declare import decorator_edit
 from tfretrace.fix.predict import Call, Config, count
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.specs import NUMBER_DTYPES, is_top, signature_specs
+from tfretrace.records.events import PYTHON, TENSOR, Leaf
 
 
 def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from tfretrace.events import CONTAINERS, PYTHON, TENSOR, Leaf
+from tfretrace.records.events import CONTAINERS, PYTHON, TENSOR, Leaf
 
 _TOP = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 # What a Python number becomes at an input_signature boundary: tf.constant's own default dtypes.

@@ -17,12 +17,12 @@ from pathlib import Path
 from types import FrameType
 from typing import TextIO
 
-from tfretrace.events import FunctionReport
 from tfretrace.fix.apply import FileChange, FixError, write_all
 from tfretrace.fix.plan import saved_prediction
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.workcopy import CopyError, make_copy, plan_copy, snapshot
-from tfretrace.session import Session, SessionFormatError, load
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session, SessionFormatError, load
 
 # Interpreter options that take a value (``-W ignore``, ``-X dev``), as ``python --help`` lists them.
 _VALUED = frozenset("WX")

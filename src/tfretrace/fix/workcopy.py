@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tfretrace.lint.discover import GitIgnore
+from tfretrace._util.gitignore import GitIgnore
 
 LARGE_BYTES = 32 * 1024 * 1024
 # Folders a program copy does without: environments, VCS data and caches can be gigabytes.

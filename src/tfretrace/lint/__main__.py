@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tfretrace.lint.cli import main
+from tfretrace.cli.lint_command import main
 
 if __name__ == "__main__":
     sys.exit(main())

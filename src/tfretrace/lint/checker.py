@@ -9,12 +9,12 @@ import re
 import tokenize
 from collections.abc import Iterable
 
-from tfretrace import catalogue
 from tfretrace.lint import keras_rules, trace_rules  # noqa: F401  (register their rules)
 from tfretrace.lint._context import Check, Walker
 from tfretrace.lint._module import ModuleInfo
 from tfretrace.lint.findings import CONFIRMED, Finding
 from tfretrace.lint.rules import CHECKS, CODES
+from tfretrace.records import catalogue
 
 _NOQA = re.compile(r"#\s*noqa\b(?P<colon>:(?P<rest>.*))?", re.I)
 _WORDS = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")

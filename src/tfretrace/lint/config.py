@@ -13,8 +13,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-from tfretrace import catalogue
-from tfretrace.config import TABLES as COMMAND_TABLES
+from tfretrace._util.config import TABLES as COMMAND_TABLES
+from tfretrace.records import catalogue
 
 # Directories never worth linting: environments, VCS data, caches and build output.
 DEFAULT_EXCLUDES: tuple[str, ...] = (
@@ -120,7 +120,7 @@ def load(path: Path | None) -> LintConfig:
         return LintConfig()
     table = dict(_table(path))
     lint = table.pop("lint", None)
-    for other in COMMAND_TABLES:  # the other commands' settings (tfretrace.config reads them)
+    for other in COMMAND_TABLES:  # the other commands' settings (tfretrace._util.config reads them)
         table.pop(other, None)
     _refuse_unknown(table, path, "[tool.tfretrace]")
     if lint is not None:

@@ -9,10 +9,11 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tfretrace import __version__, catalogue
-from tfretrace._cause import Cause
-from tfretrace._text import encodable, plural, printable
+from tfretrace._util.text import encodable, plural, printable
+from tfretrace._util.version import __version__
 from tfretrace.lint.findings import CONFIRMED, Finding, Observed, Report, RetraceSite
+from tfretrace.records import catalogue
+from tfretrace.records.cause import Cause
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/tfretrace/tfretrace/blob/main/docs/lint.md"

@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from tfretrace._text import source_lines
+from tfretrace._util.text import source_lines
 
 # IPython syntax that is not Python: line magics, shell escapes, help (`obj?`), automagic assignment.
 _MAGIC_LINE = re.compile(r"^\s*(?:[%!]|\?|[\w.]+\?{1,2}\s*$|\w+\s*=\s*[%!])")

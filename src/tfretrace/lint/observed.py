@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from tfretrace.events import TraceEvent
 from tfretrace.lint.findings import Report, RetraceSite
-from tfretrace.session import Session
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.session import Session
 
 
 def _split(location: str | None) -> tuple[str, int] | None:

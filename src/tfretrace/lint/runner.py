@@ -15,9 +15,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfretrace import __version__
-from tfretrace._io import atomic_write_text
-from tfretrace._io import read_regular as _read_regular
+from tfretrace._util.io import atomic_write_text
+from tfretrace._util.io import read_regular as _read_regular
+from tfretrace._util.version import __version__
 from tfretrace.lint.checker import ALL_CODES, lint_tree, python_lines
 from tfretrace.lint.config import MAX_FILE_SIZE
 from tfretrace.lint.discover import is_excluded, iter_files

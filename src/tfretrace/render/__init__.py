@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from typing import Protocol
 
+from tfretrace.records.session import Session
 from tfretrace.render.html import HtmlRenderer
 from tfretrace.render.json_report import JsonRenderer
 from tfretrace.render.text import TextRenderer
-from tfretrace.session import Session
 
 __all__ = [
     "HtmlRenderer",

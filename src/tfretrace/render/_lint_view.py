@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tfretrace import catalogue
 from tfretrace.lint.findings import CONFIRMED, Report
 from tfretrace.lint.observed import mark
 from tfretrace.lint.runner import lint_paths
-from tfretrace.session import Session
+from tfretrace.records import catalogue
+from tfretrace.records.session import Session
 
 # A report names a handful of user files; a session naming thousands is not linted whole.
 MAX_FILES = 50

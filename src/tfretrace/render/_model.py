@@ -7,14 +7,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from tfretrace import catalogue
-from tfretrace._cause import Cause
-from tfretrace._text import plural, printable
-from tfretrace.events import FunctionReport, KerasInfo, TraceEvent
+from tfretrace._util.text import plural, printable
 from tfretrace.fix.plan import PlanStep, plan_steps
 from tfretrace.fix.step import BY_TOOL, numbered, render_counts
-from tfretrace.session import Session
-from tfretrace.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
+from tfretrace.records import catalogue
+from tfretrace.records.cause import Cause
+from tfretrace.records.events import KerasInfo, TraceEvent
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session
+from tfretrace.records.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
 
 # Expected traces: shown for the timeline, never counted as something to fix.
 # A run of identical causes shows this many events before collapsing into "… N more like this".

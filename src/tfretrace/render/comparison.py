@@ -10,9 +10,9 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from tfretrace._text import plural
-from tfretrace.compare import NEW, VANISHED, Comparison, Delta, NewCause
-from tfretrace.function_key import EDITED, EXACT, MOVED
+from tfretrace._util.text import plural
+from tfretrace.compare.comparison import NEW, VANISHED, Comparison, Delta, NewCause
+from tfretrace.records.function_key import EDITED, EXACT, MOVED
 from tfretrace.render import _model
 from tfretrace.render.text import TextRenderer
 

@@ -10,7 +10,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from tfretrace.catalogue import Cause
+from tfretrace.records.catalogue import Cause
 
 # Prose reads best at this width, however wide the terminal is.
 WIDTH = 88

@@ -12,12 +12,13 @@ from typing import Any
 import jinja2
 from markupsafe import Markup, escape
 
-from tfretrace import __version__
-from tfretrace.events import FunctionReport, TraceEvent
+from tfretrace._util.version import __version__
 from tfretrace.fix.plan import plan_steps
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session
 from tfretrace.render import _model
 from tfretrace.render.timeline import timeline_svg
-from tfretrace.session import Session
 
 
 class HtmlRenderer:

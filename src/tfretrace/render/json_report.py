@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfretrace.session import Session
+from tfretrace.records.session import Session
 
 
 class JsonRenderer:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from tfretrace._text import plural
-from tfretrace.events import FunctionReport, TraceEvent
+from tfretrace._util.text import plural
 from tfretrace.fix.plan import PlanStep, plan_steps
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session
 from tfretrace.render import _model
 from tfretrace.render.html import HtmlRenderer
-from tfretrace.session import Session
 
 # Tall enough for the summary, the table and a first timeline; the reader can drag it taller.
 FRAME_HEIGHT = 640

@@ -14,11 +14,12 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from tfretrace._text import plural
-from tfretrace.events import FunctionReport, TraceEvent
+from tfretrace._util.text import plural
 from tfretrace.fix.plan import plan_steps
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.session import Session
 from tfretrace.render import _model
-from tfretrace.session import Session
 
 # Terminal width from which the location gets its own table column.
 WIDE = 110

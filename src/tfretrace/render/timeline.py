@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from markupsafe import Markup, escape
 
-from tfretrace.events import FunctionReport
+from tfretrace.records.function_report import FunctionReport
 from tfretrace.render import _model
 
 WIDTH = 760

@@ -1,0 +1,1 @@
+"""Foundations every layer may use: file writes, text, checked JSON readers, tracebacks, project settings."""

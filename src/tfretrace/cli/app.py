@@ -1,0 +1,306 @@
+"""The ``tfretrace`` command line: run a program under the monitor, re-render, explain, lint."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import hashlib
+import importlib
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from tfretrace._util.config import ProjectConfigError
+from tfretrace._util.text import one_line
+from tfretrace._util.version import __version__
+from tfretrace.cli import compare_command, fix_command
+from tfretrace.cli.completion import SHELLS, options_by_command
+from tfretrace.cli.completion import script as completion_script
+from tfretrace.cli.output import UsageError, checked_output, colored, console_for, emit
+from tfretrace.cli.output import terminal_style as terminal_style  # (width, colour) of a stream, for callers
+from tfretrace.cli.program import EXIT_OK, Target
+
+# The statuses live with `run`; EXIT_RETRACED (--fail-on-retrace found something) stays importable here.
+from tfretrace.cli.run_command import EXIT_RETRACED as EXIT_RETRACED
+from tfretrace.cli.run_command import EXIT_USAGE, command_run, final_status
+from tfretrace.fix.apply import FixError
+from tfretrace.records import catalogue
+from tfretrace.records.session import SessionFormatError, load, merge
+from tfretrace.render import UnknownFormatError
+from tfretrace.render.explain import WIDTH
+from tfretrace.render.explain import explanation as render_explanation
+
+# What a shell reports for a process ended by SIGPIPE (128 + 13), the status `cat` gives in `| head`.
+EXIT_BROKEN_PIPE = 141
+COMMANDS = ("run", "report", "explain", "fix", "compare", "lint", "completion")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but errors are one line that names the help command, not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for all subcommands (``run`` options end at the program)."""
+    parser = _Parser(
+        prog="tfretrace",
+        description="Find, explain, fix and prevent tf.function retracing.",
+    )
+    parser.add_argument("--version", action="version", version=f"tfretrace {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    run = sub.add_parser(
+        "run",
+        help="run a Python program unmodified under the monitor, then report",
+        usage="tfretrace run [options] (script.py | -m module) [args ...]",
+        description="Run 'script.py [args]' or '-m module [args]' like python does, under the "
+        "retrace monitor, then print the report to stderr (stdout stays the program's).",
+    )
+    run.add_argument("-m", dest="module", metavar="MODULE", help="run a module like python -m")
+    run.add_argument("--save", metavar="FILE.json", help="keep the session in this file")
+    run.add_argument("--warn", action="store_true", help="also warn live at each retrace")
+    run.add_argument(
+        "--tensorboard", metavar="LOGDIR",
+        help="also write each function's traces and trace seconds (scalars, against its calls) and "
+        "each retrace's explanation (text) to TensorBoard event files in LOGDIR",
+    )
+    run.add_argument(
+        "--no-progress", action="store_true",
+        help="no live status line on the terminal while the program runs",
+    )
+    run.add_argument(
+        "--keep-tf-warning", action="store_true",
+        help="keep TensorFlow's own 'N out of the last M calls ... triggered tf.function retracing' "
+        "warning (hidden while tfretrace monitors: the report explains each retrace)",
+    )
+    run.add_argument("--label", help="name of this process in merged reports (default workerN)")
+    run.add_argument(
+        "--prevent", metavar="PROFILE.json",
+        help="prevent the shape retraces PROFILE (a saved session) recorded: each function whose "
+        "recorded calls varied in shape is traced once, generally, at its first call "
+        "(default: $TFRETRACE_PREVENT)",
+    )
+    run.add_argument(
+        "--fix-plan", action="store_true",
+        help="after the report, print each function's checked fix plan and the command that applies it",
+    )
+    compare_command.add_run_options(run)
+    _add_output_options(run)
+    run.add_argument("program", nargs=argparse.REMAINDER, metavar="script.py [args ...]")
+
+    report = sub.add_parser(
+        "report",
+        help="render saved sessions again (several files are merged, one label per file)",
+    )
+    report.add_argument("files", nargs="+", metavar="FILE.json")
+    _add_output_options(report)
+
+    explain = sub.add_parser("explain", help="explain a cause or lint code, with examples")
+    explain.add_argument("cause", nargs="?", metavar="CAUSE", help="e.g. shape-changed or TFR001")
+    explain.add_argument("--list", action="store_true", help="list every code and slug")
+
+    fix_command.add_parser(sub)
+    compare_command.add_parser(sub)
+    sub.add_parser("lint", help="check source files statically (see 'tfretrace lint --help')")
+    completion = sub.add_parser("completion", help="print a shell completion script: bash, zsh or fish")
+    completion.add_argument("shell", choices=SHELLS)
+    return parser
+
+
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-o",
+        "--output",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="write the report to FILE; .txt, .json or .html picks the format (repeatable)",
+    )
+    parser.add_argument(
+        "--min-traces", type=_positive_int, default=1, metavar="N",
+        help="hide functions with fewer than N traces",
+    )
+    parser.add_argument(
+        "--fail-on-retrace", action="store_true",
+        help="exit with status 1 when any function retraced beyond its first trace",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
+    return value
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``tfretrace`` and ``python -m tfretrace``; returns the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args and args[0] == "lint":
+            # The linter owns its options; hand them over untouched.
+            lint_cli = importlib.import_module("tfretrace.cli.lint_command")
+            return int(lint_cli.main(args[1:]))
+        parser = build_parser()
+        target: Target | None = None
+        if args and args[0] == "run":
+            options, target = split_run_args(args[1:], parser)
+            args = ["run", *options]
+        verify_command: list[str] | None = None
+        if args and args[0] == "fix":
+            args, verify_command = fix_command.split_verify(args)
+        try:
+            ns = parser.parse_args(args)
+        except SystemExit as exc:  # --help and --version
+            return int(exc.code or 0)
+        if ns.command == "run":
+            assert target is not None
+            return command_run(ns, target)
+        if ns.command == "report":
+            return command_report(ns)
+        if ns.command == "explain":
+            return command_explain(ns)
+        if ns.command == "compare":
+            return compare_command.command_compare(ns, sys.stdout)
+        if ns.command == "completion":
+            return command_completion(ns, parser)
+        if ns.command == "fix":
+            out = console_for(sys.stdout)
+            width, color = out.width, colored(out)
+            return fix_command.command_fix(ns, verify_command, sys.stdout, sys.stderr, width, color)
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    except UsageError as exc:
+        command = args[0] if args and args[0] in COMMANDS else ""
+        helper = " ".join(filter(None, ["tfretrace", command, "--help"]))
+        hint = f" (see '{helper}')" if exc.hint else ""
+        print(f"tfretrace: error: {one_line(str(exc))}{hint}", file=sys.stderr)
+        return EXIT_USAGE
+    except (SessionFormatError, UnknownFormatError, FixError, ProjectConfigError) as exc:
+        print(f"tfretrace: error: {one_line(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return _reader_went_away()
+
+
+def _reader_went_away() -> int:
+    """``tfretrace report x.json | head``: the reader closed the pipe; end quietly like cat does.
+
+    Both streams point at /dev/null from here on, so the interpreter's final flush cannot
+    raise a second BrokenPipeError while exiting.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
+
+
+def split_run_args(
+    tokens: Sequence[str], parser: argparse.ArgumentParser
+) -> tuple[list[str], Target]:
+    """Split ``run``'s tokens into tfretrace options and the program with its own arguments.
+
+    Everything after the script (or ``-m module``) belongs to the program, even ``--save``:
+    that is what python does, and argparse alone would steal such options.
+    """
+    takes_value = _options_taking_value(parser)
+    options: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "--":
+            i += 1
+            break
+        if token == "-m" or (token.startswith("-m") and not token.startswith("--")):
+            module = token[2:] or (tokens[i + 1] if i + 1 < len(tokens) else "")
+            rest = tokens[i + (1 if token[2:] else 2) :]
+            if not module:
+                raise UsageError("-m needs a module name")
+            return options, Target(None, module, tuple(rest))
+        if not token.startswith("-") or token == "-":
+            break
+        options.append(token)
+        if token in takes_value and "=" not in token:
+            if i + 1 >= len(tokens):
+                raise UsageError(f"{token} needs a value")
+            options.append(tokens[i + 1])
+            i += 1
+        i += 1
+    if i >= len(tokens):
+        if "-h" in options or "--help" in options:
+            return options, Target(None, None, ())
+        raise UsageError("run needs a script or -m module (tfretrace run [options] script.py ...)")
+    return options, Target(tokens[i], None, tuple(tokens[i + 1 :]))
+
+
+def _options_taking_value(parser: argparse.ArgumentParser) -> set[str]:
+    for action in parser._subparsers._group_actions if parser._subparsers else []:
+        choices = action.choices if isinstance(action.choices, Mapping) else {}
+        run = choices.get("run")
+        if run is not None:
+            return {s for a in run._actions if a.nargs != 0 for s in a.option_strings}
+    return set()
+
+
+def command_report(ns: argparse.Namespace) -> int:
+    """Load, merge and render saved sessions."""
+    outputs = [checked_output(text, "-o") for text in ns.output]
+    _refuse_duplicates(ns.files)
+    session = merge([load(path) for path in ns.files])
+    written = emit(session, ns, console_for(sys.stdout), None, outputs, sources=list(ns.files))
+    return final_status(EXIT_OK, session, ns, sys.stderr) if written else EXIT_USAGE
+
+
+def _refuse_duplicates(paths: Sequence[str]) -> None:
+    """Merging a session with itself would count its traces twice: one line, exit 2."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        try:
+            content = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            continue  # load() reports the unreadable file with its own line
+        if content in seen:
+            raise UsageError(f"{path!r} is the same session as {seen[content]!r}: give each worker's file once")
+        seen[content] = path
+
+
+def command_completion(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Print the completion script for the shell named."""
+    lint_cli = importlib.import_module("tfretrace.cli.lint_command")
+    commands = options_by_command(parser, lint_cli.build_parser())
+    causes = sorted({k for e in catalogue.entries() for k in (e.code, e.slug)})
+    sys.stdout.write(completion_script(ns.shell, commands, causes))
+    return EXIT_OK
+
+
+def command_explain(ns: argparse.Namespace) -> int:
+    """Print one catalogue entry: title, why, fix, and a bad and a good example."""
+    if ns.list or not ns.cause:
+        for entry in catalogue.entries():
+            print(f"{entry.code}  {entry.slug:<28} {entry.title}")
+        return EXIT_OK if ns.list else EXIT_USAGE
+    try:
+        entry = catalogue.get(ns.cause)
+    except KeyError:
+        keys = [k for e in catalogue.entries() for k in (e.code, e.slug)]
+        close = difflib.get_close_matches(ns.cause, keys, n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else " (see 'tfretrace explain --list')"
+        raise UsageError(f"unknown cause {ns.cause!r}{hint}", hint=False) from None
+    console = console_for(sys.stdout)
+    console.file.write(render_explanation(entry, width=min(console.width, WIDTH), color=colored(console)) + "\n")
+    return EXIT_OK
+
+
+def explanation(entry: catalogue.Cause, width: int = WIDTH) -> str:
+    """The text ``tfretrace explain`` prints for one entry (without colour)."""
+    return render_explanation(entry, width=width)

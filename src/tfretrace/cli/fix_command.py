@@ -1,0 +1,159 @@
+"""`tfretrace fix SESSION.json`: print the plans and their diff, apply them, or verify them by a run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import TextIO
+
+from tfretrace._util.config import find as find_config
+from tfretrace._util.config import load as load_config
+from tfretrace._util.io import atomic_write_text
+from tfretrace._util.text import printable
+from tfretrace.fix.apply import Advice, FileChange, FixError, mark_verified, prepare, unified_diff, write_all
+from tfretrace.fix.verify import Verification, log_path, row_key, verify
+from tfretrace.records.session import load
+from tfretrace.render.text import render_plans
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """The ``fix`` subcommand's options."""
+    fix = sub.add_parser(
+        "fix",
+        help="show, apply or verify the checked fix plans of a saved session",
+        usage="tfretrace fix SESSION.json [--apply] [--root DIR] [--timeout S] [--link-data PATH] "
+        "[--verify -- command ...]",
+        description="Print each function's fix plan and a unified diff of the edits tfretrace can make "
+        "itself. --apply writes them (all files or none); --verify applies them to a copy of the "
+        "program, runs the command there under the monitor and compares the traces.",
+    )
+    fix.add_argument("session", metavar="SESSION.json")
+    fix.add_argument("--apply", action="store_true", help="write the edits into the program's files")
+    fix.add_argument(
+        "--root", metavar="DIR",
+        help="the program's folder: the session's paths start there and no edit leaves it (default: here)",
+    )
+    fix.add_argument(
+        "--timeout", metavar="SECONDS", type=_seconds,
+        help="with --verify: stop the edited program after this long (it counts as failed)",
+    )
+    fix.add_argument(
+        "--link-data", metavar="PATH", action="append", default=[],
+        help="with --verify: a file or folder the program only reads, linked into the copy rather than copied "
+        "(it is checked afterwards that the run changed none of it)",
+    )
+    fix.add_argument(
+        "--verify", action="store_true",
+        help="last option: apply the edits to a copy of the program and run the command after -- there, monitored",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value < 10**7:
+        raise argparse.ArgumentTypeError(f"not a usable number of seconds: {text!r}")
+    return value
+
+
+def split_verify(args: list[str]) -> tuple[list[str], list[str] | None]:
+    """``fix`` arguments and the command after ``--verify [--]`` (argparse cannot take it verbatim)."""
+    if "--verify" not in args:
+        return args, None
+    at = args.index("--verify")
+    command = args[at + 1 :]
+    if command and command[0] == "--":
+        command = command[1:]
+    return args[: at + 1], command
+
+
+def command_fix(
+    ns: argparse.Namespace, command: list[str] | None, out: TextIO, err: TextIO, width: int, color: bool
+) -> int:
+    """Run ``tfretrace fix``; FixError and session errors become one line and exit status 2."""
+    session = load(ns.session)
+    # The program is here, at --root or at the project's [tool.tfretrace.fix] root (the user's own
+    # settings): never where the session says, a session being data.
+    configured = load_config(find_config(Path.cwd())).fix.root
+    root = Path(ns.root or configured or Path.cwd())
+    if not root.is_dir():
+        raise FixError(f"--root {printable(str(root))}: not a folder")
+    changes, advice = prepare(session, root)
+    out.write(render_plans(session, width=width, color=color).rstrip() + "\n")
+    _print_changes(changes, advice, out)
+    if command is not None:
+        if not command:
+            raise FixError("--verify needs the command that runs the program: --verify -- python train.py")
+        result = verify(session, changes, command, root.resolve(), log=log_path(ns.session), timeout=ns.timeout,
+                        link_data=ns.link_data, status=err)
+        _print_verification(result, out)
+        _record(ns.session, result, err)
+        if result.changed_data:
+            err.write(f"tfretrace fix: the run changed linked data it should only read: "
+                      f"{printable(', '.join(result.changed_data[:5]))}\n")
+        if result.exit_status != 0 or result.changed_data:
+            why = f"ran past --timeout {ns.timeout:g} s and was stopped" if result.timed_out else \
+                f"exited with status {result.exit_status}"
+            err.write(f"tfretrace fix: the edited program {why} (output: {printable(str(result.log))})\n")
+            if result.stderr_tail:
+                err.write(printable(result.stderr_tail) + "\n")
+            return 1
+    if ns.apply:
+        if not changes:
+            out.write("\nNothing to apply.\n")
+            return 0
+        written = write_all(changes)
+        out.write(f"\nApplied: {len(written)} file(s) changed: {', '.join(printable(c.path) for c in changes)}\n")
+    elif changes and command is None:
+        out.write(f"\nApply: tfretrace fix {printable(ns.session)} --apply\n")
+    return 0
+
+
+def _print_changes(changes: list[FileChange], advice: list[Advice], out: TextIO) -> None:
+    if changes:
+        out.write("\n" + printable(unified_diff(changes)))
+    else:
+        out.write("\nNo edit tfretrace can make by itself.\n")
+    if advice:
+        out.write("\nBy hand (not in the diff):\n")
+        for item in advice:
+            out.write(f"  {printable(item.where)}: {printable(item.function)}: {printable(item.summary)}\n")
+
+
+def _print_verification(result: Verification, out: TextIO) -> None:
+    out.write(
+        f"\nVerified on a copy in {result.seconds:.1f} s: the program exited {result.exit_status} "
+        f"(its output: {printable(str(result.log))})\n"
+    )
+    if result.session is None:
+        out.write("  no session came back from the edited run\n")
+        return
+    for o in result.outcomes:
+        after = "did not trace" if o.traces_after is None else f"{o.traces_after} traces, {o.seconds_after:.3f} s"
+        if o.predicted is not None:
+            after += f" (predicted {o.predicted})"
+        out.write(
+            f"  {printable(o.name)} ({printable(o.location)}): {o.traces_before} traces, "
+            f"{o.seconds_before:.3f} s -> {after}\n"
+        )
+
+
+def _record(path: str, result: Verification, err: TextIO) -> None:
+    """Store the measured counts as each plan's ``verified`` in the session file itself.
+
+    A session that cannot be rewritten (read-only, its folder gone) only loses this record: the
+    measurement was printed, and --apply still runs.
+    """
+    if result.session is None or result.exit_status != 0:
+        return
+    measured = {row_key(f): f.traces for f in result.session.functions}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        atomic_write_text(path, json.dumps(mark_verified(data, measured), indent=2) + "\n")
+    except (OSError, ValueError) as exc:
+        err.write(f"tfretrace fix: the measured counts were not recorded in {printable(path)} "
+                  f"({exc.__class__.__name__})\n")
+

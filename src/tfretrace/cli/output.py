@@ -1,0 +1,148 @@
+"""What the command line writes: checked output files, the saved session, the terminal report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from rich.console import Console
+
+from tfretrace._util.io import atomic_write_text
+from tfretrace._util.text import encodable, printable
+from tfretrace.records.prevention import render as render_prevention
+from tfretrace.render import renderer_for
+from tfretrace.render._console import colored, console_for, is_tty
+
+__all__ = ["colored", "console_for", "is_tty"]  # the CLI's names for the console helpers
+from tfretrace.records.session import TOOL, Session
+from tfretrace.render._model import hide_below
+from tfretrace.render.text import TextRenderer
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line, exit status 2.
+
+    ``hint`` adds "(see 'tfretrace CMD --help')"; messages that carry their own hint turn it off.
+    """
+
+    def __init__(self, message: str, *, hint: bool = True) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class Output:
+    """A file to write: as the user typed it (for messages) and as an absolute path."""
+
+    shown: str
+    path: Path
+
+
+def checked_output(text: str, option: str, *, check_format: bool = True) -> Output:
+    """Check an output path before any work: known format, existing writable folder, not a folder."""
+    if check_format:
+        renderer_for(text)
+    path = Path(os.path.abspath(text))
+    if path.is_dir():
+        raise UsageError(f"{option} {text!r} is a folder, not a file")
+    if path.exists() and not path.is_file():  # /dev/stdout, a FIFO: never replaced by a file
+        raise UsageError(f"{option} {text!r} is not a regular file")
+    if not path.parent.is_dir():
+        raise UsageError(f"{option} {text!r}: folder {str(path.parent)!r} does not exist")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {text!r}: folder {str(path.parent)!r} is not writable")
+    return Output(text, path)
+
+
+def checked_save(text: str) -> Output:
+    """Check ``--save``: a ``.json`` name that is new, empty, or an earlier tfretrace session.
+
+    Saving replaces the file, so anything else there (``--save helper.py``, a notebook, a
+    config.json) is someone's work: refused before the program runs, the file untouched.
+    """
+    output = checked_output(text, "--save", check_format=False)
+    if output.path.suffix.lower() != ".json":
+        raise UsageError(f"--save {text!r}: the session is JSON; give a file name ending in .json")
+    if output.path.is_file() and not _replaceable_session(output.path):
+        raise UsageError(f"--save {text!r} exists and is not a tfretrace session: it would be replaced")
+    return output
+
+
+def _replaceable_session(path: Path) -> bool:
+    """An empty file, or one that tfretrace saved (any schema: it is replaced by a newer one)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if not text.strip():
+            return True
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    tool = data.get("tool") if isinstance(data, dict) else None
+    return isinstance(tool, dict) and tool.get("name") == TOOL and "functions" in data
+
+
+def save_session(session: Session, output: Output | None) -> str | None:
+    """Save to ``--save``; without it nothing is written (no temporary file left behind)."""
+    if output is None:
+        return None
+    try:
+        session.save(output.path)
+        return output.shown
+    except OSError as exc:
+        print(f"tfretrace: could not save the session: {exc}", file=sys.stderr)
+        return None
+
+
+def emit(
+    session: Session,
+    ns: argparse.Namespace,
+    console: Console,
+    saved: str | None,
+    outputs: Sequence[Output] = (),
+    sources: list[str] | None = None,
+) -> bool:
+    """Write each ``-o`` file, or the terminal report (at the console's width and colour) and the
+    re-render command to the console's stream.
+
+    Returns False when a file could not be written (one line says why; an earlier file of
+    that name is left as it was).
+    """
+    view = hide_below(session, ns.min_traces)
+    ok = True
+    for output in outputs:
+        try:
+            atomic_write_text(output.path, encodable(renderer_for(output.shown).render(view)))
+        except OSError as exc:
+            print(f"tfretrace: error: could not write {output.shown!r}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            ok = False
+            continue
+        print(f"tfretrace: wrote {printable(output.shown)}", file=sys.stderr)
+    if outputs:
+        return ok
+    stream = console.file
+    stream.write(TextRenderer(width=console.width, color=colored(console)).render(view))
+    if session.prevention is not None:
+        # A run warmed from a profile (tfretrace run --prevent): what the warm-ups prevented.
+        stream.write("\n" + render_prevention(session.prevention))
+    files = sources if sources is not None else ([saved] if saved else [])
+    if files:
+        quoted = " ".join(shlex.quote(f) for f in files)
+        print(f"\nRe-render: tfretrace report {printable(quoted)} -o report.html", file=stream)
+    elif sources is None:
+        print("\nTo re-render this run later (HTML, JSON), run it with --save run.json", file=stream)
+    stream.flush()
+    return ok
+
+
+def terminal_style(stream: TextIO, environ: Mapping[str, str]) -> tuple[int, bool]:
+    """Width and colour for ``stream``, as its Console (:func:`console_for`) sees them."""
+    console = console_for(stream, environ)
+    return console.width, colored(console)

@@ -1,0 +1,281 @@
+"""``tfretrace run``: the program under the monitor, then the report, the session and the fix plans."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import shlex
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from rich.console import Console
+
+from tfretrace._util.config import ProjectConfig, ProjectConfigError
+from tfretrace._util.config import find as find_config
+from tfretrace._util.config import load as load_config
+from tfretrace._util.text import printable
+from tfretrace.cli import compare_command
+from tfretrace.cli.notebook_run import NotebookRunError, code_cells
+from tfretrace.cli.output import (
+    UsageError,
+    checked_output,
+    checked_save,
+    colored,
+    console_for,
+    emit,
+    is_tty,
+    save_session,
+)
+from tfretrace.cli.program import EXIT_OK, Target, execute, find_module, is_notebook, runnable, wait_for_threads
+from tfretrace.cli.progress import Progress
+from tfretrace.records.errors import TensorFlowMissingError, UnsupportedVersionError
+from tfretrace.records.session import Session
+from tfretrace.render.text import render_plans
+
+# --fail-on-retrace uses the status linters use for "found something"; the program's own
+# non-zero status always wins, so a crash is never reported as "only" a retrace.
+EXIT_RETRACED = 1
+EXIT_USAGE = 2
+
+
+def command_run(ns: argparse.Namespace, target: Target) -> int:
+    """Run the program under the monitor; report and save even when it fails."""
+    settings = project_settings().run
+    # Options given on the command line win; the project's settings fill the rest.
+    ns.keep_tf_warning = ns.keep_tf_warning or settings.keep_tf_warning
+    ns.fix_plan = ns.fix_plan or settings.fix_plan
+    # Check every output before spending minutes on the program, and pin relative paths to
+    # this folder: the program may chdir() away.
+    outputs = [checked_output(_in_folder(text, settings.output_dir), "-o") for text in ns.output]
+    save = None if ns.save is None else checked_save(_in_folder(ns.save, settings.output_dir))
+    if target.script is not None and not runnable(Path(target.script)):
+        raise UsageError(f"can't open file {target.script!r}: no such file")
+    if target.script is not None and is_notebook(target.script):
+        try:  # IPython syntax is refused now, before minutes of monitoring
+            code_cells(Path(target.script))
+        except NotebookRunError as exc:
+            raise UsageError(str(exc), hint=False) from None
+    if target.module is not None and find_module(target.module) is None:
+        raise UsageError(f"no module named {target.module!r}")
+    if target.script is not None:
+        own_file = Path(target.script).resolve()
+        for output in (*outputs, *([save] if save is not None else [])):
+            if output.path.resolve() == own_file:
+                raise UsageError(f"{output.shown!r} is the program itself: the report would overwrite it")
+    tensorboard = None if ns.tensorboard is None else _tensorboard_dir(ns.tensorboard)
+    # The project's baseline and prevention profile apply when the command line names none.
+    if ns.baseline is None:
+        ns.baseline = _configured(settings.baseline, "baseline", "--save-baseline")
+    gate = compare_command.RunGate.from_args(ns)
+    prevent = ns.prevent
+    if prevent is None and not os.environ.get("TFRETRACE_PREVENT"):
+        prevent = _configured(settings.prevent, "prevent", "--save")
+    profile = planned_prevention(prevent)
+    monitor = importlib.import_module("tfretrace.runtime.monitor")
+    strict = importlib.import_module("tfretrace.budget").strict_from_env
+    # Before the XLA log tap may take fd 2: the status line's terminal, the program's streams.
+    progress = _live_status(ns)
+    try:
+        # tfretrace run starts before TensorFlow loads: it may lower TF_CPP_MIN_LOG_LEVEL to read
+        # the compile log, and hides again what the user's level hides.
+        monitor.prepare_xla(lower_level=True)
+        installed = monitor.install(warn=ns.warn, keep_tf_warning=ns.keep_tf_warning)
+        installed.pinned = True  # the program's own tfretrace.stop() does not end the run's record
+        # TFRETRACE_STRICT=N turns every function into a budget of N traces for unmodified scripts;
+        # the project's max-traces does the same when the variable is not set.
+        environ, origin = dict(os.environ), None
+        if settings.max_traces is not None and not environ.get("TFRETRACE_STRICT", "").strip():
+            environ["TFRETRACE_STRICT"] = str(settings.max_traces)
+            origin = f"[tool.tfretrace.run] max-traces = {settings.max_traces}"
+        strict(installed, environ, origin)
+    except (TensorFlowMissingError, UnsupportedVersionError, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else "TensorFlow is not installed"
+        with contextlib.suppress(RuntimeError):
+            monitor.stop()
+        if progress is not None:
+            progress.detach()
+            progress.stream.close()
+        raise UsageError(first) from None
+    if progress is not None:
+        installed.add_listener(progress)
+    parent = os.getpid()
+    prevention = None if profile is None else profile.start(installed)
+    try:
+        status = execute(target)
+        if os.getpid() == parent:
+            wait_for_threads()
+    finally:
+        # A child the program forked returns here too when its copy of the program ends: the
+        # run's status line, report and --save belong to the process `run` started, never to a
+        # copy (a child that outlives its parent would replace the parent's session).
+        if os.getpid() == parent:
+            if progress is not None:
+                installed.remove_listener(progress)
+                progress.detach()
+                progress.clear()
+                progress.stream.close()
+            # The program may have called tfretrace.stop() itself (the monitor went on
+            # recording); stopping it here is the real end.
+            if monitor.current() is installed:
+                installed.pinned = False
+                monitor.stop()
+    if os.getpid() != parent:
+        return status
+    session: Session = installed.stop()
+    if prevention is not None:
+        session = prevention.stop(session)
+    # The monitor sees tfretrace's own argv once the program is done; record the program's.
+    program = target.script if target.script is not None else f"-m {target.module}"
+    session = replace(session, argv=(program, *target.args), label=ns.label or session.label)
+    sys.stdout.flush()
+    saved = save_session(session, save)
+    if tensorboard is not None:
+        _write_tensorboard(session, tensorboard)
+    # The report's console, made now: the program may have replaced or closed its streams.
+    err = console_for(sys.stderr)
+    written = emit(session, ns, err, saved, outputs)
+    status = final_status(status, session, ns, sys.stderr)
+    status = gate.finish(session, status, ns.tolerance, sys.stderr)
+    # A report that could not be written is a failure, but never hides the program's own status.
+    if ns.fix_plan:
+        emit_plans(session, err, saved, target)
+    return status if written or status != EXIT_OK else EXIT_USAGE
+
+
+class _Planned:
+    """A checked profile, loaded before the program runs, started once the monitor is."""
+
+    def __init__(self, profile: Any) -> None:
+        self._profile = profile
+        self._prevention: Any = None
+
+    def start(self, monitor: Any) -> _Planned:
+        from tfretrace.runtime.prevent import Prevention
+
+        self._prevention = Prevention(self._profile, monitor).start()
+        return self
+
+    def stop(self, session: Session) -> Session:
+        prevention = self._prevention
+        prevention.stop_watching()
+        return prevention.finish(session)  # type: ignore[no-any-return]
+
+
+def planned_prevention(path: str | None) -> _Planned | None:
+    """The --prevent profile (else $TFRETRACE_PREVENT), read before the program runs; bad file: exit 2."""
+    from tfretrace.runtime.prevent import load_profile, profile_from_env
+
+    path = path if path is not None else profile_from_env()
+    if path is None:
+        return None
+    return _Planned(load_profile(path))
+
+
+def _configured(path: Path | None, key: str, writer: str) -> str | None:
+    """A file the project's settings name, when it exists; a missing one is a note, not an error."""
+    if path is None:
+        return None
+    if path.is_file():
+        return str(path)
+    print(f"tfretrace: note: [tool.tfretrace.run] {key} {printable(str(path))!r} does not exist yet "
+          f"(write it with tfretrace run {writer}); running without it", file=sys.stderr)
+    return None
+
+
+def project_settings() -> ProjectConfig:
+    """``[tool.tfretrace.*]`` of the nearest pyproject.toml; a bad setting is a one-line error."""
+    try:
+        return load_config(find_config(Path.cwd()))
+    except ProjectConfigError as exc:
+        raise UsageError(str(exc), hint=False) from None
+
+
+def _in_folder(text: str, folder: Path | None) -> str:
+    """A relative output path inside the project's output folder (created), else as given."""
+    if folder is None or os.path.isabs(text):
+        return text
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"output-dir {str(folder)!r}: {exc.strerror or exc}", hint=False) from None
+    return os.path.relpath(folder / text)
+
+
+def _tensorboard_dir(text: str) -> Path:
+    """Check a --tensorboard folder before running: tensorboard installed, not a file."""
+    from tfretrace.integrations.tensorboard import TensorBoardMissingError, check_available
+
+    try:
+        check_available()
+    except TensorBoardMissingError as exc:
+        raise UsageError(str(exc), hint=False) from None
+    path = Path(os.path.abspath(text))
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--tensorboard {text!r} is a file, not a folder")
+    parent = path if path.is_dir() else path.parent
+    if not os.access(parent if parent.exists() else parent.parent, os.W_OK):
+        raise UsageError(f"--tensorboard {text!r}: folder is not writable")
+    return path
+
+
+def _write_tensorboard(session: Session, logdir: Path) -> None:
+    from tfretrace.integrations.tensorboard import write_session
+
+    try:
+        count = write_session(session, logdir)
+    except OSError as exc:
+        print(f"tfretrace: error: could not write TensorBoard events to {str(logdir)!r}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return
+    print(f"tfretrace: wrote {count} traces to TensorBoard ({printable(str(logdir))})", file=sys.stderr)
+
+
+def _live_status(ns: argparse.Namespace) -> Progress | None:
+    """A one-line live status on stderr when it is a terminal (never when piped or --no-progress)."""
+    stream = sys.stderr
+    if ns.no_progress or not is_tty(stream) or os.environ.get("TERM") == "dumb":
+        return None
+    width = console_for(stream).width
+    # Its own handle on the terminal: the XLA log tap may swap fd 2 for a pipe during the run.
+    try:
+        terminal = open(os.dup(stream.fileno()), "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
+    except (OSError, ValueError, AttributeError):
+        return None
+    progress = Progress(terminal, width)
+    progress.attach(is_tty)
+    return progress
+
+
+def emit_plans(session: Session, console: Console, saved: str | None, target: Target | None = None) -> None:
+    """The fix plans, then the commands that verify their edits on a copy and apply them."""
+    stream, width, color = console.file, console.width, colored(console)
+    print("\n" + render_plans(session, width=width, color=color).rstrip(), file=stream)
+    editable = any(step.get("edits") for f in session.functions for step in f.plan)
+    if saved is not None and editable:
+        quoted = printable(shlex.quote(saved))
+        lines = []
+        # Checking on a copy comes first: --apply edits the program's files in place.
+        if target is not None:
+            program = ["-m", target.module] if target.script is None else [target.script]
+            command = printable(shlex.join(["python", *program, *target.args]))
+            lines.append(f"Check: tfretrace fix {quoted} --verify -- {command}")
+        lines.append(f"Apply: tfretrace fix {quoted} --apply")
+        print("\n" + "\n".join(lines), file=stream)
+    stream.flush()
+
+
+def final_status(status: int, session: Session, ns: argparse.Namespace, err: TextIO) -> int:
+    """The program's status, or EXIT_RETRACED under --fail-on-retrace when something retraced."""
+    if status != EXIT_OK or not ns.fail_on_retrace:
+        return status
+    retracing = [f for f in session.functions if f.retraces > 0]
+    if not retracing:
+        return status
+    names = ", ".join(f.display_name() for f in retracing[:3])
+    more = f" and {len(retracing) - 3} more" if len(retracing) > 3 else ""
+    print(f"tfretrace: retracing found in {names}{more} (--fail-on-retrace)", file=err)
+    return EXIT_RETRACED

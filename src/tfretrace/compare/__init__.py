@@ -1,0 +1,1 @@
+"""Comparing runs: functions matched across sessions, and the baselines tests compare against."""

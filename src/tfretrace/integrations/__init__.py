@@ -1,0 +1,1 @@
+"""Adapters to other tools: IPython, TensorBoard and the pytest plugin's parts."""

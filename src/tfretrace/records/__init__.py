@@ -1,0 +1,1 @@
+"""The records tfretrace keeps and reads back: trace and XLA events, sessions, keys, the cause catalogue, errors."""

@@ -1,0 +1,106 @@
+"""Matching functions across runs by their keys: exact, moved (same code) or edited (same place)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from tfretrace.records.function_key import EDITED, EXACT, MOVED, FunctionKey, keras_key, module_of_path, path_of_site
+
+if TYPE_CHECKING:
+    from tfretrace.records.events import KerasInfo
+    from tfretrace.records.function_report import FunctionReport
+
+
+# Keras methods as recorded (KerasInfo.method) -> the role the monitor keys rows by: the same
+# table as tfretrace._tf.keras.KERAS_ROLES, which this data-layer module cannot import.
+_ROLES = {"fit": "train", "train_on_batch": "train", "evaluate": "test", "test_on_batch": "test",
+          "predict": "predict", "predict_on_batch": "predict"}
+
+
+def _keras_record_key(keras: KerasInfo) -> FunctionKey:
+    role = _ROLES.get(keras.method, keras.method)
+    return keras_key(keras.built_at, keras.model_class, role)
+
+
+def record_key(report: FunctionReport) -> FunctionKey:
+    """The key of a session's function record: the recorded one, else one made from name and location.
+
+    Sessions written before keys were recorded fall back to the module of the record's location
+    and its name (no code hash); Keras rows to their model's build site, class and role.
+    """
+    if report.key is not None:
+        return report.key
+    if report.keras is not None:
+        return _keras_record_key(report.keras)
+    return FunctionKey(module_of_path(path_of_site(report.location)), report.name, None)
+
+
+__all__ = ["Matching", "Pair", "match", "record_key"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Pair(Generic[T]):
+    """One function of the base run and the same function of the head run, and how they matched."""
+
+    base: T
+    head: T
+    how: str  # EXACT, MOVED or EDITED
+
+
+@dataclass(frozen=True)
+class Matching(Generic[T]):
+    """Functions of two runs paired; those only in the head run are new, only in the base vanished."""
+
+    pairs: tuple[Pair[T], ...]
+    new: tuple[T, ...]
+    vanished: tuple[T, ...]
+
+
+def _default_key(item: Any) -> FunctionKey:
+    return item if isinstance(item, FunctionKey) else record_key(item)
+
+
+def match(
+    base: Iterable[T], head: Iterable[T], key: Callable[[T], FunctionKey] | None = None
+) -> Matching[T]:
+    """Pair the functions of two runs: exact key, then same name and code (moved), then same place and name (edited).
+
+    ``base`` and ``head`` hold FunctionKeys, session function records, or anything ``key`` maps
+    to a FunctionKey. Each item is paired at most once; among several candidates the first in
+    order wins, so duplicates (one function in several workers) pair up in order.
+    """
+    key_of = key or _default_key
+    left = [(item, key_of(item)) for item in base]
+    right = [(item, key_of(item)) for item in head]
+    taken_left: set[int] = set()
+    taken_right: set[int] = set()
+    pairs: list[tuple[int, Pair[T]]] = []
+    tiers: list[tuple[str, Callable[[FunctionKey], tuple[Any, ...] | None]]] = [
+        (EXACT, lambda k: (k.module, k.qualname, k.code_hash)),
+        (MOVED, lambda k: None if k.code_hash is None else (k.qualname, k.code_hash)),
+        (EDITED, lambda k: (k.module, k.qualname)),
+    ]
+    for how, tier in tiers:
+        waiting: dict[tuple[Any, ...], list[int]] = {}
+        for index, (_, k) in enumerate(left):
+            ident = tier(k)
+            if index not in taken_left and ident is not None:
+                waiting.setdefault(ident, []).append(index)
+        for index, (item, k) in enumerate(right):
+            ident = tier(k)
+            if index in taken_right or ident is None or not waiting.get(ident):
+                continue
+            partner = waiting[ident].pop(0)
+            taken_left.add(partner)
+            taken_right.add(index)
+            pairs.append((index, Pair(left[partner][0], item, how)))
+    pairs.sort(key=lambda entry: entry[0])  # in the head run's order, whatever tier matched
+    return Matching(
+        pairs=tuple(pair for _, pair in pairs),
+        new=tuple(item for index, (item, _) in enumerate(right) if index not in taken_right),
+        vanished=tuple(item for index, (item, _) in enumerate(left) if index not in taken_left),
+    )

@@ -1,0 +1,36 @@
+"""Zero-edit prevention: warm each profiled tf.function with one general trace at its first call."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tfretrace.runtime.prevent.profile import Profile, load_profile
+from tfretrace.runtime.prevent.runtime import Prevention
+
+ENV = "TFRETRACE_PREVENT"
+
+__all__ = ["ENV", "Prevention", "Profile", "load_profile", "prevent", "profile_from_env"]
+
+
+def prevent(profile: str | os.PathLike[str], *, monitor: Any = None) -> Prevention:
+    """Start preventing the shape retraces a saved session recorded; also a context manager.
+
+    ``tfretrace.prevent("run.json")`` works for the rest of the process (``.stop()`` returns the
+    session with its report); ``with tfretrace.prevent("run.json") as p:`` for a block. With no
+    ``monitor``, the process-wide one is used if installed, else a quiet one of its own.
+    """
+    from tfretrace.runtime.monitor import current
+
+    loaded = load_profile(profile)
+    if monitor is None:
+        process = current()
+        monitor = process if process is not None and process.active else None
+    return Prevention(loaded, monitor).start()
+
+
+def profile_from_env(environ: dict[str, str] | None = None) -> str | None:
+    """The profile named by TFRETRACE_PREVENT, or None."""
+    env = os.environ if environ is None else environ
+    value = env.get(ENV, "").strip()
+    return value or None

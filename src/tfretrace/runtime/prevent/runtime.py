@@ -1,0 +1,273 @@
+"""Prevention at run time: at a profiled tf.function's first call, one general trace; then watch its calls."""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tfretrace.fix.predict import Call, Config, Replay, count
+from tfretrace.fix.rules import Signature, covers
+from tfretrace.records.prevention import FunctionPrevention, PreventionReport
+from tfretrace.runtime.prevent.match import find
+from tfretrace.runtime.prevent.profile import Entry, Profile
+
+_SKIP = object()
+# Cheap call keys kept per tf.function object before they are forgotten (a bound on memory).
+_MAX_KEYS = 4096
+
+
+@dataclass
+class _Object:
+    """One tf.function object met in this run: its warm-up and the distinct calls it got."""
+
+    ref: Any
+    warm: tuple[Signature, ...]
+    recorded: tuple[Signature, ...]
+    reduce_retracing: bool
+    after_warmup: int = 0
+    last_count: int = 0
+    keys: dict[Any, None] = field(default_factory=dict)
+    # The distinct call signatures, in the order they first came (what the replay needs).
+    calls: list[Signature] = field(default_factory=list)
+    seen: set[Signature] = field(default_factory=set)
+
+
+@dataclass
+class _Row:
+    """What happened to one profile entry in this run (all its tf.function objects)."""
+
+    entry: Entry
+    name: str
+    location: str
+    fallback: str | None = None
+    jit_compile: bool = False
+    warmups: int = 0
+    warmup_seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)
+    objects: list[_Object] = field(default_factory=list)
+
+
+class Prevention:
+    """Warms each profiled function once at its first call; reports what that prevented.
+
+    Works with a running monitor (``tfretrace run``) or starts a quiet one of its own, which
+    keeps TensorFlow's hooks in place and records the session the report goes into.
+    """
+
+    def __init__(self, profile: Profile, monitor: Any = None) -> None:
+        self.profile = profile
+        self._monitor = monitor
+        self._own_monitor = monitor is None
+        self._rows: dict[int, _Row] = {}
+        self._lock = threading.RLock()
+        self._previous_watch: Any = None
+        self.internal_errors = 0
+        self.active = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> Prevention:
+        """Install the call watcher (and a quiet monitor when none was given)."""
+        from tfretrace._tf.counters import set_call_watch
+        from tfretrace.runtime.monitor import Monitor
+
+        if self._monitor is None:
+            self._monitor = Monitor(warn=False, log=False).start()
+        self._previous_watch = set_call_watch(self._watch)
+        self.active = True
+        return self
+
+    def stop_watching(self) -> None:
+        """Stop warming new functions and watching calls (the monitor goes on)."""
+        from tfretrace._tf.counters import set_call_watch
+
+        if self.active:
+            set_call_watch(self._previous_watch)
+            self.active = False
+
+    def stop(self) -> Any:
+        """Stop warming; return the session with this prevention's report."""
+        self.stop_watching()
+        session = self._monitor.stop() if self._own_monitor else self._monitor.session()
+        return self.finish(session)
+
+    def __enter__(self) -> Prevention:
+        return self if self.active else self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def monitor(self) -> Any:
+        """The monitor whose session the report goes into."""
+        return self._monitor
+
+    def session(self) -> Any:
+        """The monitor's session so far, with this prevention's report."""
+        return self.finish(self._monitor.session())
+
+    def finish(self, session: Any) -> Any:
+        """``session`` with the prevention report recorded in it (an additive field)."""
+        return replace(session, prevention=self.report(session.tensorflow))
+
+    # -- the call watcher ----------------------------------------------------------------------
+
+    def _watch(self, function: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
+        try:
+            state = function.__dict__.get("_tfretrace_prevent")
+            if state is None or state[0] is not self:
+                if not self._eager():
+                    # A call inside another trace (maybe in a replica thread while the lock is
+                    # held by the warm-up that runs it): the outer function's warm-up covers it.
+                    return None
+                with self._lock:
+                    state = function.__dict__.get("_tfretrace_prevent")
+                    if state is None or state[0] is not self:
+                        state = (self, self._first_call(function, args, kwds))
+                        function.__dict__["_tfretrace_prevent"] = state
+            watched = state[1]
+            if watched is _SKIP:
+                return None
+            return self._on_call(watched, function, args, kwds)
+        except Exception as exc:  # prevention must never break the user's call
+            self._error(exc)
+            return None
+
+    def _first_call(self, function: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
+        from tfretrace._tf import warmup
+
+        who = warmup.identify(function, warmup.caller_frame(), getattr(self._monitor, "_root", None) or os.getcwd())
+        found = None if who.key is None else find(self.profile, who.key)
+        if found is None:
+            return _SKIP
+        if found.entry.report.retraces == 0:
+            return _SKIP  # nothing to prevent or to report
+        row = self._rows.get(id(found.entry))
+        if row is None:
+            row = _Row(found.entry, who.name, who.location, found.fallback, who.jit_compile)
+            self._rows[id(found.entry)] = row
+        group = found.entry.group_for(who.params)
+        before = warmup.tracing_count(function)
+        done: list[Signature] = []
+        if group is not None and group.warm and found.entry.creates_variables:
+            try:
+                row.warmup_seconds += warmup.initialize(function, args, kwds)
+            except Exception:
+                return _SKIP  # the call itself fails the same way, where the user sees it
+        for signature in group.warm if group is not None else ():
+            try:
+                row.warmup_seconds += warmup.warm(function, signature)
+                done.append(signature)
+            except warmup.NotWarmable as exc:
+                _add(row.failures, f"not warmed: {exc}")
+            except Exception as exc:  # the general trace failed: the calls trace as they would have
+                _add(row.failures, f"warm-up trace failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+        after = warmup.tracing_count(function)
+        row.warmups += after - before
+        recorded = group.recorded if group is not None else ()
+        # Watched even when nothing was warmed: the report compares the same calls either way.
+        obj = _Object(weakref.ref(function), tuple(done), recorded, who.reduce_retracing, after, after)
+        row.objects.append(obj)
+        return obj
+
+    @staticmethod
+    def _eager() -> bool:
+        from tfretrace._tf.warmup import eager
+
+        return eager()
+
+    def _on_call(self, obj: _Object, function: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
+        from tfretrace._tf import warmup
+
+        key = warmup.call_key(args, kwds)
+        if key in obj.keys:
+            return None
+        if len(obj.keys) >= _MAX_KEYS:
+            obj.keys.clear()  # keys by identity pile up: forget them, the signatures stay exact
+        obj.keys[key] = None
+        signature = warmup.call_signature(function, args, kwds)
+        if signature in obj.seen:
+            return None
+        obj.seen.add(signature)
+        obj.calls.append(signature)
+
+        def after() -> None:
+            obj.last_count = warmup.tracing_count(function)
+
+        return after
+
+    def _error(self, exc: BaseException) -> None:
+        self.internal_errors += 1
+        monitor = self._monitor
+        if monitor is not None:
+            monitor.internal_error(exc)
+
+    # -- the report ----------------------------------------------------------------------------
+
+    def report(self, tensorflow: str | None = None) -> PreventionReport:
+        """Per profiled function met in this run: traces without and with prevention, and why."""
+        notes = []
+        version = self.profile.version_note(tensorflow)
+        if version is not None:
+            notes.append(version)
+        rows = []
+        with self._lock:
+            met = list(self._rows.values())
+        for row in met:
+            rows.append(_function_row(row))
+            if row.fallback:
+                notes.append(f"{row.name}: {row.fallback}")
+        # Profiled functions that retraced there and never ran here (eagerly) in this run.
+        met_ids = {id(row.entry) for row in met}
+        not_met = sum(1 for e in self.profile.entries if e.report.retraces and id(e) not in met_ids)
+        return PreventionReport(self.profile.path, self.profile.tensorflow, tuple(rows), tuple(notes), not_met)
+
+
+def _function_row(row: _Row) -> FunctionPrevention:
+    without = measured = after_warmup = outside = 0
+    for obj in row.objects:
+        function = obj.ref()
+        if function is not None:
+            from tfretrace._tf.warmup import tracing_count
+
+            obj.last_count = tracing_count(function)
+        measured += obj.last_count
+        after_warmup += obj.last_count - obj.after_warmup
+        without += _replayed(obj, row.entry)
+        outside += sum(1 for call in obj.calls if not any(covers(w, call) for w in (*obj.warm, *obj.recorded)))
+    entry = row.entry
+    unpreventable = tuple((cause, n, entry.advice(cause)) for cause, n in entry.unpreventable)
+    return FunctionPrevention(
+        name=row.name,
+        display_name=entry.report.display_name(),
+        location=row.location,
+        objects=len(row.objects),
+        warmups=row.warmups,
+        warmup_seconds=row.warmup_seconds,
+        traces_without=without,
+        traces_with=measured,
+        traces_after_warmup=after_warmup,
+        calls_outside=outside,
+        unpreventable=unpreventable,
+        failures=tuple(row.failures),
+        jit_compile=row.jit_compile,
+        matched=row.fallback or "exact",
+    )
+
+
+def _replayed(obj: _Object, entry: Entry) -> int:
+    """The traces this object's calls make without a warm-up: TensorFlow's rules replayed."""
+    calls = tuple(Call(i + 1, 1, (), sig, None, 0.0) for i, sig in enumerate(obj.calls))
+    # A first call that creates variables traces once more; the profile says whether it did.
+    variable = 1 if entry.creates_variables else 0
+    predicted = count(Replay(calls, variable_traces=variable), Config(reduce_retracing=obj.reduce_retracing))
+    return predicted if predicted is not None else len(calls) + variable
+
+
+def _add(items: list[str], text: str) -> None:
+    if text not in items:
+        items.append(text)
+
