@@ -1,9 +1,12 @@
-"""Advice for traces of TensorFlow's own code made for a user's call: written for the user's line, never checked."""
+"""Steps for traces of TensorFlow's own code made for a user's call: advice, or an edit of the user's code around that call."""
 
 from __future__ import annotations
 
+from tfretrace.fix.hoist import pipeline_edits, vectorized_edits
 from tfretrace.fix.rules import fold_all
+from tfretrace.fix.source import SourceReader
 from tfretrace.fix.specs import spec_text
+from tfretrace.fix.step import OPEN_FRAMEWORK_CODE, PlanStep
 from tfretrace.records.events import TENSOR, TraceEvent
 from tfretrace.records.function_report import FunctionReport
 
@@ -15,23 +18,24 @@ ORIGIN_CAUSES = frozenset({"pfor-per-call", "restored-new-signature", "restored-
 _LABEL = "advice, by hand (the traced code is TensorFlow's: tfretrace cannot check a fix for it)"
 
 
-def origin_steps(report: FunctionReport) -> list[dict[str, object]] | None:
-    """One advice step per framework cause that retraced, or None when the row has none.
+def origin_steps(report: FunctionReport, reader: SourceReader) -> list[PlanStep] | None:
+    """One step per framework cause that retraced, or None when the row has none.
 
-    Plain data shaped like a plan step (``PlanStep`` fields) so the plan module stays the only
-    one that builds PlanSteps; a statement step: nothing is predicted, nothing is edited.
+    Advice (a statement: nothing predicted, nothing edited, ``open`` framework-code), except where
+    the user's own code around TensorFlow's can be edited: a pipeline rebuilt in a loop built once
+    before it, an eager vectorized_map wrapped in a tf.function made once.
     """
     retraces = [e for e in report.events if e.is_retrace]
     causes = list(dict.fromkeys(e.cause for e in retraces))
     if not causes or not set(causes) & ORIGIN_CAUSES:
         return None
-    steps: list[dict[str, object]] = []
+    steps: list[PlanStep] = []
     for cause in causes:
         if cause not in ORIGIN_CAUSES:
             continue
         events = [e for e in retraces if e.cause == cause]
         summary, code = _ADVICE[cause](report, events)
-        steps.append({"cause": cause, "summary": f"{_LABEL}: {summary}", "code": code})
+        steps.append(_origin_step(cause, f"{_LABEL}: {summary}", code, report, reader))
     return steps
 
 
@@ -111,3 +115,56 @@ _ADVICE = {
     "restored-new-signature": _restored,
     "restored-reloaded": _reloaded,
 }
+
+
+def _origin_step(cause: str, summary: str, code: str, report: FunctionReport, reader: SourceReader) -> PlanStep:
+    # Advice for TensorFlow's own code traced for the user's call: a statement, nothing predicted;
+    # except a pipeline rebuilt in a loop that can be built once before it: tf.data traces its
+    # map function once per build, so one build is one trace.
+    traces = report.traces
+    sites = {e.call_site for e in report.events}
+    if cause == "data-pipeline-rebuilt" and len(sites) == 1 and None not in sites:
+        site = str(next(iter(sites)))
+        moved = pipeline_edits(reader, site)
+        if moved is not None:
+            rebuilt = sum(1 for e in report.events if e.cause == "data-pipeline-rebuilt")
+            return PlanStep(
+                cause="data-pipeline-rebuilt",
+                kind="hoist-pipeline",
+                summary=f"build the pipeline at {site} once, before the loop that rebuilt it "
+                f"({rebuilt + 1} builds, each tracing {report.name}); the loop iterates the same dataset again",
+                code=f"# {site}: before the loop\n{moved[1].text.rstrip()}",
+                edits=moved,
+                traces_before=traces,
+                traces_after=traces - rebuilt,
+                seconds_saved=rebuilt * (report.trace_seconds / max(traces, 1)),
+            )
+    if cause == "pfor-per-call" and len(sites) == 1 and None not in sites:
+        site = str(next(iter(sites)))
+        wrapped = vectorized_edits(reader, site)
+        if wrapped is not None:
+            name, edits = wrapped
+            shapes = len({e.signature for e in report.events})
+            return PlanStep(
+                cause="pfor-per-call",
+                kind="wrap-vectorized-map",
+                summary=f"call {report.name} through {name}, a tf.function made once: pfor is traced into its "
+                f"graph instead of a new function per eager call ({name} traces once per input signature: "
+                f"{shapes} here)",
+                code=f"# {site}\n{edits[0].text.rstrip()}\n\n{edits[1].text}",
+                edits=edits,
+                traces_before=traces,
+                traces_after=0,
+                seconds_saved=report.trace_seconds * (1 - shapes / max(traces, 1)),
+            )
+    return PlanStep(
+        cause=cause,
+        kind="statement",
+        summary=summary,
+        code=code,
+        edits=(),
+        traces_before=traces,
+        traces_after=traces,
+        seconds_saved=0.0,
+        open=OPEN_FRAMEWORK_CODE,
+    )

@@ -8,14 +8,12 @@ from typing import Any
 
 from tfretrace.fix import callsite, declare, keras_fixes, neutral_key, signature
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
-from tfretrace.fix.hoist import pipeline_edits, vectorized_edits
 from tfretrace.fix.origin_advice import origin_steps
 from tfretrace.fix.predict import calls_of, count, mean_seconds
 from tfretrace.fix.restored import link_restored
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.step import (
     OPEN_EVENTS_DROPPED,
-    OPEN_FRAMEWORK_CODE,
     OPEN_NO_CHECKED_FIX,
     OPEN_REPLAY_DIFFERS,
     UNPREDICTED,
@@ -61,10 +59,10 @@ def plan_for(
     """
     if report.retraces == 0:
         return ()
-    advice = origin_steps(report)
     reader = reader or SourceReader()
+    advice = origin_steps(report, reader)
     if advice is not None:
-        return tuple(_origin_step(step, report, reader) for step in advice)
+        return tuple(advice)
     short = report.name.rsplit(".", 1)[-1]
     definition = reader.function_at(report.location, short) if report.keras is None else None
     ctx = FunctionContext(report, reader, definition, short)
@@ -156,59 +154,6 @@ def _by_hand(candidate: Candidate, by_tool: bool) -> Candidate:
     if by_tool or not candidate.edits:
         return candidate
     return replace(candidate, edits=(), summary=candidate.summary + " (by hand: its count assumes the steps before it)")
-
-
-def _origin_step(step: dict[str, object], report: FunctionReport, reader: SourceReader) -> PlanStep:
-    # Advice for TensorFlow's own code traced for the user's call: a statement, nothing predicted;
-    # except a pipeline rebuilt in a loop that can be built once before it: tf.data traces its
-    # map function once per build, so one build is one trace.
-    traces = report.traces
-    sites = {e.call_site for e in report.events}
-    if step["cause"] == "data-pipeline-rebuilt" and len(sites) == 1 and None not in sites:
-        site = str(next(iter(sites)))
-        moved = pipeline_edits(reader, site)
-        if moved is not None:
-            rebuilt = sum(1 for e in report.events if e.cause == "data-pipeline-rebuilt")
-            return PlanStep(
-                cause="data-pipeline-rebuilt",
-                kind="hoist-pipeline",
-                summary=f"build the pipeline at {site} once, before the loop that rebuilt it "
-                f"({rebuilt + 1} builds, each tracing {report.name}); the loop iterates the same dataset again",
-                code=f"# {site}: before the loop\n{moved[1].text.rstrip()}",
-                edits=moved,
-                traces_before=traces,
-                traces_after=traces - rebuilt,
-                seconds_saved=rebuilt * (report.trace_seconds / max(traces, 1)),
-            )
-    if step["cause"] == "pfor-per-call" and len(sites) == 1 and None not in sites:
-        site = str(next(iter(sites)))
-        wrapped = vectorized_edits(reader, site)
-        if wrapped is not None:
-            name, edits = wrapped
-            shapes = len({e.signature for e in report.events})
-            return PlanStep(
-                cause="pfor-per-call",
-                kind="wrap-vectorized-map",
-                summary=f"call {report.name} through {name}, a tf.function made once: pfor is traced into its "
-                f"graph instead of a new function per eager call ({name} traces once per input signature: "
-                f"{shapes} here)",
-                code=f"# {site}\n{edits[0].text.rstrip()}\n\n{edits[1].text}",
-                edits=edits,
-                traces_before=traces,
-                traces_after=0,
-                seconds_saved=report.trace_seconds * (1 - shapes / max(traces, 1)),
-            )
-    return PlanStep(
-        cause=str(step["cause"]),
-        kind="statement",
-        summary=str(step["summary"]),
-        code=None if step["code"] is None else str(step["code"]),
-        edits=(),
-        traces_before=traces,
-        traces_after=traces,
-        seconds_saved=0.0,
-        open=OPEN_FRAMEWORK_CODE,
-    )
 
 
 def _unaddressed(report: FunctionReport, steps: list[PlanStep], said: list[PlanStep], left: int) -> list[PlanStep]:
@@ -314,7 +259,7 @@ def _unpredictable(report: FunctionReport, baseline: int | None, recorded: int) 
 
 def with_plan(report: FunctionReport, reader: SourceReader | None = None) -> FunctionReport:
     """The report with its plan, and each retrace's ``fix`` taken from the checked step for its cause."""
-    steps = (*plan_for(report, reader), *xla_steps(report, PlanStep))
+    steps = (*plan_for(report, reader), *xla_steps(report))
     fixes: dict[str, str] = {}
     for step in steps:
         if step.code and step.kind != "statement" and step.traces_after < step.traces_before:

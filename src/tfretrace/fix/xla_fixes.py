@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tfretrace.fix.step import PlanStep
+from tfretrace.records.function_report import FunctionReport
+
 # At most this many bucket sizes per dimension: each is one more compile, kept small on purpose.
 MAX_BUCKETS = 4
 
@@ -25,11 +28,10 @@ def _bucket(size: int, buckets: Sequence[int]) -> int:
     return next((b for b in buckets if b >= size), size)
 
 
-def xla_steps(report: Any, step_type: Any) -> list[Any]:
+def xla_steps(report: FunctionReport) -> list[PlanStep]:
     """The XLA steps for one function: bucketing per recompiled trace, then jit_compile=False.
 
-    ``step_type`` is the plan's PlanStep (passed in: this module stays below plan.py). Counts are
-    over the compiles this run recorded; a step is offered only when it removes compiles.
+    Counts are over the compiles this run recorded; a step is offered only when it removes compiles.
     """
     events = list(report.xla_events)
     recompiled = [e for e in events if e.cause == "xla-recompile"]
@@ -77,7 +79,7 @@ def xla_steps(report: Any, step_type: Any) -> list[Any]:
             "    pad[axis] = [0, target - size]\n"
             "    return tf.pad(x, pad)   # mask or slice the padding out of the result"
         )
-        steps.append(step_type(
+        steps.append(PlanStep(
             cause="xla-recompile",
             kind="xla-bucket",
             summary="pad the dimensions that varied to a few sizes so XLA compiles once per size: "
@@ -93,7 +95,7 @@ def xla_steps(report: Any, step_type: Any) -> list[Any]:
     # Compiles outnumber the calls that reuse one: XLA costs more than it can give back.
     if 2 * report.xla_compiles > report.calls:
         keras = report.keras is not None
-        steps.append(step_type(
+        steps.append(PlanStep(
             cause="xla-recompile",
             kind="xla-off",
             summary=(
