@@ -6,7 +6,8 @@ import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from tfretrace.fix.source import DefInfo, Replacement, SourceReader, Span, callee_name
+from tfretrace.fix.defs import callee_name
+from tfretrace.fix.source import DefInfo, Replacement, SourceReader, Span
 from tfretrace.records.function_report import FunctionReport
 
 

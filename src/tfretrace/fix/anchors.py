@@ -40,8 +40,9 @@ from tfretrace.fix.anchor_moves import (
     moved_def,
     moved_wrap,
 )
+from tfretrace.fix.defs import callee_name
 from tfretrace.fix.neutral_key import neutral_key_dict
-from tfretrace.fix.source import Replacement, SourceReader, Span, callee_name
+from tfretrace.fix.source import Replacement, SourceReader, Span
 from tfretrace.records.function_report import FunctionReport
 
 __all__ = ["CHECKS", "AnchorError", "Anchors", "anchors_for", "check_edit", "check_step", "declaration"]

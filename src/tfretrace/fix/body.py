@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from tfretrace.fix.source import callee_name, root_name
+from tfretrace.fix.defs import callee_name, root_name
 
 # Calls that need a Python value and break on a symbolic tensor inside a graph.
 _PYTHON_ONLY_CALLS = frozenset({"int", "float", "bool", "str", "len", "list", "tuple", "print", "format"})

@@ -6,9 +6,10 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from tfretrace.fix.defs import callee_name
 from tfretrace.fix.predict import Call, Config, Replay
 from tfretrace.fix.rules import literal_key
-from tfretrace.fix.source import CallInfo, DefInfo, Replacement, SourceReader, callee_name, is_user_path
+from tfretrace.fix.source import CallInfo, DefInfo, Replacement, SourceReader, is_user_path
 from tfretrace.records.events import PYTHON, Leaf
 from tfretrace.records.function_report import FunctionReport
 

@@ -6,9 +6,10 @@ import ast
 from collections.abc import Callable
 
 from tfretrace.fix.candidate import FunctionContext
+from tfretrace.fix.defs import root_name
 from tfretrace.fix.files import lines as source_lines
 from tfretrace.fix.predict import Call
-from tfretrace.fix.source import DefInfo, Replacement, SourceReader, Span, root_name
+from tfretrace.fix.source import DefInfo, Replacement, SourceReader, Span
 
 
 def hoist_edits(

@@ -15,8 +15,9 @@ from dataclasses import replace
 
 from tfretrace.fix.anchor_base import Anchors, span_of
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config, varying_paths
+from tfretrace.fix.defs import callee_name
 from tfretrace.fix.predict import Call, calls_of
-from tfretrace.fix.source import Replacement, Span, callee_name
+from tfretrace.fix.source import Replacement, Span
 from tfretrace.fix.specs import is_top
 from tfretrace.records.events import TENSOR, Leaf
 

@@ -1,4 +1,4 @@
-"""Steps for traces of TensorFlow's own code made for a user's call: advice, or an edit of the user's code around that call."""
+"""Steps for traces of TensorFlow's own code made for a user's call: advice, or an edit of the code around it."""
 
 from __future__ import annotations
 

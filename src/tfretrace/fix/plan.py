@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from tfretrace.fix import callsite, declare, keras_fixes, neutral_key, signature
+from tfretrace.fix import callsite, declare, keras_fixes, neutral_key, objects, signature
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
 from tfretrace.fix.origin_advice import origin_steps
 from tfretrace.fix.predict import calls_of, count, mean_seconds
@@ -42,8 +42,8 @@ _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
     callsite.dict_keys,
     callsite.read_only_variables,
     declare.drop_remainder,
-    declare.one_object,
-    declare.same_object,
+    objects.one_object,
+    objects.same_object,
     keras_fixes.predict_as_call,
     keras_fixes.predict_buckets,
 )

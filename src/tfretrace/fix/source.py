@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tfretrace.fix.defs import callee_name, closes_over, find_def, is_tf_function, tf_alias_of
 from tfretrace.fix.files import lines as source_lines
 from tfretrace.fix.files import read_source_file
 
@@ -103,7 +104,7 @@ class SourceReader:
     def tf_alias(self, path: str) -> str | None:
         """The file's name for the tensorflow module (``tf``), or None when it has none."""
         parsed = self.module(path)
-        return None if parsed is None else _tf_alias(parsed[1])
+        return None if parsed is None else tf_alias_of(parsed[1])
 
     def text(self, span: Span) -> str:
         """The source text of a span."""
@@ -119,15 +120,15 @@ class SourceReader:
         if parsed is None:
             return None
         text, tree = parsed
-        found = _find_def(tree, line, short)
+        found = find_def(tree, line, short)
         if found is None:
             return None
         node, parents = found
-        alias = _tf_alias(tree)
+        alias = tf_alias_of(tree)
         decorator = None
         for item in node.decorator_list:
             target = item.func if isinstance(item, ast.Call) else item
-            if _is_tf_function(target, alias):
+            if is_tf_function(target, alias):
                 decorator = _span(path, item)
         wrap = None if decorator is not None else _find_wrap(tree, node.name, alias, path)
         params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
@@ -141,7 +142,7 @@ class SourceReader:
             outer, outer_kind = outer_node.name, "class"
         elif isinstance(outer_node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             outer, outer_kind = outer_node.name, "def"
-        closes = _closes_over(node, outer_node) if outer_kind == "def" else ()
+        closes = closes_over(node, outer_node) if outer_kind == "def" else ()
         return DefInfo(
             path=path,
             name=node.name,
@@ -307,20 +308,6 @@ def split_location(location: str) -> tuple[str, int]:
     return path, int(line) if line.isdigit() else 0
 
 
-def callee_name(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
-
-
-def root_name(func: ast.expr) -> str | None:
-    while isinstance(func, ast.Attribute):
-        func = func.value
-    return func.id if isinstance(func, ast.Name) else None
-
-
 def _span(path: str, node: ast.expr | ast.stmt) -> Span:
     return Span(path, node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
 
@@ -343,84 +330,17 @@ def _cut(line: str, start: int, end: int | None) -> str:
     return data[start:end].decode("utf-8", errors="replace")
 
 
-def _tf_alias(tree: ast.Module) -> str | None:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name == "tensorflow":
-                    return alias.asname or "tensorflow"
-    # `tf = pytest.importorskip("tensorflow")`, `tf = importlib.import_module("tensorflow")`: a
-    # module-level name bound to the module by a call that names it.
-    for stmt in tree.body:
-        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-                and _imports_tensorflow(stmt.value)):
-            return stmt.targets[0].id
-    return None
-
-
-def _imports_tensorflow(value: ast.expr) -> bool:
-    if not isinstance(value, ast.Call) or not value.args:
-        return False
-    name = (callee_name(value.func) or "").rpartition(".")[2]
-    first = value.args[0]
-    return (name in ("importorskip", "import_module", "__import__") and isinstance(first, ast.Constant)
-            and first.value == "tensorflow")
-
-
-def _is_tf_function(node: ast.expr, alias: str | None) -> bool:
-    return (
-        isinstance(node, ast.Attribute)
-        and node.attr == "function"
-        and isinstance(node.value, ast.Name)
-        and node.value.id == alias
-    ) or (isinstance(node, ast.Name) and node.id == "function")
-
-
 def _find_wrap(tree: ast.Module, name: str, alias: str | None, path: str) -> Span | None:
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Call)
-            and _is_tf_function(node.func, alias)
+            and is_tf_function(node.func, alias)
             and node.args
             and isinstance(node.args[0], (ast.Name, ast.Attribute))
             and callee_name(node.args[0]) == name
         ):
             return _span(path, node)
     return None
-
-
-Defn = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-def _find_def(tree: ast.Module, line: int, short: str) -> tuple[Defn, list[ast.AST]] | None:
-    def visit(node: ast.AST, parents: list[ast.AST]) -> tuple[Defn, list[ast.AST]] | None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                first = min([child.lineno] + [d.lineno for d in child.decorator_list])
-                if line in (first, child.lineno) and child.name == short:
-                    return child, parents
-            scoped = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            found = visit(child, [*parents, child] if scoped else parents)
-            if found is not None:
-                return found
-        return None
-
-    return visit(tree, [])
-
-
-def _closes_over(inner: Defn, outer: ast.AST | None) -> tuple[str, ...]:
-    if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return ()
-    local = {a.arg for a in (*outer.args.posonlyargs, *outer.args.args, *outer.args.kwonlyargs)}
-    for node in ast.walk(outer):
-        if node is inner:
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            local.add(node.id)
-    own = {a.arg for a in (*inner.args.posonlyargs, *inner.args.args, *inner.args.kwonlyargs)}
-    own |= {n.id for n in ast.walk(inner) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    used = {n.id for n in ast.walk(inner) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return tuple(sorted((used & local) - own - {inner.name}))
 
 
 @dataclass(frozen=True)
