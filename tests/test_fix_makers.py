@@ -181,7 +181,7 @@ def test_a_def_that_closes_over_its_outer_function_stays_and_is_advice(tmp_path:
     rep = report(sigs, location=f"{path}:12", name="run.<locals>.inner", sites=[f"{path}:19"], objects=objects)
     steps = plan_for(rep, SourceReader())
     made = [(s.kind, s.by) for s in steps if s.kind != "statement"]
-    assert made == [("drop-remainder", "tfretrace"), ("advice", "hand")]
+    assert made == [("input-signature", "tfretrace"), ("advice", "hand")]
 
 
 NESTED = """import tensorflow as tf
@@ -228,10 +228,12 @@ def test_a_def_that_closes_over_nothing_moves_and_the_signature_follows_it(tmp_p
 
 def test_a_smaller_batch_from_another_call_site_is_no_partial_batch(tmp_path: Path) -> None:
     # (16, 2) from the training loop, (1, 2) from a single prediction elsewhere: not a remainder.
+    # The body reads the batch size, so no signature covers both and drop_remainder is the candidate.
     path = tmp_path / "loop.py"
-    path.write_text(PARTIAL)
+    path.write_text(PARTIAL.replace("return tf.reduce_sum(x)", "return tf.reduce_sum(x) / x.shape[0]"))
     rep = report([(t("x", 32, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18", f"{path}:19"])
     assert "drop-remainder" not in [s.kind for s in plan_for(rep, SourceReader())]
+    # From one call site it is a remainder.
     same = report([(t("x", 32, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18"])
     assert [s.kind for s in plan_for(same, SourceReader())] == ["drop-remainder"]
 

@@ -193,14 +193,61 @@ def run():
 """
 
 
-def test_partial_last_batch_gets_drop_remainder_on_the_users_batch_call(tmp_path: Path) -> None:
+def test_a_partial_last_batch_gets_a_signature_that_keeps_every_example(tmp_path: Path) -> None:
+    # drop_remainder would remove the trace too, but it skips the last 4 examples of every epoch:
+    # an input_signature open in the batch dimension removes as many traces and computes the same.
     path = tmp_path / "loop.py"
     path.write_text(PARTIAL)
+    rep = report([(t("x", 32, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18"])
+    steps = plan_for(rep, SourceReader())
+    assert [(s.kind, s.by, s.traces_after) for s in steps] == [("input-signature", "tfretrace", 1)]
+    assert "tf.TensorSpec(shape=[None, 10], dtype=tf.float32)" in steps[0].code
+
+
+def test_partial_last_batch_gets_drop_remainder_where_the_body_reads_the_batch_size(tmp_path: Path) -> None:
+    # x.shape[0] as a Python number keeps dim 0 pinned: no signature covers the last batch.
+    path = tmp_path / "loop.py"
+    path.write_text(PARTIAL.replace("return tf.reduce_sum(x)", "return tf.reduce_sum(x) / x.shape[0]"))
     rep = report([(t("x", 32, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18"])
     steps = plan_for(rep, SourceReader())
     assert [s.kind for s in steps] == ["drop-remainder"]
     assert steps[0].traces_after == 1
     assert "batch(32, drop_remainder=True)" in apply_edits(path.read_text(), list(steps[0].edits))
+
+
+TWO_DATASETS = """import tensorflow as tf
+
+batch_size = 32
+train_dataset = tf.data.Dataset.range(200).map(lambda i: tf.ones([8]))
+train_dataset = train_dataset.shuffle(buffer_size=64).batch(batch_size)
+val_dataset = tf.data.Dataset.range(50).map(lambda i: tf.ones([8])).batch(batch_size)
+
+
+@tf.function
+def train_step(x):
+    return tf.reduce_sum(x) / x.shape[0]
+
+
+for epoch in range(2):
+    for step, x_batch_train in enumerate(train_dataset):
+        train_step(x_batch_train)
+    for x_batch_val in val_dataset:
+        print(x_batch_val.shape)
+"""
+
+
+def test_drop_remainder_edits_the_dataset_the_loop_iterates(tmp_path: Path) -> None:
+    # Two datasets batched with one size variable: the training loop's batch() is edited, the
+    # validation dataset (whose examples must all be scored) is left alone.
+    path = tmp_path / "loop.py"
+    path.write_text(TWO_DATASETS)
+    rep = report([(t("x", 32, 8),), (t("x", 8, 8),)], location=f"{path}:9", name="train_step", sites=[f"{path}:16"])
+    (step,) = plan_for(rep, SourceReader())
+    edited = apply_edits(TWO_DATASETS, list(step.edits))
+    assert step.kind == "drop-remainder"
+    assert "train_dataset.shuffle(buffer_size=64).batch(batch_size, drop_remainder=True)" in edited
+    assert "map(lambda i: tf.ones([8])).batch(batch_size)\n" in edited
+    assert [edit.span.line for edit in step.edits] == [5]
 
 
 def test_def_in_a_function_with_a_partial_batch_ranks_moving_the_def_first(tmp_path: Path) -> None:
@@ -213,9 +260,10 @@ def test_def_in_a_function_with_a_partial_batch_ranks_moving_the_def_first(tmp_p
     rep = report(sigs, location=f"{path}:12", name="run.<locals>.inner", sites=[f"{path}:19"], objects=objects)
     planned = with_plan(rep, SourceReader())
     steps = [PlanStep.from_dict(s) for s in planned.plan]
-    # tfretrace's own edit first (drop_remainder: 10 -> 5), then moving the def by hand (5 -> 1).
+    # tfretrace's own edit first (a signature keeping every example: 10 -> 5), then moving the def by
+    # hand (5 -> 1).
     assert [(s.kind, s.by, s.traces_before, s.traces_after) for s in steps if s.kind != "statement"] == [
-        ("drop-remainder", "tfretrace", 10, 5),
+        ("input-signature", "tfretrace", 10, 5),
         ("advice", "hand", 5, 1),
     ]
     assert steps[1].cause == "new-function-object"

@@ -32,15 +32,15 @@ EXPECTED: dict[str, tuple[int, list[str], int]] = {
     "class_index": (7, ["tensor-argument"], 1),
     "dtype_cast": (2, ["cast-dtype"], 1),
     "none_state": (2, ["zero-state"], 1),
-    "partial_batch": (2, ["drop-remainder"], 1),
-    "def_in_method": (10, ["drop-remainder", "advice"], 1),  # tfretrace's edit first, then by hand
+    "partial_batch": (2, ["input-signature"], 1),  # every example kept: no drop_remainder
+    "def_in_method": (10, ["input-signature", "advice"], 1),  # tfretrace's edit first, then by hand
     "per_replica": (2, ["element-spec"], 1),
     "per_replica_generator": (2, ["element-spec"], 1),  # the edit is made (not advice): measured 1
     "new_config_object": (4, ["advice"], 1),
     "read_only_variable": (3, ["tensor-argument"], 1),  # the call that hit is edited too
     "list_of_tensors": (3, ["tensor-argument", "input-signature"], 1),
-    "tutorial_loop": (3, ["drop-remainder"], 2),  # first + optimizer variable creation remain
-    "train_and_validation": (3, ["drop-remainder"], 2),  # the batch() the loop iterates is found
+    "tutorial_loop": (3, ["input-signature"], 2),  # first + optimizer variable creation remain
+    "train_and_validation": (3, ["input-signature"], 2),
     "rnn_generate": (2, ["zero-state", "input-signature"], 1),
     "variable_lists": (2, ["statement"], 2),
     "keras_predict": (2, ["keras-call"], 0),  # no predict function is traced at all
@@ -160,21 +160,20 @@ def test_the_replay_rules_agree_with_tensorflows_own_trace_types() -> None:
 
 
 def test_applying_only_the_mechanical_edits_is_predicted_too(results: dict[str, Any]) -> None:
-    # def_in_method: the advice (move the def) is not applied by an edit; drop_remainder alone
+    # def_in_method: the advice (move the def) is not applied by an edit; the signature alone
     # leaves one trace per tf.function object.
     assert results["def_in_method"]["applied_only"] == 5
     assert results["widening_shapes"]["applied_only"] == 1
     assert results["variable_lists"]["applied_only"] == 2
 
 
-def test_drop_remainder_edits_the_dataset_the_loop_iterates(results: dict[str, Any]) -> None:
-    # Two datasets batched with the same size variable: the training loop's batch() is edited, the
-    # validation dataset (whose examples must all be scored) is left alone.
+def test_a_partial_training_batch_keeps_every_example(results: dict[str, Any]) -> None:
+    # The last training batch is smaller: the signature leaves the batch open, so every batch of
+    # both datasets is still used (drop_remainder would skip 8 training examples an epoch).
     edited = results["train_and_validation"]["edited"]
-    assert "train_dataset.shuffle(buffer_size=64).batch(batch_size, drop_remainder=True)" in edited
-    assert "from_tensor_slices((x_val, y_val)).batch(batch_size)\n" in edited
-    (step,) = results["train_and_validation"]["plan"]
-    assert [edit["line"] for edit in step["edits"]] == [10]
+    assert "drop_remainder" not in edited
+    assert "tf.TensorSpec(shape=[None, 8], dtype=tf.float32)" in edited
+    assert results["train_and_validation"]["measured"] == 2
 
 
 def test_every_planned_edit_is_at_an_anchor_of_its_kind(results: dict[str, Any]) -> None:

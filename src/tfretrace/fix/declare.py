@@ -6,7 +6,8 @@ import ast
 import re
 from dataclasses import replace
 
-from tfretrace.fix.candidate import Candidate, FunctionContext, State
+from tfretrace.fix.body import reads_static_size
+from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.files import lines as source_lines
 from tfretrace.fix.hoist import hoist_edits, wrap_moved
 from tfretrace.fix.predict import Call, Config
@@ -73,6 +74,11 @@ def _add_keyword(text: str, keyword: str) -> str:
 def reduce_retracing(ctx: FunctionContext, state: State) -> Candidate | None:
     """reduce_retracing=True, offered only where TF's generalization removes traces."""
     if state.config.reduce_retracing or ctx.report.keras is not None:
+        return None
+    node = None if ctx.definition is None else ctx.definition.node
+    varied = varying_paths(state.replay.calls, TENSOR)
+    if node is not None and any(reads_static_size(node, path) for path in varied):
+        # Generalized to a None dimension, x.shape[0] is None and len(x) fails in the new trace.
         return None
     code, edits = decorator_edit(ctx, "reduce_retracing=True", state)
     return Candidate(

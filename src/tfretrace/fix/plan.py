@@ -119,6 +119,8 @@ def _phase(
             after = count(candidate.state.replay, candidate.state.config)
             if after is None or after >= current:
                 continue  # a fix predicted to remove nothing is not offered
+            if candidate.kind in _DROPS_DATA and _declared_now(ctx, state, current, by_tool, after):
+                continue  # the declaration removes as many traces and keeps every example
             if best is None or after < best[0]:
                 best = (after, candidate)
         if best is None:
@@ -147,6 +149,16 @@ def _phase(
     steps.append(_step(_by_hand(chosen, by_tool), current, after, per_trace))
     assert chosen.state is not None
     return chosen.state, after, True
+
+
+# Fixes that change what the program computes (drop_remainder skips the partial batch's examples):
+# taken only where no declaration from the same calls removes as many traces.
+_DROPS_DATA = frozenset({"drop-remainder"})
+
+
+def _declared_now(ctx: FunctionContext, state: State, current: int, by_tool: bool, after: int) -> bool:
+    final = _final(ctx, state, current, by_tool)
+    return final is not None and final[0] <= after
 
 
 def _by_hand(candidate: Candidate, by_tool: bool) -> Candidate:

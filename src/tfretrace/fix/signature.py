@@ -20,6 +20,10 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
         return None
     calls = state.replay.calls
     node = ctx.definition.node
+    if node is not None and _omitted_somewhere(ctx, calls, _defaults_none(node)):
+        # `def sample(self, eps=None)` also called as `sample()`: that call binds None, which no
+        # TensorSpec accepts; the recorded calls all passed eps, that one (not run here) does not.
+        return None
     numbers: dict[str, Leaf] = {}
     for call in calls:
         for leaf in call.signature:
@@ -42,6 +46,8 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
     # no single signature accepts every recorded call and none is written.
     folded = fold_all(converted)
     if folded is None:
+        return None
+    if node is not None and any(_varied_size_read(node, leaf) for leaf in folded):
         return None
     general, pinned = _open_batch_dims(folded, converted, node)
     specs = signature_specs(general, ctx.definition.params, ctx.tf)
@@ -161,3 +167,35 @@ def _opened(general: tuple[Leaf, ...]) -> str:
             dims = [str(i) for i, d in enumerate(leaf.shape) if d is None]
             parts.append(f"{leaf.path} dim{'s' if len(dims) > 1 else ''} {', '.join(dims)}")
     return "; ".join(parts)
+
+
+def _defaults_none(node: ast.AST) -> list[str]:
+    """The parameters whose default is ``None``: a call may leave them out, and no TensorSpec takes None."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    positional = [*node.args.posonlyargs, *node.args.args]
+    pairs = [*zip(positional[len(positional) - len(node.args.defaults):], node.args.defaults, strict=True),
+             *((a, d) for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True) if d is not None)]
+    return [a.arg for a, d in pairs if isinstance(d, ast.Constant) and d.value is None]
+
+
+def _omitted_somewhere(ctx: FunctionContext, calls: tuple[Call, ...], params: list[str]) -> bool:
+    # Some call of the function in the files that called it (recorded or not) leaves one out, or
+    # cannot be read.
+    if not params:
+        return False
+    for site in ctx.all_sites(calls):
+        info = ctx.call_info(site)
+        if info is None or any(info.arg(p) is None for p in params):
+            return True
+    return False
+
+
+def _varied_size_read(node: ast.AST, leaf: Leaf) -> bool:
+    """A leading dimension that varied (open in the signature) which the body reads as a Python number.
+
+    Traced under a None dimension, ``x.shape[0]`` is None and ``len(x)`` fails: the edited program
+    would compute something else or crash where each shape's own trace saw a number.
+    """
+    opened = leaf.kind == TENSOR and (leaf.shape is None or (bool(leaf.shape) and leaf.shape[0] is None))
+    return opened and reads_static_size(node, leaf.path)
