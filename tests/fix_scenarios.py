@@ -342,6 +342,37 @@ SCENARIOS: dict[str, tuple[str, str, str | None]] = {
         "decay",
         None,
     ),
+    # The tensorflow/docs MLP guide's shape: a module called with three batch sizes, then saved
+    # through an export wrapper that calls it with an open batch. The save traces the wrapper's
+    # call, then every cached signature again; under an input_signature, once in all.
+    "export_wrapper": (
+        _p("""
+        import tensorflow as tf
+
+        class Net(tf.Module):
+            def __init__(self):
+                self.w = tf.Variable(tf.ones((4, 2)))
+
+            @tf.function
+            def __call__(self, x):
+                return tf.matmul(x, self.w)
+
+        class Export(tf.Module):
+            def __init__(self, net):
+                self.net = net
+
+            @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32)])
+            def serve(self, x):
+                return self.net(x)
+
+        net = Net()
+        for n in (16, 8, 5):
+            print(float(tf.reduce_sum(net(tf.ones((n, 4))))))
+        tf.saved_model.save(Export(net), "exported")
+        """),
+        "Net.__call__",
+        None,
+    ),
     # A few small inputs: tfretrace calls the model instead (model(x, training=False).numpy()).
     "keras_predict": (
         _example("keras_predict"),

@@ -45,6 +45,7 @@ EXPECTED: dict[str, tuple[int, list[str], int]] = {
     "variable_lists": (2, ["statement"], 2),
     "keras_predict": (2, ["keras-call"], 0),  # no predict function is traced at all
     "keras_predict_pad": (2, ["keras-pad"], 1),
+    "export_wrapper": (8, ["input-signature"], 2),  # the save's traces follow the signature
 }
 
 

@@ -43,6 +43,9 @@ class Replay:
     variable_traces: int = 0
     # Traces tf.saved_model.save made to write the function's signatures (not calls to replay).
     saving_traces: int = 0
+    # Of those, the calls another function made while the save traced it (an export wrapper
+    # calling the model): their signature had not been seen before.
+    save_calls: tuple[Call, ...] = ()
 
     def with_calls(self, calls: Sequence[Call]) -> Replay:
         """The same replay over other calls (a fix changed or removed some)."""
@@ -51,19 +54,29 @@ class Replay:
 
 def calls_of(report: FunctionReport) -> Replay:
     """The calls that traced, oldest first, from the function's kept events."""
-    calls = []
+    calls: list[Call] = []
+    save_calls: list[Call] = []
     variable_traces = saving_traces = 0
     seen: dict[str, set[int]] = {}
+    signatures: set[tuple[object, ...]] = set()
     for event in report.events:
         if event.cause == "variable-creation":
             variable_traces += 1
             continue
+        call = _call(event, seen)
+        new = _norm(call.signature) not in signatures
+        signatures.add(_norm(call.signature))
         if event.cause == "saved-model-export":
-            # Made in the save context, whose cache is not the calls': not a call to replay.
+            # Made in the save context, whose cache is not the calls': not a call to replay. A
+            # signature no earlier trace had is a call from a function the save traced (measured
+            # on tensorflow/docs mlp_core: the export wrapper's call, then every cached signature
+            # again, that one included).
             saving_traces += 1
+            if new:
+                save_calls.append(call)
             continue
-        calls.append(_call(event, seen))
-    return Replay(tuple(calls), variable_traces, saving_traces)
+        calls.append(call)
+    return Replay(tuple(calls), variable_traces, saving_traces, tuple(save_calls))
 
 
 def _call(event: TraceEvent, seen: dict[str, set[int]]) -> Call:
@@ -100,9 +113,20 @@ def count(replay: Replay, config: Config) -> int | None:
         table.add(target)
         traces += 1
     objects = len({call.obj for call in replay.calls}) or 1
-    # A save traces each signature in the cache again, once (the next save finds them cached in
-    # the save context): never more than the traces the calls left.
-    return traces + min(replay.variable_traces, objects) + min(replay.saving_traces, traces)
+    if config.input_signature is not None:
+        if not all(covers(config.input_signature, c.signature) for c in replay.save_calls):
+            return None
+        # Measured: with an input_signature a save traces each trace once, whoever calls it.
+        saving = min(replay.saving_traces, traces)
+    else:
+        # A save's own calls (an export wrapper calling the function) trace in the save context,
+        # then each distinct signature in the cache, theirs included, is traced again once (the
+        # next save finds them cached): never more than the recorded save traced again.
+        fresh = {_norm(c.signature) for c in replay.save_calls}
+        cached = {entry for table in tables.values() for entry in table.entries()}
+        again = traces + len(fresh - cached)
+        saving = len(fresh) + min(replay.saving_traces - len(replay.save_calls), again)
+    return traces + min(replay.variable_traces, objects) + saving
 
 
 class _Table:
@@ -130,6 +154,10 @@ class _Table:
         if _norm(call) in self._closed:
             return True
         return any(covers(traced, call) for traced in self._open)
+
+    def entries(self) -> set[tuple[object, ...]]:
+        """Every trace in the cache, as compared for equality."""
+        return {_norm(t) for traces in self._rigid.values() for t in traces}
 
     def add(self, trace: Signature) -> None:
         self._rigid.setdefault(_rigid(trace), []).append(trace)
