@@ -21,8 +21,9 @@ if the fix really removed every retrace.
 "Output" compares the program's stdout before and after the fix, without the lines that report
 trace counts (they contain "traces", and a working fix changes them); a program whose output
 differs between two runs without any fix is "nondeterministic" and not judged. A change made by an
-applied step that says it changes the computation (drop_remainder skips the partial batch, a cast
-changes the dtype the data is computed in) is "changed as <kind> says", counted apart from the rest.
+applied step whose `changes` field says it changes the results (drop_remainder skips the partial
+batch, a cast changes the dtype, a body drawing random numbers draws others) is "changed as
+<changes> says", counted apart from the rest.
 
 Usage: python bench/fix_effect.py [SCRIPT ...]      (about 15 s per example on 2 cores)
 """
@@ -77,21 +78,21 @@ def minimum(plan: Sequence[Mapping[str, object]], expected: int) -> int:
 
 # Applied steps that change what the program computes by design, as their summary says: the partial
 # batch is skipped; the data is cast to the dtype of the other calls.
-BY_DESIGN = {"drop-remainder", "cast-dtype"}
-
-
 def program_output(stdout: str) -> str:
     """The program's output without its trace-count lines, which a working fix is meant to change."""
     return "".join(line for line in stdout.splitlines(keepends=True) if "traces" not in line)
 
 
 def judge(before: str, again: str, after: str, applied: set[str]) -> str:
-    """Whether the fixed program prints what it printed before (two unfixed runs must agree first)."""
+    """Whether the fixed program prints what it printed before (two unfixed runs must agree first).
+
+    ``applied``: the ``changes`` fields of the applied steps.
+    """
     if program_output(before) != program_output(again):
         return "nondeterministic"
     if program_output(after) == program_output(before):
         return "same"
-    said = sorted(applied & BY_DESIGN)
+    said = sorted(applied)
     return f"changed as {', '.join(said)} says" if said else "CHANGED"
 
 
@@ -165,7 +166,7 @@ def measure(script: Path) -> list[Row]:
         status_after, out_after, why_after = run(folder, rel, "after.json")
         after = _by_name(load(folder / "after.json").functions) if status_after == 0 else {}
         counted = tf_measure(folder, rel) if status_after == 0 else {}
-        applied = {str(s["kind"]) for f in before.functions for s in f.plan if s.get("edits")}
+        applied = {str(s["changes"]) for f in before.functions for s in f.plan if s.get("edits") and s.get("changes")}
         output = judge(out_before, out_again, out_after, applied)
         if fix.returncode != 0:
             output = f"fix refused (exit {fix.returncode}): {fix.stderr.strip()[:60]}"

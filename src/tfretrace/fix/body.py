@@ -180,3 +180,22 @@ def python_if(node: ast.AST, param: str) -> bool:
     return any(
         isinstance(sub, (ast.If, ast.While, ast.IfExp)) and _mentions(sub.test, param) for sub in ast.walk(node)
     )
+
+
+def random_draw(node: ast.AST) -> str | None:
+    """The first call in the body that draws from a stateful random stream (``tf.random.normal``), or None.
+
+    Each trace gets its own random op, with its own stream (and a NumPy or Python draw runs once
+    per trace): fewer traces draw other numbers. Stateless ops and ``tf.random.Generator`` methods
+    keep their state outside the graph and are not affected.
+    """
+    for inner in ast.walk(node):
+        if not isinstance(inner, ast.Call):
+            continue
+        dotted = ast.unparse(inner.func)
+        head, _, last = dotted.rpartition(".")
+        if last.startswith("stateless") or not head:
+            continue
+        if head == "random" or head.endswith(".random") or dotted.endswith("nn.dropout"):
+            return dotted
+    return None

@@ -7,12 +7,16 @@ from dataclasses import replace
 from typing import Any
 
 from tfretrace.fix import callsite, declare, keras_fixes, neutral_key, objects, signature
+from tfretrace.fix.body import random_draw
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
 from tfretrace.fix.origin_advice import origin_steps
 from tfretrace.fix.predict import calls_of, count, mean_seconds
 from tfretrace.fix.restored import link_restored
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.step import (
+    CHANGES_DTYPE,
+    CHANGES_EXAMPLES,
+    CHANGES_RANDOM,
     OPEN_EVENTS_DROPPED,
     OPEN_NO_CHECKED_FIX,
     OPEN_REPLAY_DIFFERS,
@@ -85,7 +89,24 @@ def plan_for(
     if report.dropped_events and steps:
         statements.append(_dropped(report))
     statements.extend(_unaddressed(report, steps, statements, current))
-    return tuple(steps + statements)
+    return tuple([_with_changes(ctx, step) for step in steps] + statements)
+
+
+_KIND_CHANGES = {"drop-remainder": CHANGES_EXAMPLES, "cast-dtype": CHANGES_DTYPE}
+
+
+def _with_changes(ctx: FunctionContext, step: PlanStep) -> PlanStep:
+    """The step with what it changes in the results besides the count (the field, and a sentence)."""
+    if step.kind in _KIND_CHANGES:
+        return replace(step, changes=_KIND_CHANGES[step.kind])
+    node = ctx.definition.node if ctx.definition is not None else None
+    draw = random_draw(node) if node is not None and step.traces_after < step.traces_before else None
+    if draw is None:
+        return step
+    # Seen on tensorflow/docs DCGAN: after an input_signature the generated images' mean moved in
+    # the 4th digit, because the partial batch's own trace no longer had its own noise stream.
+    said = f"; the body draws random numbers ({draw}): fewer traces draw other numbers than this run did"
+    return replace(step, changes=CHANGES_RANDOM, summary=step.summary + said)
 
 
 def _phase(

@@ -21,6 +21,14 @@ OPEN_FRAMEWORK_CODE = "framework-code"  # the traced code is TensorFlow's: advic
 OPEN_REASONS = (OPEN_REPLAY_DIFFERS, OPEN_EVENTS_DROPPED, OPEN_NO_CHECKED_FIX, OPEN_FRAMEWORK_CODE)
 UNPREDICTED = frozenset({OPEN_REPLAY_DIFFERS, OPEN_EVENTS_DROPPED})
 
+# What an applied step changes in the program's results besides its trace count (the session's
+# ``changes``): it skips examples, computes in another dtype, or draws other random numbers (one
+# random stream where each trace had its own).
+CHANGES_EXAMPLES = "examples"
+CHANGES_DTYPE = "dtype"
+CHANGES_RANDOM = "random-stream"
+CHANGES = (CHANGES_EXAMPLES, CHANGES_DTYPE, CHANGES_RANDOM)
+
 # Steps with no edits of their own that tfretrace fix --apply makes all the same, through another
 # function's edits (a restored function, through the saving function's input_signature).
 THROUGH_ANOTHER = frozenset({"saved-signature"})
@@ -56,6 +64,8 @@ class PlanStep:
     python_use: str | None = None
     # A statement leaving traces with no checked fix: one of OPEN_REASONS (None on every other step).
     open: str | None = None
+    # What the step changes in the results besides the trace count: one of CHANGES, or None.
+    changes: str | None = None
 
     @property
     def by(self) -> str | None:
@@ -75,6 +85,8 @@ class PlanStep:
             out["python_use"] = self.python_use
         if self.open is not None:
             out["open"] = self.open
+        if self.changes is not None:
+            out["changes"] = self.changes
         if self.compiles_before is not None:
             out["compiles_before"] = self.compiles_before
             out["compiles_after"] = self.compiles_after
@@ -117,6 +129,7 @@ class PlanStep:
             pinned=None if data.get("pinned") is None else str(data["pinned"]),
             python_use=None if data.get("python_use") is None else str(data["python_use"]),
             open=data.get("open") if data.get("open") in OPEN_REASONS else None,
+            changes=data.get("changes") if data.get("changes") in CHANGES else None,
         )
 
 
