@@ -76,8 +76,6 @@ def minimum(plan: Sequence[Mapping[str, object]], expected: int) -> int:
     return min(int(str(s["traces_after"])) for s in plan)
 
 
-# Applied steps that change what the program computes by design, as their summary says: the partial
-# batch is skipped; the data is cast to the dtype of the other calls.
 def program_output(stdout: str) -> str:
     """The program's output without its trace-count lines, which a working fix is meant to change."""
     return "".join(line for line in stdout.splitlines(keepends=True) if "traces" not in line)

@@ -64,8 +64,9 @@ def calls_of(report: FunctionReport) -> Replay:
             variable_traces += 1
             continue
         call = _call(event, seen)
-        new = _norm(call.signature) not in signatures
-        signatures.add(_norm(call.signature))
+        key = _norm(call.signature)
+        new = key not in signatures
+        signatures.add(key)
         if event.cause == "saved-model-export":
             # Made in the save context, whose cache is not the calls': not a call to replay. A
             # signature no earlier trace had is a call from a function the save traced (measured
@@ -117,6 +118,9 @@ def count(replay: Replay, config: Config) -> int | None:
         if not all(covers(config.input_signature, c.signature) for c in replay.save_calls):
             return None
         # Measured: with an input_signature a save traces each trace once, whoever calls it.
+        saving = min(replay.saving_traces, traces)
+    elif not replay.save_calls:
+        # The common case, kept off the cache scan below: count() runs once per candidate fix.
         saving = min(replay.saving_traces, traces)
     else:
         # A save's own calls (an export wrapper calling the function) trace in the save context,
