@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import tfretrace
+from tfretrace.cli.invocation import python_command, tfretrace_command
 
 pytestmark = pytest.mark.tf
 
@@ -57,15 +58,18 @@ def test_run_script_keeps_argv_exit_status_and_saves(program: Path, tmp_path: Pa
         "argv": ["train.py", "--flag", "--exit", "3"], "name": "__main__"}
     assert "tfretrace: 1 function, 4 traces (3 retraces)" in result.stderr
     assert "#2 shape-changed" in result.stderr and "x: shape (2, 3) -> (2, 4)" in result.stderr
-    assert f"Re-render: tfretrace report {saved} -o report.html" in result.stderr
+    with pytest.MonkeyPatch.context() as mp:  # `tfretrace` where PATH finds this one, else how this one runs
+        mp.chdir(tmp_path)
+        tool, python = tfretrace_command(), python_command()
+    assert f"Re-render: {tool} report {saved} -o report.html" in result.stderr
     assert "\r" not in result.stderr and "\x1b" not in result.stderr  # piped: no live status line
     # --fix-plan: the checked plan (the user's decorator, dim 1 open) and the command that applies it.
     plan = result.stderr.split("Re-render:", 1)[1]
     assert "Fix plan: 4 traces -> 1" in plan
     # The batch dimension (2 in every call) stays open: another data size must not break the program.
     assert "@tf.function(input_signature=[tf.TensorSpec(shape=[None, None], dtype=tf.float32)])" in plan
-    assert f"Apply: tfretrace fix {saved} --apply" in plan
-    assert "Check: tfretrace fix " + str(saved) + " --verify -- python train.py --flag --exit 3" in plan
+    assert f"Apply: {tool} fix {saved} --apply" in plan
+    assert f"Check: {tool} fix {saved} --verify -- {python} train.py --flag --exit 3" in plan
     # --tensorboard: each trace at the function's call count, read back with TensorBoard's reader.
     from test_tensorboard import read_back
 

@@ -50,20 +50,22 @@ def test_demo_and_the_commands_it_suggests_leave_the_checkout_unchanged(tmp_path
     applies = [line for line in lines if line.startswith("Apply: ")]
     assert len(checks) == 1 and "--verify" in shlex.split(checks[0]), lines[-5:]
     assert len(applies) == 1, lines[-5:]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1")
-    # Follow the Check line: --verify must find the program it names in its copy, and run it.
-    check = shlex.split(checks[0].removeprefix("Check: "))
-    check = [sys.executable if word == "python" else word for word in check[1:]]
-    verified = subprocess.run([sys.executable, "-m", "tfretrace", *check], cwd=repo, env=env,
+    # Follow both lines exactly as printed, in a shell whose PATH lacks the venv (nothing says to
+    # activate it): each must name the tfretrace and the python that ran the demo.
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                           if p and Path(p).resolve() != BIN.resolve())
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1", PATH=path)
+    check = checks[0].removeprefix("Check: ")
+    verified = subprocess.run(check, shell=True, cwd=repo, env=env,
                               capture_output=True, text=True, timeout=300, check=False)
-    assert verified.returncode == 0, verified.stderr[-2000:]
+    assert verified.returncode == 0, (check, verified.stderr[-2000:])
     assert "Verified on a copy" in verified.stdout
     # Follow the demo's last line as a new user would, then the checkout must be as committed.
-    words = shlex.split(applies[0].removeprefix("Apply: "))
-    assert words[0] == "tfretrace" and "--apply" in words
-    applied = subprocess.run([sys.executable, "-m", "tfretrace", *words[1:]], cwd=repo, env=env,
+    apply = applies[0].removeprefix("Apply: ")
+    assert "--apply" in shlex.split(apply)
+    applied = subprocess.run(apply, shell=True, cwd=repo, env=env,
                              capture_output=True, text=True, timeout=300, check=False)
-    assert applied.returncode == 0, applied.stderr
+    assert applied.returncode == 0, (apply, applied.stderr)
     assert "Applied:" in applied.stdout  # the edits went somewhere ...
     assert _git(repo, "status", "--porcelain") == ""  # ... but not into a tracked file
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 from typing import TextIO
 
@@ -11,6 +12,7 @@ from tfretrace._util.config import find as find_config
 from tfretrace._util.config import load as load_config
 from tfretrace._util.io import atomic_write_text
 from tfretrace._util.text import printable
+from tfretrace.cli.invocation import tfretrace_command
 from tfretrace.fix.apply import Advice, FileChange, FixError, mark_verified, prepare, unified_diff, write_all
 from tfretrace.fix.verify import Verification, log_path, row_key, verify
 from tfretrace.records.session import load
@@ -108,7 +110,7 @@ def command_fix(
         written = write_all(changes)
         out.write(f"\nApplied: {len(written)} file(s) changed: {', '.join(printable(c.path) for c in changes)}\n")
     elif changes and command is None:
-        out.write(f"\nApply: tfretrace fix {printable(ns.session)} --apply\n")
+        out.write(f"\nApply: {tfretrace_command()} fix {printable(shlex.quote(ns.session))} --apply\n")
     return 0
 
 

@@ -16,6 +16,7 @@ from rich.console import Console
 
 from tfretrace._util.io import atomic_write_text
 from tfretrace._util.text import encodable, printable
+from tfretrace.cli.invocation import tfretrace_command
 from tfretrace.records.prevention import render as render_prevention
 from tfretrace.render import renderer_for
 from tfretrace.render._console import colored, console_for, is_tty
@@ -135,7 +136,7 @@ def emit(
     files = sources if sources is not None else ([saved] if saved else [])
     if files:
         quoted = " ".join(shlex.quote(f) for f in files)
-        print(f"\nRe-render: tfretrace report {printable(quoted)} -o report.html", file=stream)
+        print(f"\nRe-render: {tfretrace_command()} report {printable(quoted)} -o report.html", file=stream)
     elif sources is None:
         print("\nTo re-render this run later (HTML, JSON), run it with --save run.json", file=stream)
     stream.flush()

@@ -19,6 +19,7 @@ from tfretrace._util.config import find as find_config
 from tfretrace._util.config import load as load_config
 from tfretrace._util.text import printable
 from tfretrace.cli import compare_command
+from tfretrace.cli.invocation import python_command, tfretrace_command
 from tfretrace.cli.notebook_run import NotebookRunError, code_cells
 from tfretrace.cli.output import (
     UsageError,
@@ -182,7 +183,7 @@ def _configured(path: Path | None, key: str, writer: str) -> str | None:
     if path.is_file():
         return str(path)
     print(f"tfretrace: note: [tool.tfretrace.run] {key} {printable(str(path))!r} does not exist yet "
-          f"(write it with tfretrace run {writer}); running without it", file=sys.stderr)
+          f"(write it with {tfretrace_command()} run {writer}); running without it", file=sys.stderr)
     return None
 
 
@@ -257,13 +258,15 @@ def emit_plans(session: Session, console: Console, saved: str | None, target: Ta
     editable = any(step.get("edits") for f in session.functions for step in f.plan)
     if saved is not None and editable:
         quoted = printable(shlex.quote(saved))
+        # Spelled as they run here: `make demo` calls .venv/bin/tfretrace without activating .venv.
+        tool = tfretrace_command()
         lines = []
         # Checking on a copy comes first: --apply edits the program's files in place.
         if target is not None:
             program = ["-m", target.module] if target.script is None else [target.script]
-            command = printable(shlex.join(["python", *program, *target.args]))
-            lines.append(f"Check: tfretrace fix {quoted} --verify -- {command}")
-        lines.append(f"Apply: tfretrace fix {quoted} --apply")
+            command = printable(" ".join([python_command(), shlex.join([*program, *target.args])]))
+            lines.append(f"Check: {tool} fix {quoted} --verify -- {command}")
+        lines.append(f"Apply: {tool} fix {quoted} --apply")
         print("\n" + "\n".join(lines), file=stream)
     stream.flush()
 
