@@ -19,11 +19,19 @@ demo: $(STAMP)
 	@rm -rf .demo && mkdir -p .demo && cp examples/demo_train.py .demo/demo_train.py
 	$(BIN)/tfretrace run --fix-plan --save demo-session.json .demo/demo_train.py
 
-# The browser test needs a real Chromium; Debian's package provides it and its driver.
+# The browser test needs a real Chromium; Debian's package provides it and its driver. Installing
+# it changes system packages, so it is announced first, and NO_APT=1 leaves the system alone (the
+# browser test then fails, saying Chromium is missing).
 chromium:
-	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
-	  { (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
-	    || echo "warning: could not install chromium; the browser test will fail"; }
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then :; \
+	elif [ -n "$(NO_APT)" ]; then \
+	  echo "make: NO_APT is set: not installing Chromium; the browser test (tests/test_browser.py) will fail"; \
+	else \
+	  echo "make: the browser test needs Chromium: installing Debian's chromium and chromium-driver with apt-get"; \
+	  echo "make: (this changes system packages and needs root and the network; NO_APT=1 skips it)"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; } \
+	    || echo "make: warning: could not install chromium; the browser test will fail"; \
+	fi
 
 # tfretrace's own linter over tfretrace's own sources (examples/ hold retracing mistakes on purpose).
 lint-self: $(STAMP)

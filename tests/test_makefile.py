@@ -82,3 +82,34 @@ def test_lint_self_lints_tfretraces_own_sources(tmp_path: Path) -> None:
     (repo / "tools").mkdir()
     planted = _make(repo, "lint-self")
     assert planted.returncode != 0 and "planted.py:4:5: TFR108" in planted.stdout, planted.stdout
+
+
+def _stand_in_path(tmp_path: Path) -> tuple[str, Path]:
+    """A PATH with sh, make and a stand-in apt-get that logs its calls, and no chromium."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "apt.log"
+    (bin_dir / "apt-get").write_text(f'#!/bin/sh\necho "apt-get $*" >> {log}\n')
+    (bin_dir / "apt-get").chmod(0o755)
+    for tool in ("sh", "make", "echo", "id"):
+        found = shutil.which(tool)
+        if found:
+            (bin_dir / tool).symlink_to(found)
+    return str(bin_dir), log
+
+
+def test_make_test_announces_the_system_install_before_it_and_no_apt_skips_it(tmp_path: Path) -> None:
+    repo = _checkout(tmp_path, "Makefile")
+    path, log = _stand_in_path(tmp_path)
+    env = dict(os.environ, PATH=path)
+    done = subprocess.run(["make", "-s", "chromium"], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    # Said before it happened: the notice is printed, and apt-get was called after it.
+    assert "apt-get" in done.stdout and "NO_APT=1" in done.stdout
+    assert "install -y -qq chromium chromium-driver" in log.read_text()
+    log.unlink()
+    skipped = subprocess.run(["make", "-s", "chromium", "NO_APT=1"], cwd=repo, env=env, capture_output=True,
+                             text=True, timeout=60, check=False)
+    assert skipped.returncode == 0 and "NO_APT" in skipped.stdout
+    assert not log.exists()  # the system was left alone
