@@ -14,8 +14,17 @@ from tfretrace._util.io import atomic_write_text
 from tfretrace._util.text import printable
 from tfretrace.cli.invocation import tfretrace_command
 from tfretrace.fix.apply import Advice, FileChange, FixError, mark_verified, prepare, unified_diff, write_all
+from tfretrace.fix.other_data import (
+    CRASHED,
+    EXIT_DIFFERS,
+    OUTPUT_DIFFERS,
+    SAME,
+    UNSTABLE,
+    announced_changes,
+    run_on_other_data,
+)
 from tfretrace.fix.verify import Verification, log_path, row_key, verify
-from tfretrace.records.session import load
+from tfretrace.records.session import Session, load
 from tfretrace.render.text import render_plans
 
 
@@ -25,7 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "fix",
         help="show, apply or verify the checked fix plans of a saved session",
         usage="tfretrace fix SESSION.json [--apply] [--root DIR] [--timeout S] [--link-data PATH] "
-        "[--verify -- command ...]",
+        "[--also-run 'command ...'] [--verify -- command ...]",
         description="Print each function's fix plan and a unified diff of the edits tfretrace can make "
         "itself. --apply writes them (all files or none); --verify applies them to a copy of the "
         "program, runs the command there under the monitor and compares the traces.",
@@ -46,6 +55,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "(it is checked afterwards that the run changed none of it)",
     )
     fix.add_argument(
+        "--also-run", metavar="COMMAND", action="append", default=[], type=_command,
+        help="with --verify: also run this command (another seed or data size, e.g. 'python train.py --seed 2') "
+        "as written and edited, in a copy; the edited program must exit the same and print the same",
+    )
+    fix.add_argument(
         "--verify", action="store_true",
         help="last option: apply the edits to a copy of the program and run the command after -- there, monitored",
     )
@@ -59,6 +73,16 @@ def _seconds(text: str) -> float:
     if not 0 < value < 10**7:
         raise argparse.ArgumentTypeError(f"not a usable number of seconds: {text!r}")
     return value
+
+
+def _command(text: str) -> list[str]:
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"cannot split {text!r} into words ({exc})") from None
+    if not words:
+        raise argparse.ArgumentTypeError("an empty command")
+    return words
 
 
 def split_verify(args: list[str]) -> tuple[list[str], list[str] | None]:
@@ -76,6 +100,8 @@ def command_fix(
     ns: argparse.Namespace, command: list[str] | None, out: TextIO, err: TextIO, width: int, color: bool
 ) -> int:
     """Run ``tfretrace fix``; FixError and session errors become one line and exit status 2."""
+    if ns.also_run and command is None:
+        raise FixError("--also-run goes with --verify: tfretrace fix S.json --also-run 'CMD' --verify -- CMD")
     session = load(ns.session)
     # The program is here, at --root or at the project's [tool.tfretrace.fix] root (the user's own
     # settings): never where the session says, a session being data.
@@ -103,6 +129,8 @@ def command_fix(
             if result.stderr_tail:
                 err.write(printable(result.stderr_tail) + "\n")
             return 1
+        if not _on_other_data(ns, session, changes, root.resolve(), out, err):
+            return 1
     if ns.apply:
         if not changes:
             out.write("\nNothing to apply.\n")
@@ -112,6 +140,35 @@ def command_fix(
     elif changes and command is None:
         out.write(f"\nApply: {tfretrace_command()} fix {printable(shlex.quote(ns.session))} --apply\n")
     return 0
+
+
+def _on_other_data(ns: argparse.Namespace, session: Session, changes: list[FileChange], root: Path,
+                   out: TextIO, err: TextIO) -> bool:
+    """Each --also-run command as written and edited; False when the edit broke or changed it unannounced."""
+    announced = announced_changes(session)
+    ok = True
+    for command in ns.also_run:
+        if not changes:
+            break
+        result = run_on_other_data(changes, command, root, timeout=ns.timeout, link_data=ns.link_data)
+        shown = printable(shlex.join(command))
+        detail = {SAME: "same exit status and output", UNSTABLE: "the original prints something else on every "
+                  "run, outputs not compared", CRASHED: f"the edited program failed with exit status "
+                  f"{result.exit_after}", EXIT_DIFFERS: f"exit status {result.exit_before} -> {result.exit_after}",
+                  OUTPUT_DIFFERS: "the output differs"}[result.verdict]
+        failed = result.verdict in (CRASHED, EXIT_DIFFERS) or (result.verdict == OUTPUT_DIFFERS and not announced)
+        if result.verdict == OUTPUT_DIFFERS:
+            detail += f" ({printable(result.first_difference)})"
+            if announced:
+                detail += f", as the applied steps announce (changes: {', '.join(announced)})"
+        # The verdict is a fixed word (same, crashed, exit-differs, output-differs, unstable): scripts read it.
+        out.write(f"Other data, {shown}: {result.verdict}: {detail}\n")
+        if failed:
+            ok = False
+            err.write(f"tfretrace fix: on other data ({shown}): {detail}\n")
+            if result.stderr_tail:
+                err.write(printable(result.stderr_tail) + "\n")
+    return ok
 
 
 def _print_changes(changes: list[FileChange], advice: list[Advice], out: TextIO) -> None:
