@@ -74,6 +74,30 @@ def snapshot() -> dict[int, int]:
     return out
 
 
+# Sites of get_concrete_function calls per tf.function object: at most this many are kept.
+_MAX_CONCRETE_SITES = 16
+
+
+def note_concrete_call(function: Any, site: str | None, python_values: bool) -> None:
+    """Remember that ``function.get_concrete_function`` was called at ``site`` (Python values or not).
+
+    A fix planner replays only the calls that traced; a ``get_concrete_function`` call that hit the
+    cache is invisible to it, yet an edit at the ``__call__`` sites can make it trace again.
+    """
+    counter_of(function)  # so that the function is found again from its counter
+    sites = function.__dict__.setdefault("_tfretrace_concrete", {})
+    if site is not None and (site in sites or len(sites) < _MAX_CONCRETE_SITES):
+        sites[site] = sites.get(site, False) or python_values
+
+
+def concrete_sites(counter: Any) -> dict[str, bool]:
+    """The get_concrete_function sites noted for the tf.function object whose call counter this is."""
+    for function in list(_counted):
+        if function.__dict__.get("_tfretrace_calls") is counter:
+            return dict(function.__dict__.get("_tfretrace_concrete", {}))
+    return {}
+
+
 def counter_born(function: Any) -> float:
     """When the counter of this tf.function object was created (perf_counter seconds)."""
     return float(function.__dict__.get("_tfretrace_born", 0.0))

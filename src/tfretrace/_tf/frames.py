@@ -210,6 +210,14 @@ def _is_framework_file(filename: str) -> bool:
     )
 
 
+def own_site(frame: FrameType) -> str | None:
+    """``path:line`` of this very frame when it is the user's code (not TensorFlow's, Keras' or tfretrace's)."""
+    filename = frame.f_code.co_filename
+    if _is_framework_file(filename) or filename.startswith("<"):
+        return None
+    return f"{short_path(filename)}:{frame.f_lineno}"
+
+
 def call_site(frame: FrameType | None) -> str | None:
     """``path:line`` of the innermost frame in the user's own code, if any."""
     while frame is not None:

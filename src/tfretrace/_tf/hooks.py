@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tfretrace._tf.counters import make_call_hook
-from tfretrace._tf.frames import call_site, is_keras_layer_kernel, is_user_trace
+from tfretrace._tf.counters import make_call_hook, note_concrete_call
+from tfretrace._tf.frames import call_site, is_keras_layer_kernel, is_user_trace, own_site
 from tfretrace._tf.keras import KerasPatches
 from tfretrace._tf.origins import origin_of
 from tfretrace._tf.reading import RawTrace, read_trace
@@ -37,6 +37,7 @@ class Hooks:
         self._installed = False
         self._orig_create: Any = None
         self._orig_call: Any = None
+        self._orig_concrete: Any = None
         self._tc: Any = None
         self._function_cls: Any = None
         self._depth = threading.local()
@@ -59,6 +60,7 @@ class Hooks:
             function_cls = pf.Function
             orig_create = tc._create_concrete_function
             orig_call = function_cls.__call__
+            orig_concrete = function_cls.get_concrete_function
         except (ImportError, AttributeError) as exc:
             version = getattr(sys.modules.get("tensorflow"), "__version__", "?")
             raise HookUnavailable(
@@ -71,12 +73,14 @@ class Hooks:
         try:
             tc._create_concrete_function = self._make_create_hook(orig_create)
             function_cls.__call__ = _filtered_call_hook(orig_call)
+            function_cls.get_concrete_function = _concrete_hook(orig_concrete)
         except Exception:
             tc._create_concrete_function = orig_create
             function_cls.__call__ = orig_call
+            function_cls.get_concrete_function = orig_concrete
             raise
         self._tc, self._function_cls = tc, function_cls
-        self._orig_create, self._orig_call = orig_create, orig_call
+        self._orig_create, self._orig_call, self._orig_concrete = orig_create, orig_call, orig_concrete
         self._installed = True
         try:
             self._keras.install()
@@ -90,6 +94,7 @@ class Hooks:
             return
         self._tc._create_concrete_function = self._orig_create
         self._function_cls.__call__ = self._orig_call
+        self._function_cls.get_concrete_function = self._orig_concrete
         self._keras.uninstall()
         self._installed = False
 
@@ -142,6 +147,37 @@ class Hooks:
                     after_trace(pending, elapsed, ok, cluster, own)
 
         return _create_concrete_function
+
+
+def _has_python_value(args: Any, kwargs: Any) -> bool:
+    """Whether a get_concrete_function call passes a Python number, bool or string among its arguments."""
+    stack = [*args, *kwargs.values()]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, (bool, int, float, str)):
+            return True
+        if isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+    return False
+
+
+def _concrete_hook(orig: Any) -> Any:
+    """Function.get_concrete_function, noting its user call sites (rare calls: the cost is a frame walk)."""
+
+    def get_concrete_function(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            # Only the user's own calls: Keras' exports and tfretrace's warm-ups call it too.
+            site = own_site(sys._getframe(1))
+            if site is not None:
+                note_concrete_call(self, site, _has_python_value(args, kwargs))
+        except Exception:  # noting a call site is extra information: never stop the user's call
+            pass
+        return orig(self, *args, **kwargs)
+
+    get_concrete_function.__wrapped__ = orig  # type: ignore[attr-defined]
+    return get_concrete_function
 
 
 def _raising(exc: Exception) -> Callable[[], RawTrace]:

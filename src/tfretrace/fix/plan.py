@@ -53,6 +53,15 @@ _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
 )
 
 
+# Kinds that change what the __call__ sites pass. A get_concrete_function call passing Python
+# values keeps passing them: after such an edit it no longer matches the calls' traces and traces
+# on its own, which the replay (traced calls only) cannot count.
+_CALL_SITE_KINDS = frozenset({
+    callsite.python_numbers, callsite.dtypes, callsite.none_to_zeros, callsite.lists, neutral_key.neutral_keys,
+    callsite.dict_keys,
+})
+
+
 def plan_for(
     report: FunctionReport, reader: SourceReader | None = None, *, applied_only: bool = False
 ) -> tuple[PlanStep, ...]:
@@ -218,13 +227,26 @@ def _candidates(ctx: FunctionContext, state: State, applied_only: bool = False) 
     out: list[Candidate] = []
     for kind in _KINDS:
         found = kind(ctx, state)
-        if isinstance(found, list):
-            out.extend(found)
-        elif found is not None:
-            out.append(found)
+        made = found if isinstance(found, list) else [] if found is None else [found]
+        if kind in _CALL_SITE_KINDS and ctx.report.concrete_python_sites:
+            made = [_unseen_path(ctx, c) for c in made]
+        out.extend(made)
     if applied_only:
         out = [c for c in out if c.edits]
     return out
+
+
+def _unseen_path(ctx: FunctionContext, candidate: Candidate) -> Candidate:
+    """A call-site edit where get_concrete_function also passes Python values: said, not counted."""
+    if candidate.state is None:
+        return candidate
+    sites = ", ".join(ctx.report.concrete_python_sites[:3])
+    return Candidate(
+        candidate.cause, "statement",
+        f"{candidate.summary} would change the calls only: get_concrete_function at {sites} passes Python "
+        "values too, and those calls would then trace on their own, which this run cannot count",
+        None,
+    )
 
 
 def _enabling(

@@ -85,6 +85,9 @@ class FunctionReport:
     earlier_traces: int = 0
     # Which function this is across runs (tfretrace.records.function_key); None in older sessions.
     key: FunctionKey | None = None
+    # ``get_concrete_function`` call sites of the user's that passed Python values (a number, a
+    # bool, a string): cached calls no trace shows, which an edit at the call sites can make trace.
+    concrete_python_sites: tuple[str, ...] = ()
 
     @property
     def retraces(self) -> int:
@@ -185,6 +188,7 @@ class FunctionReport:
             "xla_events": [e.to_dict() for e in self.xla_events],
             "megamorphic": list(self.megamorphic),
             "key": None if self.key is None else self.key.to_dict(),
+            "concrete_python_sites": list(self.concrete_python_sites),
         }
 
     @classmethod
@@ -214,4 +218,5 @@ class FunctionReport:
             xla_events=C.each(data.get("xla_events", []), f"{where}.xla_events", XlaEvent.from_dict),
             megamorphic=C.texts(data.get("megamorphic", []), f"{where}.megamorphic"),
             key=None if data.get("key") is None else FunctionKey.from_dict(data["key"], f"{where}.key"),
+            concrete_python_sites=C.texts(data.get("concrete_python_sites", []), f"{where}.concrete_python_sites"),
         )

@@ -145,7 +145,8 @@ class Monitor:
         end = self._stopped_at if self._stopped_at is not None else time.perf_counter()
         dispatch.xla.sync()  # compiles TensorFlow logged before now are recorded
         with self._lock:
-            functions = tuple(report_of(s, counters.counter_value) for s in self._functions.values())
+            functions = tuple(report_of(s, counters.counter_value, counters.concrete_sites)
+                              for s in self._functions.values())
         functions = self._plans.planned(functions, self.internal_error)
         tf_version, keras_version = versions.loaded_versions()
         return Session(

@@ -340,9 +340,16 @@ def explain_compile(
     return RECOMPILE, tuple(best[2]), best[1]
 
 
-def report_of(state: FunctionState, read: Callable[[Any], int]) -> FunctionReport:
-    """The session record of one function's live state; ``read`` reads TensorFlow's call counters."""
+def report_of(state: FunctionState, read: Callable[[Any], int],
+              concrete: Callable[[Any], dict[str, bool]] | None = None) -> FunctionReport:
+    """The session record of one function's live state; ``read`` reads TensorFlow's call counters.
+
+    ``concrete`` gives a call counter's get_concrete_function sites (site -> passed Python values).
+    """
     calls = state.calls(read)
+    python_sites: set[str] = set()
+    for counter, _base in state.counters.values():
+        python_sites.update(site for site, python in (concrete(counter) if concrete else {}).items() if python)
     events, distinct = reported_events(state, read)
     return FunctionReport(
         name=state.name,
@@ -363,4 +370,5 @@ def report_of(state: FunctionState, read: Callable[[Any], int]) -> FunctionRepor
         refused_traces=state.refused,
         earlier_traces=state.earlier,
         key=state.function_key,
+        concrete_python_sites=tuple(sorted(python_sites)),
     )
