@@ -150,10 +150,13 @@ def none_to_zeros(ctx: FunctionContext, state: State) -> list[Candidate]:
 
 
 def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
-    """Lists of different lengths: Python numbers become one tensor; variables are an honest statement."""
+    """Lists of Python numbers whose length or values vary become one tensor; variables are a statement."""
     out: list[Candidate] = []
     calls = state.replay.calls
-    for path in varying_paths(calls, "list") + varying_paths(calls, "tuple"):
+    resized = varying_paths(calls, "list") + varying_paths(calls, "tuple")
+    # Lists of one length whose numbers change (`f(x, [lr, 0.9])`): each new value traces too.
+    revalued = [p.partition("[")[0] for p in varying_paths(calls, PYTHON) if not is_top(p) and "[" in p]
+    for path in dict.fromkeys(resized + [p for p in revalued if p not in resized]):
         heads = [leaf for c in calls for leaf in c.signature if leaf.path == path]
         if not is_top(path) or any(h.kind not in ("list", "tuple") for h in heads):
             continue
@@ -205,9 +208,10 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
         edits = with_body(edits, body, missing)
         out.append(
             Candidate(
-                "structure-changed",
+                "structure-changed" if path in resized else "python-value-changed",
                 "tensor-argument",
-                f"pass {path} as one {dtype} tensor (its length can then vary)" + body_note(body, ctx)
+                f"pass {path} as one {dtype} tensor (its "
+                + ("length" if path in resized else "numbers") + " can then vary)" + body_note(body, ctx)
                 + _missing(missing),
                 code,
                 edits,
