@@ -209,6 +209,24 @@ def test_pytest_baseline_fails_only_the_worse_test(recorded: pytest.Pytester, wo
     _check_worse_test_fails(result)
 
 
+def test_pytest_baseline_failure_prints_an_update_command_that_runs_as_printed(recorded: pytest.Pytester) -> None:
+    import shlex
+
+    (recorded.path / "my baselines").mkdir()
+    (recorded.path / "baseline.json").rename(recorded.path / "my baselines" / "b.json")
+    checked = recorded.runpytest_subprocess("--tfretrace-baseline", "my baselines/b.json", "-p", "no:randomly",
+                                            "-p", "no:cacheprovider")
+    checked.assert_outcomes(passed=1, failed=1)
+    hint = "If this is intended, record it: "
+    (line,) = {text.split(hint, 1)[1] for text in checked.outlines if hint in text}
+    command = shlex.split(line)
+    assert command[0] == "pytest"
+    updated = recorded.runpytest_subprocess(*command[1:], "-p", "no:cacheprovider")
+    updated.assert_outcomes(passed=2)
+    after = json.loads((recorded.path / "my baselines" / "b.json").read_text())
+    assert [(f["qualname"], f["retraces"]) for f in after["tests"]["test_model.py::test_scale"]] == [("scale", 2)]
+
+
 def test_pytest_update_baseline_under_xdist_records_the_new_counts(recorded: pytest.Pytester) -> None:
     import xdist  # noqa: F401
 

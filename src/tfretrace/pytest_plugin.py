@@ -235,8 +235,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         watch.arm()
     try:
         result = yield
-    except AssertionError as exc:
-        if type(exc).__module__ == "tfretrace.budget":  # no import: only a budget raises it
+    except (AssertionError, Warning) as exc:
+        # No import to tell them: only a budget raises this AssertionError, and a tfretrace
+        # warning is an exception here under `-W error::tfretrace.RetracingWarning`; either shows
+        # the test's line and the message, not tfretrace's frames and their locals.
+        if type(exc).__module__ == ("tfretrace" if isinstance(exc, Warning) else "tfretrace.budget"):
             from tfretrace.integrations.pytest_support import hide_plumbing
 
             hide_plumbing(exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterable
 from typing import Any
 
@@ -53,13 +54,14 @@ class BaselineGate:
     def open(cls, path: str, update: bool) -> BaselineGate:
         """The gate of ``--tfretrace-baseline path``; ValueError (one line) for a missing or damaged file.
 
-        Updating may start from no file; checking needs one, and reads it now.
+        Updating may start from no file; checking needs one. A file there is read now either
+        way: a damaged one is a usage error before any test runs, not a traceback after all ran.
         """
         gate = cls(path, update)
-        if not update:
-            if not os.path.isfile(path):
-                raise ValueError(f"--tfretrace-baseline {path}: no such file (write it with "
-                                 "--tfretrace-update-baseline)")
+        if not update and not os.path.isfile(path):
+            raise ValueError(f"--tfretrace-baseline {path}: no such file (write it with "
+                             "--tfretrace-update-baseline)")
+        if os.path.exists(path):
             gate.baseline()  # SessionFormatError is a ValueError
         return gate
 
@@ -89,7 +91,8 @@ class BaselineGate:
                 lines.append(f"    {reason_line(cause)}")
             if delta.xla_compiles[1] > delta.xla_compiles[0]:
                 lines.append(f"    XLA compiles {delta.xla_compiles[0]} -> {delta.xla_compiles[1]}")
-        lines.append("If this is intended, record it: pytest --tfretrace-update-baseline")
+        lines.append("If this is intended, record it: pytest --tfretrace-baseline "
+                     f"{shlex.quote(self.path)} --tfretrace-update-baseline")
         return "\n".join(lines)
 
     def write(self, tests: Iterable[tuple[str, Any]]) -> int:
