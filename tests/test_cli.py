@@ -375,6 +375,35 @@ def test_run_a_notebook_with_ipython_syntax_is_refused_in_one_line(
     assert monitor.installed == []  # refused before anything ran
 
 
+# A Black-style continuation starting with %, a backslash continuation starting with !, and a
+# magic-looking line inside a triple-quoted string: all Python, since IPython reads its escapes at
+# the start of a logical line only.
+CONTINUED = (
+    'loss, acc = 0.25, 0.5\n'
+    'line = ("loss %.3f acc %.3f"\n'
+    '        % (loss, acc))\n'
+    'flag = 1 \\\n'
+    '    != 2\n'
+    'setup = """\n'
+    '%matplotlib inline\n'
+    '"""\n'
+)
+
+
+def test_run_a_notebook_reads_magics_only_at_logical_line_starts(
+    monitor: FakeMonitor, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nb = _notebook(tmp_path / "nb.ipynb", "import json\n", CONTINUED,
+                   "%matplotlib inline\nprint(json.dumps([line, flag, setup]))\n")
+    assert cli.main(["run", str(nb)]) == 0
+    out, _ = capsys.readouterr()
+    assert json.loads(out.splitlines()[0]) == ["loss 0.250 acc 0.500", True, "\n%matplotlib inline\n"]
+    # A shell escape at the start of a statement, after a multi-line one, is still refused.
+    nb = _notebook(tmp_path / "nb.ipynb", CONTINUED + "!ls\n")
+    assert cli.main(["run", str(nb)]) == cli.EXIT_USAGE
+    assert "cell 1, line 9 is IPython syntax ('!ls')" in capsys.readouterr().err
+
+
 def test_a_notebook_cell_with_a_line_separator_in_a_string_runs_as_written(tmp_path: Path) -> None:
     import json
 

@@ -209,6 +209,24 @@ def test_pytest_baseline_fails_only_the_worse_test(recorded: pytest.Pytester, wo
     _check_worse_test_fails(result)
 
 
+def test_pytest_baseline_failure_prints_an_update_command_that_runs_as_printed(recorded: pytest.Pytester) -> None:
+    import shlex
+
+    (recorded.path / "my baselines").mkdir()
+    (recorded.path / "baseline.json").rename(recorded.path / "my baselines" / "b.json")
+    checked = recorded.runpytest_subprocess("--tfretrace-baseline", "my baselines/b.json", "-p", "no:randomly",
+                                            "-p", "no:cacheprovider")
+    checked.assert_outcomes(passed=1, failed=1)
+    hint = "If this is intended, record it: "
+    (line,) = {text.split(hint, 1)[1] for text in checked.outlines if hint in text}
+    command = shlex.split(line)
+    assert command[0] == "pytest"
+    updated = recorded.runpytest_subprocess(*command[1:], "-p", "no:cacheprovider")
+    updated.assert_outcomes(passed=2)
+    after = json.loads((recorded.path / "my baselines" / "b.json").read_text())
+    assert [(f["qualname"], f["retraces"]) for f in after["tests"]["test_model.py::test_scale"]] == [("scale", 2)]
+
+
 def test_pytest_update_baseline_under_xdist_records_the_new_counts(recorded: pytest.Pytester) -> None:
     import xdist  # noqa: F401
 
@@ -220,3 +238,59 @@ def test_pytest_update_baseline_under_xdist_records_the_new_counts(recorded: pyt
     assert [(f["qualname"], f["retraces"], f["causes"]) for f in after["tests"]["test_model.py::test_scale"]] == [
         ("scale", 2, {"python-value-changed": 2})]
     assert after["tests"]["test_model.py::test_shift"] == json.loads(before)["tests"]["test_model.py::test_shift"]
+
+
+ORDERED_TESTS = '''\
+import tensorflow as tf
+
+
+@tf.function
+def step(x):
+    return x * 2.0
+
+
+def test_a():
+    step(tf.zeros([1]))
+    step(tf.zeros([2]))
+
+
+def test_b():
+    step(tf.zeros([1]))  # traced by test_a when it ran before
+    step(tf.zeros([3]))
+
+
+def test_c():
+    step(tf.zeros([2]))  # only reuses test_a's trace when it ran before
+'''
+
+
+def test_pytest_baseline_counts_do_not_depend_on_the_tests_before(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test's counts are as if TensorFlow's caches were empty at its start: the same whole,
+    alone (-k), in reverse order and under xdist."""
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    pytester.makepyfile(test_order=ORDERED_TESTS)
+    quiet = ("-p", "no:randomly", "-p", "no:cacheprovider")
+    full = pytester.runpytest_subprocess("--tfretrace-baseline", "base.json", "--tfretrace-update-baseline", *quiet)
+    full.assert_outcomes(passed=3)
+    base = (pytester.path / "base.json").read_text()
+    stored = json.loads(base)["tests"]
+    assert {test.split("::")[1]: [(f["qualname"], f["traces"], f["retraces"]) for f in functions]
+            for test, functions in stored.items()} == {
+        "test_a": [("step", 2, 1)], "test_b": [("step", 2, 1)], "test_c": [("step", 1, 0)]}
+    import xdist  # noqa: F401  (dev extras: missing is a failure, never a skip)
+    for name, args in [
+        ("reversed", ["test_order.py::test_c", "test_order.py::test_b", "test_order.py::test_a"]),
+        ("alone", ["-k", "test_b"]),
+        ("xdist", ["-n", "2"]),
+    ]:
+        (pytester.path / f"{name}.json").write_text(base)
+        run = pytester.runpytest_subprocess(*args, "--tfretrace-baseline", f"{name}.json",
+                                            "--tfretrace-update-baseline", *quiet)
+        assert run.ret == 0, (name, run.stdout.str())
+        assert (pytester.path / f"{name}.json").read_text() == base, name
+    # Checked against the full run's baseline, a test that only reuses earlier traces passes alone.
+    alone = pytester.runpytest_subprocess("-k", "test_c", "--tfretrace-baseline", "base.json", *quiet)
+    alone.assert_outcomes(passed=1, deselected=2)

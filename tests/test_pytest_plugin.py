@@ -328,3 +328,27 @@ def test_warnings_as_errors_with_the_fixture_fail_a_test_that_retraces(
     assert outcomes["test_retraces"][0] == "failed", result.stdout.str()
     assert "RetracingWarning" in outcomes["test_retraces"][1] and "shape-changed" in outcomes["test_retraces"][1]
     assert outcomes["test_steady"][0] == "passed", result.stdout.str()
+    # The failure shows the test's line and the message, as a budget failure does: no frame of
+    # tfretrace, none of TensorFlow's re-raise, and no reprs of tfretrace's records in locals.
+    failure = result.stdout.str().split("= FAILURES =", 1)[1]
+    assert ">       gated(tf.zeros([2]))" in failure and "x: shape (1,) -> (2,), dim 0" in failure
+    from tfretrace._util.tracebacks import PACKAGE_DIR
+
+    for internal in ("FunctionState(", "TraceEvent(", PACKAGE_DIR, "traceback_utils"):
+        assert internal not in failure, failure
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"tfretrace_baseline": 99}'], ids=["not-json", "unknown-version"])
+def test_update_with_a_damaged_baseline_is_a_usage_error_before_any_test(
+    pytester: pytest.Pytester, content: str
+) -> None:
+    pytester.makepyfile(test_plain="def test_runs():\n    open('ran', 'w').close()\n")
+    (pytester.path / "baseline.json").write_text(content)
+    result = pytester.runpytest_subprocess("--tfretrace-baseline", "baseline.json", "--tfretrace-update-baseline",
+                                           "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert not (pytester.path / "ran").exists()
+    errors = [line for line in result.stderr.lines if line.strip()]
+    assert len(errors) == 1 and "baseline.json" in errors[0], result.stderr.str()
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert (pytester.path / "baseline.json").read_text() == content  # left as it was

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 # Wiring only: pytest loads this module into every run once tfretrace is installed, so it
 # imports nothing of TensorFlow and nothing of the monitor until a test asks for them.
+import os
 import sys
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from tfretrace._tf.cache_hits import CacheHits
     from tfretrace.integrations.pytest_baseline import BaselineGate
     from tfretrace.integrations.pytest_support import TestWatch
     from tfretrace.runtime.monitor import Monitor
@@ -21,6 +23,7 @@ _SUMMARY: pytest.StashKey[list[tuple[str, list[str]]]] = pytest.StashKey()
 _GATE: pytest.StashKey[BaselineGate] = pytest.StashKey()
 _RECORDED: pytest.StashKey[dict[str, Any]] = pytest.StashKey()
 _UPDATED: pytest.StashKey[str] = pytest.StashKey()
+_HITS: pytest.StashKey[CacheHits] = pytest.StashKey()
 _FIXTURE = "tfretrace_monitor"
 # The name under which a test's summary lines travel in its teardown report's user_properties:
 # pytest-xdist sends reports (not the workers' config) to the controller that prints the summary.
@@ -211,6 +214,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         # then fails the test (README); the options and markers alone stay silent.
         watch = TestWatch(warn=wants_fixture)
     item.stash[_WATCH] = _start(watch)
+    if _GATE in config.stash:
+        # A baseline counts each test as if TensorFlow's caches were empty at its start: the
+        # calls served by earlier tests' traces are counted as the test's (see test_counts).
+        from tfretrace._tf.cache_hits import CacheHits
+
+        item.stash[_HITS] = CacheHits().start()
 
 
 def _start(watch: TestWatch) -> TestWatch:
@@ -235,8 +244,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         watch.arm()
     try:
         result = yield
-    except AssertionError as exc:
-        if type(exc).__module__ == "tfretrace.budget":  # no import: only a budget raises it
+    except (AssertionError, Warning) as exc:
+        # No import to tell them: only a budget raises this AssertionError, and a tfretrace
+        # warning is an exception here under `-W error::tfretrace.RetracingWarning`; either shows
+        # the test's line and the message, not tfretrace's frames and their locals.
+        if type(exc).__module__ == ("tfretrace" if isinstance(exc, Warning) else "tfretrace.budget"):
             from tfretrace.integrations.pytest_support import hide_plumbing
 
             hide_plumbing(exc)
@@ -263,7 +275,8 @@ def _baseline_check(item: pytest.Item, watch: TestWatch, gate: BaselineGate) -> 
     """After a passing body: record the test's counts (update) or fail it when it got worse."""
     from tfretrace.integrations.pytest_baseline import counts_to_json, test_counts
 
-    counts = test_counts(watch.monitor)
+    hits = item.stash.get(_HITS, None)
+    counts = test_counts(watch.monitor, () if hits is None else hits.reused(os.getcwd()))
     if gate.update:
         item.user_properties.append((_COUNTS, counts_to_json(counts)))
         return
@@ -289,6 +302,10 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     try:
         return (yield)
     finally:
+        hits = item.stash.get(_HITS, None)
+        if hits is not None:
+            hits.stop()
+            del item.stash[_HITS]
         watch = item.stash.get(_WATCH, None)
         if watch is not None:
             watch.stop()

@@ -182,3 +182,34 @@ def test_a_cell_with_a_line_separator_in_a_string_is_python(
     code, doc = linted(["nb.ipynb"], capsys)
     assert code == 1 and doc["skipped"] == []
     assert [(f["cell"], f["line"], f["code"]) for f in doc["findings"]] == [(1, 5, "TFR108")]
+
+
+# Python lines that look like IPython at the start of a physical line: a Black-style continuation
+# starting with %, a backslash continuation starting with !, a magic inside a triple-quoted string.
+CONTINUED = (
+    'line = ("loss %.3f acc %.3f"\n'
+    '        % (loss, acc))\n'
+    'flag = 1 \\\n'
+    '    != 2\n'
+    'setup = """\n'
+    '%matplotlib inline\n'
+    '"""\n'
+    '!ls\n'
+)
+
+
+def test_notebook_magics_are_read_at_logical_line_starts_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tfretrace.lint.notebook import read_notebook
+
+    monkeypatch.chdir(tmp_path)
+    data = notebook(("code", "%matplotlib inline\n" + CONTINUED + BAD), ("code", "%%time\nnot python\n"))
+    source = read_notebook(data)
+    lines = source.text.splitlines()
+    # The string keeps its line; the magics at statement starts (line 1, !ls on line 9) read as pass.
+    assert lines[:9] == ["pass", *CONTINUED.splitlines()[:7], "pass"]
+    Path("nb.ipynb").write_text(data)
+    code, doc = linted(["nb.ipynb"], capsys)
+    assert code == 1 and doc["skipped"] == []
+    assert [(f["cell"], f["line"], f["code"]) for f in doc["findings"]] == [(1, 14, "TFR108")]

@@ -64,6 +64,11 @@ def counter_of(function: Any) -> Any:
 _counted: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
+def counted_functions() -> list[Any]:
+    """Every live tf.function object that was called while the hooks were in."""
+    return list(_counted)
+
+
 def snapshot() -> dict[int, int]:
     """id(counter) -> calls made so far, for every live call counter."""
     out: dict[int, int] = {}

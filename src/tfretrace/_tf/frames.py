@@ -196,7 +196,8 @@ def _is_tf_internal(filename: str) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def _is_framework_file(filename: str) -> bool:
+def is_framework_file(filename: str) -> bool:
+    """TensorFlow's, Keras', tfretrace's or the standard wrappers' code: never the user's."""
     parts = filename.replace("\\", "/")
     return (
         _is_tf_internal(filename)
@@ -222,7 +223,7 @@ def call_site(frame: FrameType | None) -> str | None:
     """``path:line`` of the innermost frame in the user's own code, if any."""
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not _is_framework_file(filename) and not filename.startswith("<frozen"):
+        if not is_framework_file(filename) and not filename.startswith("<frozen"):
             return f"{short_path(filename)}:{frame.f_lineno}"
         frame = frame.f_back
     return None

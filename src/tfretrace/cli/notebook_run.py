@@ -10,11 +10,9 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfretrace._util.ipython_syntax import ipython_lines
 from tfretrace._util.text import source_lines
 
-# IPython syntax (as the linter reads it): line magics, shell escapes, help, magic assignment.
-_MAGIC_LINE = re.compile(r"^\s*(?:[%!]|\?|[\w.]+\?{1,2}\s*$|\w+\s*=\s*[%!])")
-_CELL_MAGIC = re.compile(r"^\s*%%")
 # Magics that only set up the notebook's display or extensions: outside Jupyter they do nothing,
 # so a cell may keep them (they are skipped, not run).
 _NO_OP_MAGICS = re.compile(r"^\s*%(?:matplotlib|config|load_ext|reload_ext|autoreload)\b")
@@ -52,13 +50,15 @@ def code_cells(path: Path) -> list[Cell]:
             raise NotebookRunError(f"{path}: not a notebook (cell {len(found) + 1} has no text source)")
         lines = source_lines(text)
         number = len(found) + 1
-        for index, line in enumerate(lines, start=1):
+        # IPython syntax as the linter reads it: at the start of a logical line only.
+        for index in sorted(ipython_lines(lines)):
+            line = lines[index]
             if _NO_OP_MAGICS.match(line) and not line.lstrip().startswith("%%"):
-                lines[index - 1] = line[: len(line) - len(line.lstrip())] + "pass  # " + line.strip()
-            elif _CELL_MAGIC.match(line) or _MAGIC_LINE.match(line):
+                lines[index] = line[: len(line) - len(line.lstrip())] + "pass  # " + line.strip()
+            else:
                 shown = line.strip() if len(line.strip()) <= 40 else line.strip()[:37] + "..."
                 raise NotebookRunError(
-                    f"{path}: cell {number}, line {index} is IPython syntax ({shown!r}), not Python; {HOW}"
+                    f"{path}: cell {number}, line {index + 1} is IPython syntax ({shown!r}), not Python; {HOW}"
                 )
         found.append(Cell(number, "\n".join(lines) + "\n"))
     return found

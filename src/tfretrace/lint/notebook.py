@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
+from tfretrace._util.ipython_syntax import CELL_MAGIC, ipython_lines
 from tfretrace._util.text import source_lines
-
-# IPython syntax that is not Python: line magics, shell escapes, help (`obj?`), automagic assignment.
-_MAGIC_LINE = re.compile(r"^\s*(?:[%!]|\?|[\w.]+\?{1,2}\s*$|\w+\s*=\s*[%!])")
-_CELL_MAGIC = re.compile(r"^\s*%%")
 
 
 class NotebookError(ValueError):
@@ -57,11 +53,12 @@ def read_notebook(data: str) -> NotebookSource:
         if not isinstance(text, str):
             raise NotebookError(f"not a notebook (cell {number} has no text source)")
         cell_lines = source_lines(text) or [""]
-        magic_cell = bool(_CELL_MAGIC.match(cell_lines[0]))
+        magic_cell = bool(CELL_MAGIC.match(cell_lines[0]))
+        escapes = set() if magic_cell else ipython_lines(cell_lines)
         for index, line in enumerate(cell_lines, start=1):
             if magic_cell:
                 line = ""  # a %%cell magic's body is not Python run by this kernel as written
-            elif _MAGIC_LINE.match(line):
+            elif index - 1 in escapes:
                 indent = line[: len(line) - len(line.lstrip())]
                 line = f"{indent}pass"
             lines.append(line)
