@@ -214,7 +214,7 @@ def is_framework_file(filename: str) -> bool:
 def own_site(frame: FrameType) -> str | None:
     """``path:line`` of this very frame when it is the user's code (not TensorFlow's, Keras' or tfretrace's)."""
     filename = frame.f_code.co_filename
-    if _is_framework_file(filename) or filename.startswith("<"):
+    if is_framework_file(filename) or filename.startswith("<"):
         return None
     return f"{short_path(filename)}:{frame.f_lineno}"
 
