@@ -71,3 +71,42 @@ def test_the_relay_outlives_a_sigterm_to_the_whole_job(tmp_path: Path) -> None:
     assert status == plain_status, err
     # Between TensorFlow's import lines (tfretrace imports it) and tfretrace's report, whole.
     assert plain_err in err and err.index(plain_err) < err.index("tfretrace: "), err
+
+
+# Bursts on both streams: big stderr writes (beyond a pipe's buffer), partial lines finished by
+# the other stream, print() and raw os.write, each flushed where it is written.
+_INTERLEAVED = """\
+import os, sys
+
+for i in range(40):
+    os.write(2, b"e" * 150_000 + b" burst %d\\n" % i)
+    print(f"out {i}", flush=True)
+    sys.stderr.write(f"partial {i} ")
+    sys.stderr.flush()
+    os.write(1, b"raw %d\\n" % i)
+    sys.stderr.write("ends here\\n")
+    sys.stdout.write("no newline yet ")
+    sys.stdout.flush()
+    print("err line", i, file=sys.stderr)
+print("last", flush=True)
+"""
+
+
+def _one_file(command: list[str], tmp_path: Path, name: str) -> bytes:
+    log = tmp_path / name
+    with open(log, "wb") as out:  # `> log 2>&1`
+        done = subprocess.run(command, cwd=tmp_path, env=_env(), stdout=out, stderr=subprocess.STDOUT,
+                              timeout=300, check=False)
+    assert done.returncode == 0, log.read_bytes()[-2000:]
+    return log.read_bytes()
+
+
+def test_both_streams_into_one_file_keep_the_programs_order(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(_INTERLEAVED)
+    plain = _one_file([sys.executable, "prog.py"], tmp_path, "plain.log")
+    monitored = _one_file([sys.executable, "-m", "tfretrace", "run", "prog.py"], tmp_path, "run.log")
+    assert plain.count(b"\n") == 40 * 5 + 1  # the program's own lines, whole
+    # What tfretrace adds (TensorFlow's import lines before, the report after) is around it.
+    assert plain in monitored
+    report = monitored.index(b"tfretrace: ")
+    assert monitored.index(plain) + len(plain) <= report
