@@ -475,7 +475,7 @@ def _can_clone(folder: Path) -> bool:
 
 PROBE = (
     "import os\n"
-    "print('data is a link:', os.path.islink('data'), os.path.getsize('data/big.bin'))\n"
+    "print('data is a link:', os.path.islink('data/big.bin'), os.path.getsize('data/big.bin'))\n"
     "print('ignored output copied:', os.path.exists('outputs/model.ckpt'))\n"
 )
 
@@ -506,6 +506,44 @@ def test_verify_reports_linked_data_the_program_changed(tmp_path: Path) -> None:
     done = _verify(project, saved, "--link-data", "data")
     assert done.returncode == 1
     assert "data/big.bin" in done.stderr and "linked data" in done.stderr
+
+
+def test_verify_keeps_files_the_program_creates_in_a_linked_folder_in_the_copy(tmp_path: Path) -> None:
+    project, saved = _project(tmp_path, "import os\nos.makedirs('data/cache', exist_ok=True)\n"
+                              "open('data/cache/index.txt', 'w').write('built')\n"
+                              "open('data/new.txt', 'w').write('x')\nos.replace('data/new.txt', 'data/moved.txt')\n")
+    done = _verify(project, saved, "--link-data", "data")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (project / "data").iterdir()) == ["big.bin"]  # nothing landed in the original
+
+
+def test_verify_reports_a_file_created_in_the_original_of_a_linked_folder(tmp_path: Path) -> None:
+    # A folder linked whole from inside a named folder (a link to a sub-folder) still leads to the
+    # original: what the program creates there is seen, by the original folder's time.
+    project, saved = _project(tmp_path, "open('data/shards/new.bin', 'w').write('x')\n")
+    (tmp_path / "shards").mkdir()
+    (project / "data" / "shards").symlink_to(tmp_path / "shards")
+    done = _verify(project, saved, "--link-data", "data")
+    assert done.returncode == 1
+    assert "linked data" in done.stderr and "shards" in done.stderr
+
+
+@pytest.mark.parametrize("form", ["absolute", "relative"])
+def test_link_data_may_be_an_absolute_path_inside_the_folder(tmp_path: Path, form: str) -> None:
+    project, saved = _project(tmp_path, PROBE)
+    named = str(project / "data") if form == "absolute" else "data"
+    done = _verify(project, saved, "--link-data", named)
+    assert done.returncode == 0, done.stderr
+    assert f"data is a link: True {200 * 2**20}" in (project / "run.verify.log").read_text()
+
+
+@pytest.mark.parametrize("outside", ["/etc", "../elsewhere", "data/../../elsewhere"])
+def test_link_data_outside_the_folder_is_refused(tmp_path: Path, outside: str) -> None:
+    project, saved = _project(tmp_path, "")
+    done = _verify(project, saved, "--link-data", outside)
+    assert done.returncode == 2
+    one_line_error(done.stderr)
+    assert "--link-data" in done.stderr and "not a path inside" in done.stderr
 
 
 def test_verify_stops_the_program_at_the_timeout(tmp_path: Path) -> None:
