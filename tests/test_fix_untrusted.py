@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -552,7 +553,8 @@ def test_verify_stops_the_program_at_the_timeout(tmp_path: Path) -> None:
         tmp_path, f"import os, time\nopen({str(marker)!r}, 'w').write(os.getcwd())\ntime.sleep(120)\n"
     )
     started = time.monotonic()
-    done = _verify(project, saved, "--link-data", "data", "--timeout", "15")
+    # Long enough for `tfretrace run` to load TensorFlow on a busy machine.
+    done = _verify(project, saved, "--link-data", "data", "--timeout", "30")
     assert time.monotonic() - started < 90
     assert done.returncode == 1 and "--timeout" in done.stderr
     assert not Path(marker.read_text()).exists()  # the copy is gone
@@ -820,3 +822,49 @@ def test_the_copy_keeps_the_edited_program_where_git_ignores_its_folder(tmp_path
     assert ".demo/train.py" not in plan_copy(tmp_path).copy
     copied = plan_copy(tmp_path, keep=[".demo/train.py"]).copy
     assert ".demo/train.py" in copied and ".demo/scratch.txt" not in copied
+
+
+# The program starts a sleeper in a session of its own: directly (its child, working in "/"), or
+# through a parent that exits at once (a daemon: reparented, working in the copy).
+_SETSID_CHILD = (
+    "import subprocess, sys, time\n"
+    "helper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], cwd='/', "
+    "start_new_session=True)\n"
+    "open({marker!r}, 'w').write(str(helper.pid))\n"
+    "time.sleep(120)\n"
+)
+_DAEMON = (
+    "import subprocess, sys, time\n"
+    "code = 'import subprocess, sys; p = subprocess.Popen([sys.executable, \"-c\", \"import time; "
+    "time.sleep(300)\"], start_new_session=True, stdout=subprocess.DEVNULL, "
+    "stderr=subprocess.DEVNULL); print(p.pid)'\n"
+    "pid = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True).stdout.strip()\n"
+    "open({marker!r}, 'w').write(pid)\n"
+    "time.sleep(120)\n"
+)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has ended; only its parent's reaping is left
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="the processes are found through /proc")
+@pytest.mark.parametrize("helper", [_SETSID_CHILD, _DAEMON], ids=["setsid-child", "daemon"])
+def test_verify_timeout_stops_what_the_program_started_in_its_own_session(tmp_path: Path, helper: str) -> None:
+    marker = tmp_path / "helper.pid"
+    project, saved = _project(tmp_path, helper.format(marker=str(marker)))
+    done = _verify(project, saved, "--link-data", "data", "--timeout", "30")
+    assert done.returncode == 1 and "--timeout" in done.stderr
+    pid = int(marker.read_text())
+    try:
+        deadline = time.monotonic() + 5
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
