@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -475,7 +476,7 @@ def _can_clone(folder: Path) -> bool:
 
 PROBE = (
     "import os\n"
-    "print('data is a link:', os.path.islink('data'), os.path.getsize('data/big.bin'))\n"
+    "print('data is a link:', os.path.islink('data/big.bin'), os.path.getsize('data/big.bin'))\n"
     "print('ignored output copied:', os.path.exists('outputs/model.ckpt'))\n"
 )
 
@@ -508,13 +509,52 @@ def test_verify_reports_linked_data_the_program_changed(tmp_path: Path) -> None:
     assert "data/big.bin" in done.stderr and "linked data" in done.stderr
 
 
+def test_verify_keeps_files_the_program_creates_in_a_linked_folder_in_the_copy(tmp_path: Path) -> None:
+    project, saved = _project(tmp_path, "import os\nos.makedirs('data/cache', exist_ok=True)\n"
+                              "open('data/cache/index.txt', 'w').write('built')\n"
+                              "open('data/new.txt', 'w').write('x')\nos.replace('data/new.txt', 'data/moved.txt')\n")
+    done = _verify(project, saved, "--link-data", "data")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (project / "data").iterdir()) == ["big.bin"]  # nothing landed in the original
+
+
+def test_verify_reports_a_file_created_in_the_original_of_a_linked_folder(tmp_path: Path) -> None:
+    # A folder linked whole from inside a named folder (a link to a sub-folder) still leads to the
+    # original: what the program creates there is seen, by the original folder's time.
+    project, saved = _project(tmp_path, "open('data/shards/new.bin', 'w').write('x')\n")
+    (tmp_path / "shards").mkdir()
+    (project / "data" / "shards").symlink_to(tmp_path / "shards")
+    done = _verify(project, saved, "--link-data", "data")
+    assert done.returncode == 1
+    assert "linked data" in done.stderr and "shards" in done.stderr
+
+
+@pytest.mark.parametrize("form", ["absolute", "relative"])
+def test_link_data_may_be_an_absolute_path_inside_the_folder(tmp_path: Path, form: str) -> None:
+    project, saved = _project(tmp_path, PROBE)
+    named = str(project / "data") if form == "absolute" else "data"
+    done = _verify(project, saved, "--link-data", named)
+    assert done.returncode == 0, done.stderr
+    assert f"data is a link: True {200 * 2**20}" in (project / "run.verify.log").read_text()
+
+
+@pytest.mark.parametrize("outside", ["/etc", "../elsewhere", "data/../../elsewhere"])
+def test_link_data_outside_the_folder_is_refused(tmp_path: Path, outside: str) -> None:
+    project, saved = _project(tmp_path, "")
+    done = _verify(project, saved, "--link-data", outside)
+    assert done.returncode == 2
+    one_line_error(done.stderr)
+    assert "--link-data" in done.stderr and "not a path inside" in done.stderr
+
+
 def test_verify_stops_the_program_at_the_timeout(tmp_path: Path) -> None:
     marker = tmp_path / "where"
     project, saved = _project(
         tmp_path, f"import os, time\nopen({str(marker)!r}, 'w').write(os.getcwd())\ntime.sleep(120)\n"
     )
     started = time.monotonic()
-    done = _verify(project, saved, "--link-data", "data", "--timeout", "15")
+    # Long enough for `tfretrace run` to load TensorFlow on a busy machine.
+    done = _verify(project, saved, "--link-data", "data", "--timeout", "30")
     assert time.monotonic() - started < 90
     assert done.returncode == 1 and "--timeout" in done.stderr
     assert not Path(marker.read_text()).exists()  # the copy is gone
@@ -782,3 +822,49 @@ def test_the_copy_keeps_the_edited_program_where_git_ignores_its_folder(tmp_path
     assert ".demo/train.py" not in plan_copy(tmp_path).copy
     copied = plan_copy(tmp_path, keep=[".demo/train.py"]).copy
     assert ".demo/train.py" in copied and ".demo/scratch.txt" not in copied
+
+
+# The program starts a sleeper in a session of its own: directly (its child, working in "/"), or
+# through a parent that exits at once (a daemon: reparented, working in the copy).
+_SETSID_CHILD = (
+    "import subprocess, sys, time\n"
+    "helper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], cwd='/', "
+    "start_new_session=True)\n"
+    "open({marker!r}, 'w').write(str(helper.pid))\n"
+    "time.sleep(120)\n"
+)
+_DAEMON = (
+    "import subprocess, sys, time\n"
+    "code = 'import subprocess, sys; p = subprocess.Popen([sys.executable, \"-c\", \"import time; "
+    "time.sleep(300)\"], start_new_session=True, stdout=subprocess.DEVNULL, "
+    "stderr=subprocess.DEVNULL); print(p.pid)'\n"
+    "pid = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True).stdout.strip()\n"
+    "open({marker!r}, 'w').write(pid)\n"
+    "time.sleep(120)\n"
+)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"  # a zombie has ended; only its parent's reaping is left
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="the processes are found through /proc")
+@pytest.mark.parametrize("helper", [_SETSID_CHILD, _DAEMON], ids=["setsid-child", "daemon"])
+def test_verify_timeout_stops_what_the_program_started_in_its_own_session(tmp_path: Path, helper: str) -> None:
+    marker = tmp_path / "helper.pid"
+    project, saved = _project(tmp_path, helper.format(marker=str(marker)))
+    done = _verify(project, saved, "--link-data", "data", "--timeout", "30")
+    assert done.returncode == 1 and "--timeout" in done.stderr
+    pid = int(marker.read_text())
+    try:
+        deadline = time.monotonic() + 5
+        while _running(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _running(pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

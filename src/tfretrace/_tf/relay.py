@@ -25,8 +25,10 @@ from tfretrace._tf.xla_log import Compile, may_hold
 
 def main() -> None:
     """Read the settings from stdin, then relay until every writer of the program's stderr is gone."""
-    # Ctrl-C, Ctrl-\ and Ctrl-Z on the terminal are for the program: the relay must outlive it.
-    for name in ("SIGINT", "SIGQUIT", "SIGTSTP", "SIGHUP"):
+    # Ctrl-C, Ctrl-\ and Ctrl-Z on the terminal are for the program, and so is a SIGTERM to the
+    # whole job (`kill %1`, a CI cancel): the relay must outlive the program, whose handler or
+    # finally block may still write, and drains until the last writer is gone.
+    for name in ("SIGINT", "SIGQUIT", "SIGTSTP", "SIGHUP", "SIGTERM"):
         signal.signal(getattr(signal, name), signal.SIG_IGN)
     parser, marker, source, back, terminal = pickle.load(sys.stdin.buffer)
     # Not the program's child: the process it started ends now (the tap waits for it), the

@@ -107,6 +107,9 @@ class Tap:
     writer is gone, so a crash of the program loses nothing and a process the program started
     can still write after it. A terminal stays a terminal: fd 2 becomes a pseudo-terminal with
     the real one's size and settings (output passed unchanged).
+
+    When fd 1 is the same file as fd 2 (``> log 2>&1``, one terminal), fd 1 goes into the same
+    pipe: the program's two streams reach their one destination in the order it wrote them.
     """
 
     def __init__(self, parser: Parser, on_compile: Callable[[Compile], None],
@@ -120,6 +123,7 @@ class Tap:
         self._sync_seen = 0
         self._thread: threading.Thread | None = None
         self._original = -1
+        self._stdout = -1  # fd 1 before it joined the pipe (-1: it kept its own file)
         self._pipe_write = -1
         self._back = -1
 
@@ -168,6 +172,14 @@ class Tap:
         os.close(source)
         os.close(back_write)
         self._pipe_write, self._back, self._original = sink, back_read, original
+        if _same_file(1, 2):
+            # Two pipes (or fd 2 through the relay, fd 1 not) would reorder what the program
+            # writes to one file; one pipe keeps its order, and the relay writes to that file.
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                sys.stdout.flush()
+            with contextlib.suppress(OSError):
+                self._stdout = os.dup(1)
+                os.dup2(sink, 1)
         os.dup2(sink, 2)
         self._thread = threading.Thread(target=self._listen, name="tfretrace-xla-log", daemon=True)
         self._thread.start()
@@ -185,6 +197,14 @@ class Tap:
             sys.stderr.flush()
         if self.active:
             os.dup2(self._original, 2)
+        if self._stdout >= 0:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                sys.stdout.flush()
+            with contextlib.suppress(OSError):
+                if os.path.sameopenfile(1, self._pipe_write):  # not if the program put another file there
+                    os.dup2(self._stdout, 1)
+            os.close(self._stdout)
+            self._stdout = -1
         os.close(self._pipe_write)  # the relay sees end of file once no one else holds it
         os.close(self._original)
         self._thread = None
@@ -250,6 +270,14 @@ _BOOT = (
     "from tfretrace._tf.relay import main\n"
     "main()\n"
 )
+
+
+def _same_file(a: int, b: int) -> bool:
+    """Whether two descriptors lead to one file, pipe or terminal (not merely the same kind)."""
+    try:
+        return os.path.samestat(os.fstat(a), os.fstat(b))
+    except OSError:
+        return False
 
 
 def _mirror_terminal(terminal: int, pseudo: int) -> None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+import signal
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from tfretrace._util.io import atomic_write_text
@@ -249,7 +253,9 @@ def write_all(changes: Sequence[FileChange], base: Path | None = None) -> list[P
     """Write every change or none: each file atomically, and the earlier ones restored if a later fails.
 
     Any exception restores them, a KeyboardInterrupt between two writes included, and is then
-    raised again (an OSError as FixError). ``base`` writes the files under another folder (a copy
+    raised again (an OSError as FixError). SIGTERM and SIGHUP (a CI cancel, a closed terminal)
+    restore them too, then end the process with status 128 + the signal's number once the
+    previous handlers are back. ``base`` writes the files under another folder (a copy
     of the program) at their recorded paths, and only there: a path that leads out of ``base``
     through a symbolic link is refused.
     """
@@ -260,17 +266,66 @@ def write_all(changes: Sequence[FileChange], base: Path | None = None) -> list[P
         if not os.access(target, os.W_OK):
             raise FixError(f"{target}: not writable; nothing was changed")
     done: list[tuple[FileChange, Path]] = []
-    try:
-        for change, target in targets:
-            done.append((change, target))  # before the write: a write cut short is restored too
-            atomic_write_text(target, change.after, encoding=change.encoding)
-    except BaseException as exc:
-        for change, target in reversed(done):
-            atomic_write_text(target, change.before, encoding=change.encoding)
-        if isinstance(exc, OSError):
-            raise FixError(f"cannot write ({exc.__class__.__name__}: {exc}); nothing was changed") from None
-        raise
+    with _signals_unwind() as restoring:
+        try:
+            for change, target in targets:
+                done.append((change, target))  # before the write: a write cut short is restored too
+                atomic_write_text(target, change.after, encoding=change.encoding)
+        except BaseException as exc:
+            restoring.set()  # a second signal must not cut the restore short
+            for change, target in reversed(done):
+                atomic_write_text(target, change.before, encoding=change.encoding)
+            if isinstance(exc, OSError):
+                raise FixError(f"cannot write ({exc.__class__.__name__}: {exc}); nothing was changed") from None
+            raise
+        restoring.set()  # every file written: a signal now is delivered once the handlers are back
     return [t for _c, t in targets]
+
+
+class Signalled(SystemExit):
+    """SIGTERM or SIGHUP while files are written: unwinds so that they are restored; the code is 128 + signum."""
+
+
+@contextlib.contextmanager
+def _signals_unwind() -> Iterator[threading.Event]:
+    """SIGINT, SIGTERM and SIGHUP raise (once) instead of ending the process between two writes.
+
+    The event it yields, once set, makes every later signal wait: the restore runs to its end.
+    Handlers can only be set in the main thread; elsewhere the signals keep theirs.
+    """
+    restoring = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield restoring
+        return
+
+    caught: list[int] = []
+    unwound = False
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        nonlocal unwound
+        caught.append(signum)
+        if restoring.is_set():
+            return
+        restoring.set()
+        unwound = True
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Signalled(128 + signum)
+
+    wanted = [s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+    # A signal ignored by the caller (nohup, a shell's background job) stays ignored.
+    previous = {s: signal.getsignal(s) for s in wanted}
+    for sig in wanted:
+        if previous[sig] is not signal.SIG_IGN:
+            signal.signal(sig, handler)
+    try:
+        yield restoring
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+    if caught and not unwound:
+        # It came after the last write: the files stay written and the signal does what it did before.
+        signal.raise_signal(caught[0])
 
 
 def mark_verified(data: dict[str, Any], measured: dict[tuple[str, str, str | None], int]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import TextIO
 from tfretrace.fix.apply import FileChange, FixError, write_all
 from tfretrace.fix.plan import saved_prediction
 from tfretrace.fix.source import SourceReader
+from tfretrace.fix.stray import stop
 from tfretrace.fix.workcopy import CopyError, make_copy, plan_copy, snapshot
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session, SessionFormatError, load
@@ -117,20 +118,6 @@ def _sigterm_unwinds() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """End the program and everything it started (its own session): SIGTERM, then SIGKILL."""
-    if proc.poll() is not None:
-        return
-    for sig, wait in ((signal.SIGTERM, _GRACE), (signal.SIGKILL, None)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def verify(
     session: Session,
     changes: Sequence[FileChange],
@@ -196,7 +183,8 @@ def verify(
             except subprocess.TimeoutExpired:
                 timed_out = True
             finally:
-                _stop(proc)
+                # The program, its group, and what it started in sessions of its own (fix.stray).
+                stop(proc, copy, _GRACE)
         try:
             after: Session | None = None if timed_out else load(saved)
         except SessionFormatError:

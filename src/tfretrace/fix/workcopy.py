@@ -9,7 +9,9 @@ The rule (docs/fix-plan.md, "What --verify copies"):
   no space and a write to it never reaches the original; otherwise it is refused, unless the user
   names it (or a folder holding it) with ``--link-data``: then the copy holds a symbolic link to it,
   the user's statement that the program only reads it, and the verification checks afterwards
-  that every linked file still has its size and modification time;
+  that every linked file still has its size and modification time. A named folder is a real
+  folder in the copy, each of its files a link: a file the program creates there stays in the
+  copy; its original folders are checked too (a new or removed entry changes their time);
 - a symbolic link is kept only when it stays inside the program's folder (made relative, so it
   points into the copy); one leading out of the folder is refused unless ``--link-data`` names it.
 """
@@ -66,10 +68,7 @@ def plan_copy(root: Path, link_data: Sequence[str] = (), keep: Sequence[str] = (
     """
     root = root.resolve()
     kept_files = {Path(os.path.normpath(k)).as_posix() for k in keep}
-    named = [Path(os.path.normpath(n)).as_posix() for n in link_data]
-    for name in named:
-        if name.startswith("..") or Path(name).is_absolute():
-            raise CopyError(f"--link-data {name}: not a path inside the program's folder {root}")
+    named = [_inside_root(n, root) for n in link_data]
     ignore = GitIgnore()
     plan = CopyPlan()
     for folder, dirs, files in os.walk(root):
@@ -101,6 +100,22 @@ def plan_copy(root: Path, link_data: Sequence[str] = (), keep: Sequence[str] = (
                 size = path.lstat().st_size
                 (plan.large.append((rel, size)) if size > LARGE_BYTES else plan.copy.append(rel))
     return plan
+
+
+def _inside_root(name: str, root: Path) -> str:
+    """A --link-data path relative to ``root`` (an absolute one must lead inside it); CopyError otherwise."""
+    path = Path(name)
+    if path.is_absolute():
+        # The folders up to it resolved (``root`` is), the last part kept: a named link stays a link.
+        path = Path(os.path.realpath(path.parent)) / path.name
+        try:
+            path = path.relative_to(root)
+        except ValueError:
+            raise CopyError(f"--link-data {name}: not a path inside the program's folder {root}") from None
+    rel = Path(os.path.normpath(path)).as_posix()
+    if rel == ".." or rel.startswith("../"):
+        raise CopyError(f"--link-data {name}: not a path inside the program's folder {root}")
+    return rel
 
 
 def _inner_link(path: Path, root: Path) -> str:
@@ -144,8 +159,7 @@ def make_copy(
     for rel in plan.data:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(root / rel, target)
-        linked.extend(_files(root / rel))
+        linked.extend(_link(root / rel, target))
         advance(1)
     return linked
 
@@ -162,10 +176,28 @@ def _clone(source: Path, target: Path) -> bool:
     return True
 
 
-def _files(path: Path) -> list[Path]:
-    if path.is_dir() and not path.is_symlink():
-        return [Path(f, n) for f, _d, names in os.walk(path) for n in names]
-    return [path]
+def _link(source: Path, target: Path) -> list[Path]:
+    """Link a named file, or a named folder file by file; the originals to check after the run.
+
+    A folder is made a real folder in the copy (its sub-folders too), so that a file the program
+    creates or replaces there lands in the copy, not in the original. The original folders are
+    returned with the files: an entry added or removed there changes their modification time.
+    """
+    if not source.is_dir():
+        os.symlink(source, target)
+        return [source]
+    top = Path(os.path.realpath(source))  # a named link to a folder elsewhere: its folder
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(top):
+        here = Path(folder)
+        into = target / here.relative_to(top)
+        into.mkdir(exist_ok=True)
+        found.append(here)
+        # A link to a folder inside is not walked (it could loop): linked whole, like a file.
+        for name in sorted(names + [d for d in dirs if (here / d).is_symlink()]):
+            os.symlink(here / name, into / name)
+            found.append(here / name)
+    return found
 
 
 def snapshot(paths: Sequence[Path]) -> dict[Path, tuple[int, int] | None]:
