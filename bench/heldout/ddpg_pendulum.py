@@ -4,10 +4,10 @@ Source: keras-team/keras-io, examples/rl/ddpg_pendulum.py at commit
 001fb3578b269cd688481c7ad49656c2dc520fd4 (amifunny; the tf.keras version). License: Apache-2.0.
 Reduced: a numpy pendulum (gym Pendulum's dynamics and cost, 3 numbers of state, one torque in
 [-2, 2]) instead of gym, 3 episodes of --size steps, 64-unit layers, batch 32, no plot or saved
-weights, `Input(shape=(n,))` and the models' tf.Variables (`v.value`) for Keras 3.
-Kept: `Buffer.update`, a `@tf.function` method fed float64
-batches from numpy buffers, and `@tf.function update_target(target_weights, weights, tau)` called
-with the lists of the actor's and the critic's variables and a Python float tau after every step.
+weights, `Input(shape=(n,))` and the models' tf.Variables (`v.value`) for Keras 3. Kept:
+`Buffer.update`, a `@tf.function` method fed float64 batches from numpy buffers, and
+`@tf.function update_target(target_weights, weights, tau)` called with the lists of the actor's and
+the critic's variables and a Python float tau after every step.
 """
 
 import argparse

@@ -3,11 +3,12 @@
 Source: tensorflow/docs, site/en/tutorials/distribute/custom_training.ipynb at commit
 d742984f9a720404d095e83eca091749667c34cd. License: Apache-2.0.
 Reduced: --size synthetic 28x28 images (Fashion-MNIST's shapes) instead of the download, two
-logical CPUs standing in for two GPUs, 2 epochs per loop, a smaller CNN, Keras 3 names
-(`reduction=None`, `reset_state`, the model and optimizer built before the
-first step, which Keras 3 needs under a strategy). Kept: `distributed_train_step` / `distributed_test_step` fed a
-distributed dataset batched without `drop_remainder` (a partial last batch), the restore into a
-model outside the strategy with its `eval_step`, the `iter`/`next` loop and `distributed_train_epoch`.
+logical CPUs standing in for two GPUs, 2 epochs per loop and 3 `next` steps instead of 10, a smaller
+CNN, Keras 3 names (`reduction=None`, `reset_state`), and the model and optimizer built before the
+first step, which Keras 3 needs under a strategy. Kept: `distributed_train_step` and
+`distributed_test_step` fed a distributed dataset batched without `drop_remainder` (a partial last
+batch), the restore into a model outside the strategy with its `eval_step`, the `iter`/`next` loop
+and `distributed_train_epoch`.
 """
 
 import argparse
