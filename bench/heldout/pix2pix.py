@@ -3,12 +3,13 @@
 Source: tensorflow/docs, site/en/tutorials/generative/pix2pix.ipynb at commit
 7c3650212740204359d4ceae481abc79345541be. License: Apache-2.0.
 Reduced: --size synthetic side-by-side JPEG pairs (64 x 32) in a temporary folder instead of the
-facades download, 32 x 32 images (jitter resize to 36), a U-Net and a PatchGAN with fewer and
-narrower layers, 20 steps with images generated every 10 instead of 40000 and 1000, the
-prediction's mean printed instead of plotted. Kept: the `@tf.function() random_jitter` called eagerly
-and inside the training pipeline's map, `@tf.function train_step(input_image, target, step)` fed
-the tensor step of `Dataset.enumerate()` and writing `tf.summary` scalars at `step//1000`, the
-checkpoint, and `generate_images` calling the generator with `training=True`.
+facades download, listed in order (`shuffle=False`), 32 x 32 images (jitter resize to 36), a U-Net
+and a PatchGAN with fewer and narrower layers, 20 steps with images generated every 10 instead of
+40000 and 1000, the prediction's mean printed instead of plotted. Kept: the `@tf.function()
+random_jitter` called eagerly and inside the training pipeline's map, `@tf.function
+train_step(input_image, target, step)` fed the tensor step of `Dataset.enumerate()` and writing
+`tf.summary` scalars at `step//1000`, the checkpoint, and `generate_images` calling the generator
+with `training=True`.
 """
 
 import argparse
