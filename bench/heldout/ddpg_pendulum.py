@@ -18,7 +18,7 @@ from tensorflow.keras import layers
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--seed", type=int, default=0)
-parser.add_argument("--size", type=int, default=40, help="steps per episode")
+parser.add_argument("--size", type=int, default=30, help="steps per episode")
 args = parser.parse_args()
 tf.keras.utils.set_random_seed(args.seed)
 

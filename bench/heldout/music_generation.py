@@ -3,7 +3,7 @@
 Source: tensorflow/docs, site/en/tutorials/audio/music_generation.ipynb at commit
 7c3650212740204359d4ceae481abc79345541be. License: Apache-2.0.
 Reduced: --size synthetic notes (pitch, step, duration) instead of MIDI files parsed with
-pretty_midi, a 16-unit LSTM, batch 16, 2 epochs, 15 generated notes, no checkpoints, MIDI or plots;
+pretty_midi, a 16-unit LSTM, batch 16, 2 epochs, 10 generated notes, no checkpoints, MIDI or plots;
 `int(pitch[0])` where NumPy 2 refuses `int()` of a 1-element array.
 Kept: the windowed `create_sequences` pipeline with its `split_labels` map, the dict-output model
 with the custom `mse_with_positive_pressure` loss compiled twice and evaluated, fit with early
@@ -112,7 +112,7 @@ def predict_next_note(notes, model, temperature=1.0):
 
 
 temperature = 2.0
-num_predictions = 15
+num_predictions = 10
 sample_notes = np.stack([raw_notes[key] for key in key_order], axis=1)
 input_notes = sample_notes[:seq_length] / np.array([vocab_size, 1, 1])
 generated_notes = []
