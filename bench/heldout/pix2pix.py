@@ -5,7 +5,8 @@ Source: tensorflow/docs, site/en/tutorials/generative/pix2pix.ipynb at commit
 Reduced: --size synthetic side-by-side JPEG pairs (64 x 32) in a temporary folder instead of the
 facades download, listed in order (`shuffle=False`), 32 x 32 images (jitter resize to 36), a U-Net
 and a PatchGAN with fewer and narrower layers, 20 steps with images generated every 10 instead of
-40000 and 1000, the prediction's mean printed instead of plotted. Kept: the `@tf.function()
+40000 and 1000, the prediction's mean printed instead of plotted, op determinism switched on so
+that two runs print the same. Kept: the `@tf.function()
 random_jitter` called eagerly and inside the training pipeline's map, `@tf.function
 train_step(input_image, target, step)` fed the tensor step of `Dataset.enumerate()` and writing
 `tf.summary` scalars at `step//1000`, the checkpoint, and `generate_images` calling the generator
@@ -27,6 +28,7 @@ parser.add_argument("--seed", type=int, default=0)
 parser.add_argument("--size", type=int, default=12, help="training image pairs")
 args = parser.parse_args()
 tf.keras.utils.set_random_seed(args.seed)
+tf.config.experimental.enable_op_determinism()
 
 PATH = pathlib.Path(tempfile.mkdtemp(prefix="heldout-pix2pix-"))
 atexit.register(shutil.rmtree, PATH, True)
