@@ -4,7 +4,7 @@ Source: tensorflow/examples, tensorflow_examples/models/nmt_with_attention/{trai
 commits 31fe6a1ae4716a27762115ee2c4577e3545f7d25 (train.py) and
 68dbc761166abb227d1950746e6776dfcf0f3202 (nmt.py, utils.py). License: Apache-2.0.
 Reduced: --size synthetic sentence pairs (a word-for-word "translation" of random sentences of
-3 to 8 words) instead of the spa-eng download, a small word tokenizer and post-padding in numpy
+2 to 5 words) instead of the spa-eng download, a small word tokenizer and post-padding in numpy
 instead of the Keras 2 `Tokenizer`/`pad_sequences` (gone in Keras 3), an index split instead of
 scikit-learn's, 16-unit GRUs, batch 16, 2 epochs, no absl flags or checkpoint, Keras 3's
 `reduction=None` and `reset_state`. Kept: `Train.training_loop` wrapping its own bound
@@ -19,7 +19,7 @@ import tensorflow as tf
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--seed", type=int, default=0)
-parser.add_argument("--size", type=int, default=200, help="sentence pairs")
+parser.add_argument("--size", type=int, default=120, help="sentence pairs")
 args = parser.parse_args()
 tf.keras.utils.set_random_seed(args.seed)
 
@@ -170,7 +170,7 @@ def create_dataset(num_examples, buffer_size, batch_size):
                                    "gato", "perro", "ahora", "aqui"]))
     targ, inp = [], []
     for _ in range(num_examples):
-        sentence = list(rng.choice(words, rng.integers(3, 9)))
+        sentence = list(rng.choice(words, rng.integers(2, 6)))
         targ.append("<start> " + " ".join(sentence) + " <end>")
         inp.append("<start> " + " ".join(translation[w] for w in sentence) + " <end>")
     input_tensor, inp_lang = tokenize(inp)
