@@ -187,7 +187,9 @@ def _variant(
             continue
         key = names[id(f)]
         if key is not None:
-            before, measured = plain.counts.get(key), after.counts.get(key, 0) if after.status == 0 else None
+            # A def the fix moved to module level loses its "outer.<locals>." prefix.
+            moved = after.counts.get(key, after.counts.get(key.rsplit(".", 1)[-1], 0))
+            before, measured = plain.counts.get(key), moved if after.status == 0 else None
         else:
             same = report.get(f.name) or report.get(f.name.rsplit(".", 1)[-1], [])
             now = next((g for g in same if g.location == f.location), same[0] if len(same) == 1 else None)
