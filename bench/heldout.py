@@ -176,8 +176,9 @@ def _variant(
         other_out = _other(other, after_other, applied, deterministic)
     names = {id(f): tf_name(f, plain.counts, session) for f in session}
     report: dict[str, list[FunctionReport]] = {}
-    if after.status == 0 and any(names[id(f)] is None for f in session if f.retraces):
-        recorded(folder, "after.json")  # counts for what TensorFlow's counter cannot name
+    unnamed = after.status == 0 and any(names[id(f)] is None for f in session if f.retraces)
+    # Counts for what TensorFlow's counter cannot name; none (the row says "-") if this run fails.
+    if unnamed and recorded(folder, "after.json").status == 0 and (folder / "after.json").is_file():
         for g in load(folder / "after.json").functions:
             report.setdefault(g.name, []).append(g)
     reader = SourceReader(folder)
@@ -194,7 +195,7 @@ def _variant(
             same = report.get(f.name) or report.get(f.name.rsplit(".", 1)[-1], [])
             now = next((g for g in same if g.location == f.location), same[0] if len(same) == 1 else None)
             before = f.traces
-            measured = (now.traces if now else 0) if after.status == 0 else None
+            measured = (now.traces if now else 0) if report else None
         predicted = saved_prediction(f, reader) if variant == "apply" else None
         rows.append(Row(name, variant, f.display_name(), before, predicted, measured,
                         minimum(list(f.plan), f.traces - f.retraces), output, other_out, key is not None))
