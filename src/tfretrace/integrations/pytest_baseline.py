@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from tfretrace._util.io import is_source_file
 from tfretrace.compare.baseline import Baseline, load_baseline, stored
 from tfretrace.compare.comparison import Counts, Run, cause_counts, compare
 from tfretrace.records.function_key import FunctionKey, module_of_path
@@ -56,6 +57,10 @@ class BaselineGate:
         Updating may start from no file; checking needs one, and reads it now.
         """
         gate = cls(path, update)
+        if update and is_source_file(path):
+            # The baseline replaces its file: never a test module, conftest.py or a notebook.
+            raise ValueError(f"--tfretrace-baseline {path}: Python source or a notebook: "
+                             "the baseline would overwrite it")
         if not update:
             if not os.path.isfile(path):
                 raise ValueError(f"--tfretrace-baseline {path}: no such file (write it with "
