@@ -90,19 +90,31 @@ def test_a_signature_of_literal_specs_is_still_written_and_runs(tmp_path: Path) 
     _run_program(tmp_path)
 
 
-@pytest.mark.parametrize(("kind", "program", "span", "text"), [
+@pytest.mark.parametrize(("kind", "program", "span", "text", "fine"), [
     # A file without `import tensorflow`: `tf` there is the program's own object.
-    ("zero-state", "tf = object()\nstate = None\n", Span("train.py", 2, 8, 2, 12), "tf.zeros([1], dtype=tf.float32)"),
-    ("cast-dtype", "import tensorflow as tf\nf(x)\n", Span("train.py", 2, 2, 2, 3), "tf.cast(x, tf.float32.mro())"),
+    ("zero-state", "tf = object()\nstate = None\n", Span("train.py", 2, 8, 2, 12), "tf.zeros([1], dtype=tf.float32)",
+     "import tensorflow as tf\nstate = None\n"),
+    ("cast-dtype", "import tensorflow as tf\ntrain_step(x)\n", Span("train.py", 2, 11, 2, 12),
+     "tf.cast(x, tf.float32.mro())", "tf.cast(x, tf.float32)"),
 ])
 def test_other_kinds_call_nothing_but_tensorflow(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, program: str, span: Span, text: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    kind: str, program: str, span: Span, text: str, fine: str,
 ) -> None:
     saved = recorded(tmp_path, [step(kind, (Replacement(span, text),))], {"train.py": program},
                      location="train.py:1")
     assert main(["fix", str(saved), "--apply"]) == 2
     one_line_error(capsys.readouterr().err)
     assert (tmp_path / "train.py").read_text() == program
+    # The same place with what tfretrace writes there is applied: the refusal is the text's.
+    ok = tmp_path / "ok"
+    ok.mkdir()
+    monkeypatch.chdir(ok)
+    good_program, good_text = (fine, text) if fine.startswith("import") else (program, fine)
+    saved = recorded(ok, [step(kind, (Replacement(span, good_text),))], {"train.py": good_program},
+                     location="train.py:1")
+    assert main(["fix", str(saved), "--apply"]) == 0
+    assert good_text in (ok / "train.py").read_text()
 
 
 # -- for any edit text, an accepted one calls only TensorFlow's constructors -----------------
