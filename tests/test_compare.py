@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -165,9 +166,9 @@ def test_markdown_is_a_table_with_the_reasons(files: tuple[str, str], capsys: py
     assert len(rows) == 1
     assert rows[0].startswith("| `train_step` `train.py:32` | same (was `train.py:12`) | 1 → 5 (+4) | 0 → 4 (+4) |")
     assert rows[0].count("|") == 9
-    assert "| python-value-changed 0 → 3, shape-changed 0 → 1 |" in rows[0]
-    assert "- **python-value-changed** +3: `lr: Python 0.1 -> 0.2`" in out
-    assert "TensorFlow 2.21.0 → 2.23.0" in out
+    assert "| `python-value-changed` 0 → 3, `shape-changed` 0 → 1 |" in rows[0]
+    assert "- **`python-value-changed`** +3: `lr: Python 0.1 -> 0.2`" in out
+    assert "TensorFlow `2.21.0` → `2.23.0`" in out
 
 
 def test_github_format_annotates_call_sites(files: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -186,6 +187,39 @@ def test_recorded_strings_cannot_break_the_formats() -> None:
     assert row.count("|") - row.count("\\|") == 9
     github = render_comparisons([comparison], "github")
     assert all(line.startswith("::") for line in github.splitlines())
+
+
+HOSTILE = ("x ![img](http://evil.example/p.png) [link](http://evil.example) <img src=x onerror=alert(1)> "
+           "@octocat www.evil.example **b** \n::error::pwned %0A\r::add-mask::y")
+
+
+def _outside_code_spans(markdown: str) -> str:
+    return re.sub(r"`[^`]*`", "", markdown)
+
+
+def test_recorded_strings_render_as_text_in_markdown_and_never_as_workflow_commands() -> None:
+    # Every string a run holds: the TensorFlow version, the function's name and place, the cause,
+    # the changed argument's path and values, the call site.
+    head = worse(location=HOSTILE + ".py:32")
+    change = Change(HOSTILE, HOSTILE, HOSTILE, HOSTILE, HOSTILE)
+    events = list(head.events)
+    events[1] = replace(events[1], cause=HOSTILE, changes=(change,), call_site=HOSTILE + ":60")
+    head = replace(head, name=HOSTILE, events=tuple(events))
+    comparison = compare(run_of(session(steady()), "b"), run_of(session(head, tensorflow=HOSTILE), "h"))
+    assert comparison.worse
+    markdown = render_comparisons([comparison], "markdown")
+    assert "octocat" in markdown and "evil.example" in markdown  # shown, as text
+    outside = _outside_code_spans(markdown)
+    for active in ("![", "](", "<", "@", "http", "www.", "**b**", "::"):
+        assert active not in outside, active
+    assert not any(line.startswith("::") for line in markdown.splitlines())
+    github = render_comparisons([comparison], "github")
+    lines = github.splitlines()
+    # One annotation per new cause of the worse function, then the summary: nothing else.
+    assert len(lines) == len(comparison.worse[0].new_causes) + 1
+    assert all(re.match(r"::(error|notice) [^:]*::", line) for line in lines), lines
+    assert "%250A" in github and "%0A" in github  # the data's own % escaped first, its newline escaped
+    assert not any(line.startswith(("::add-mask", "::error::pwned")) for line in lines)
 
 
 def test_baseline_is_small_sorted_and_stable(tmp_path: Path) -> None:

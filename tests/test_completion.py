@@ -34,6 +34,8 @@ def test_bash_completes_commands_options_and_causes(capsys: pytest.CaptureFixtur
     assert _complete(script, "tfretrace", "lint", "--unsafe") == ["--unsafe-fixes"]  # the linter's own parser
     assert _complete(script, "tfretrace", "explain", "shape-") == ["shape-changed"]
     assert _complete(script, "tfretrace", "completion", "f") == ["fish"]
+    for command in ("run", "explain", "lint", "completion"):
+        assert _complete(script, "tfretrace", command, "--he") == ["--help"]  # offered once
 
 
 def test_zsh_and_fish_scripts_name_every_command(capsys: pytest.CaptureFixture[str]) -> None:

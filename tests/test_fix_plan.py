@@ -231,6 +231,23 @@ def test_each_applied_step_says_what_it_changes_in_the_results(tmp_path: Path) -
         assert PlanStep.from_dict(steps[0].to_dict()).changes == said
 
 
+
+def test_a_signature_on_a_function_written_into_a_saved_model_says_it_adds_serving_default(tmp_path: Path) -> None:
+    # tf.saved_model.save without signatures= exports the one function with an input_signature
+    # as serving_default: declaring it changes what the SavedModel serves.
+    path = tmp_path / "loop.py"
+    path.write_text(PARTIAL)
+    rep = report([(t("x", 32, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18"])
+    saved = replace(rep.events[0], index=3, cause="saved-model-export", time=3.0)
+    rep = replace(rep, events=(*rep.events, saved), traces=3)
+    steps = plan_for(rep, SourceReader())
+    assert [(s.kind, s.changes) for s in steps] == [("input-signature", "saved-model-signature")]
+    assert PlanStep.from_dict(steps[0].to_dict()).changes == "saved-model-signature"
+    # a body that also draws random numbers: the field keeps that change of results
+    path.write_text(PARTIAL.replace("return tf.reduce_sum(x)", "return tf.reduce_sum(x) + tf.random.normal([3])"))
+    assert [s.changes for s in plan_for(rep, SourceReader())] == ["random-stream"]
+
+
 TWO_DATASETS = """import tensorflow as tf
 
 batch_size = 32

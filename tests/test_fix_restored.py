@@ -48,6 +48,9 @@ def test_the_restored_row_counts_what_the_saving_functions_signature_removes() -
         ("saved-signature", "tfretrace", 3, 2)
     ]
     assert applied_count(steps) == 2  # the reload trace stays: only the new signature goes
+    # the SavedModel gains a serving_default signature: said in the restored function's step too
+    assert steps[0].changes == "saved-model-signature"
+    assert PlanStep.from_dict(steps[0].to_dict()).changes == "saved-model-signature"
     assert plan_steps(saving)[0].edits == (SIGNATURE,)
 
 

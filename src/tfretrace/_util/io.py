@@ -16,6 +16,16 @@ def _umask() -> int:
     return mask
 
 
+# What no output of tfretrace replaces: a program's source or a notebook is someone's work.
+SOURCE_SUFFIXES = frozenset({".py", ".pyw", ".ipynb"})
+
+
+def is_source_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path``, or the file a symbolic link there leads to, is Python source or a notebook."""
+    given = Path(path)
+    return any(p.suffix.lower() in SOURCE_SUFFIXES for p in (given, Path(os.path.realpath(given))))
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8") -> Path:
     """Write text to path through a temporary file in the same folder and a rename.
 

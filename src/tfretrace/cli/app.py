@@ -254,7 +254,7 @@ def _options_taking_value(parser: argparse.ArgumentParser) -> set[str]:
 
 def command_report(ns: argparse.Namespace) -> int:
     """Load, merge and render saved sessions."""
-    outputs = [checked_output(text, "-o") for text in ns.output]
+    outputs = [checked_output(text, "-o", reads=ns.files) for text in ns.output]
     _refuse_duplicates(ns.files)
     session = merge([load(path) for path in ns.files])
     written = emit(session, ns, console_for(sys.stdout), None, outputs, sources=list(ns.files))

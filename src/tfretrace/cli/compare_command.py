@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
 from tfretrace._util.text import printable
-from tfretrace.cli.output import Output, UsageError, checked_output, terminal_style
+from tfretrace.cli.output import Output, UsageError, checked_output, replaceable, terminal_style
 from tfretrace.compare.baseline import baseline_of, load_run
 from tfretrace.compare.comparison import Comparison, Run, compare, run_of
 from tfretrace.records.session import Session
@@ -80,10 +81,17 @@ class RunGate:
     save: Output | None
 
     @classmethod
-    def from_args(cls, ns: argparse.Namespace) -> RunGate:
-        """Read the baseline and check the output before spending minutes on the program."""
+    def from_args(cls, ns: argparse.Namespace, program: Sequence[str] = ()) -> RunGate:
+        """Read the baseline and check the output before spending minutes on the program.
+
+        The baseline replaces its file: only a new, empty or earlier baseline file, never the
+        program or any Python source (``--save-baseline train.py``).
+        """
         save = None if ns.save_baseline is None else checked_output(ns.save_baseline, "--save-baseline",
-                                                                    check_format=False)
+                                                                    check_format=False, reads=program)
+        if save is not None and save.path.is_file() and not replaceable(save.path, "baseline"):
+            raise UsageError(f"--save-baseline {ns.save_baseline!r} exists and is not a tfretrace baseline: "
+                             "it would be replaced")
         if ns.baseline is not None and not os.path.exists(ns.baseline):
             raise UsageError(f"--baseline {ns.baseline!r}: no such file (write one with --save-baseline)", hint=False)
         return cls(None if ns.baseline is None else load_run(ns.baseline), save)

@@ -20,7 +20,8 @@ def options_by_command(parser: argparse.ArgumentParser, lint: argparse.ArgumentP
 
 
 def _options(parser: argparse.ArgumentParser) -> list[str]:
-    return sorted({s for a in parser._actions for s in a.option_strings if s.startswith("--")})
+    # --help once: the parser's own, or added where a parser has none.
+    return sorted({"--help", *(s for a in parser._actions for s in a.option_strings if s.startswith("--"))})
 
 
 def script(shell: str, commands: dict[str, list[str]], causes: list[str]) -> str:
@@ -49,7 +50,7 @@ _tfretrace() {{
 {cases}
     esac
     if [[ "$cur" == -* ]]; then
-        COMPREPLY=($(compgen -W "$opts --help" -- "$cur"))
+        COMPREPLY=($(compgen -W "$opts" -- "$cur"))
     elif [[ "${{COMP_WORDS[1]}}" == explain ]]; then
         COMPREPLY=($(compgen -W {shlex.quote(' '.join(causes))} -- "$cur"))
     elif [[ "${{COMP_WORDS[1]}}" == completion ]]; then

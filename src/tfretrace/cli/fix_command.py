@@ -13,7 +13,16 @@ from tfretrace._util.config import load as load_config
 from tfretrace._util.io import atomic_write_text
 from tfretrace._util.text import printable
 from tfretrace.cli.invocation import tfretrace_command
-from tfretrace.fix.apply import Advice, FileChange, FixError, mark_verified, prepare, unified_diff, write_all
+from tfretrace.fix.apply import (
+    Advice,
+    FileChange,
+    FixError,
+    as_written,
+    mark_verified,
+    prepare,
+    unified_diff,
+    write_all,
+)
 from tfretrace.fix.other_data import (
     CRASHED,
     EXIT_DIFFERS,
@@ -110,7 +119,7 @@ def command_fix(
     if not root.is_dir():
         raise FixError(f"--root {printable(str(root))}: not a folder")
     changes, advice = prepare(session, root)
-    out.write(render_plans(session, width=width, color=color).rstrip() + "\n")
+    out.write(render_plans(as_written(session), width=width, color=color).rstrip() + "\n")
     _print_changes(changes, advice, out)
     if command is not None:
         if not command:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from tfretrace._util.gitignore import repository
 from tfretrace._util.io import atomic_write_text
+from tfretrace._util.text import printable
+from tfretrace.cli.output import UsageError, checked_output
 from tfretrace.lint import config as config_mod
 from tfretrace.lint.checker import ALL_CODES
 from tfretrace.lint.findings import Report
@@ -94,12 +96,6 @@ def _load_config(args: argparse.Namespace) -> config_mod.LintConfig:
     )
 
 
-def _overwrites_input(output: str, paths: list[str]) -> bool:
-    """Whether ``-o`` names a source file: one named on the command line, or any Python file."""
-    target = Path(output).resolve()
-    return target.suffix in (".py", ".pyw", ".ipynb") or any(Path(p).resolve() == target for p in paths)
-
-
 def _fix(args: argparse.Namespace, report: Report, codes: tuple[str, ...], max_size: int) -> int | None:
     """--diff: print the diff and give the exit code; --fix: write the files (None on failure)."""
     from tfretrace.fix.apply import FixError, unified_diff
@@ -156,10 +152,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tfretrace lint: error: {shown_path(missing[0])}: no such file or directory",
               file=sys.stderr)
         return EXIT_USAGE
-    if args.output and _overwrites_input(args.output, args.paths):
-        print(f"tfretrace lint: error: {shown_path(args.output)} is a file being linted: "
-              "the report would overwrite it", file=sys.stderr)
-        return EXIT_USAGE
+    if args.output:
+        try:  # never a Python file or notebook, nor a file named to be linted
+            checked_output(args.output, "--output", check_format=False, reads=args.paths)
+        except UsageError as exc:
+            print(f"tfretrace lint: error: {printable(str(exc))}", file=sys.stderr)
+            return EXIT_USAGE
     if args.jobs < 1:
         print("tfretrace lint: error: --jobs must be 1 or more", file=sys.stderr)
         return EXIT_USAGE

@@ -14,7 +14,7 @@ from typing import TextIO
 
 from rich.console import Console
 
-from tfretrace._util.io import atomic_write_text
+from tfretrace._util.io import atomic_write_text, is_source_file
 from tfretrace._util.text import encodable, printable
 from tfretrace.cli.invocation import tfretrace_command
 from tfretrace.records.prevention import render as render_prevention
@@ -22,6 +22,7 @@ from tfretrace.render import renderer_for
 from tfretrace.render._console import colored, console_for, is_tty
 
 __all__ = ["colored", "console_for", "is_tty"]  # the CLI's names for the console helpers
+from tfretrace.compare.baseline import BASELINE_MARK
 from tfretrace.records.session import TOOL, Session
 from tfretrace.render._model import hide_below
 from tfretrace.render.text import TextRenderer
@@ -46,11 +47,20 @@ class Output:
     path: Path
 
 
-def checked_output(text: str, option: str, *, check_format: bool = True) -> Output:
-    """Check an output path before any work: known format, existing writable folder, not a folder."""
+def checked_output(text: str, option: str, *, check_format: bool = True, reads: Sequence[str] = ()) -> Output:
+    """Check an output path before any work: known format, existing writable folder, not a folder.
+
+    Every option that writes a file comes here: it never replaces Python source or a notebook
+    (``--save-baseline train.py``), nor a file the command reads (the program, an input).
+    """
+    path = Path(os.path.abspath(text))
+    if is_source_file(path):
+        raise UsageError(f"{option} {text!r} is Python source or a notebook: the output would overwrite it")
+    for name in reads:
+        if path.resolve() == Path(name).resolve():
+            raise UsageError(f"{option} {text!r} is {name!r}, which this command reads: the output would overwrite it")
     if check_format:
         renderer_for(text)
-    path = Path(os.path.abspath(text))
     if path.is_dir():
         raise UsageError(f"{option} {text!r} is a folder, not a file")
     if path.exists() and not path.is_file():  # /dev/stdout, a FIFO: never replaced by a file
@@ -62,22 +72,22 @@ def checked_output(text: str, option: str, *, check_format: bool = True) -> Outp
     return Output(text, path)
 
 
-def checked_save(text: str) -> Output:
+def checked_save(text: str, reads: Sequence[str] = ()) -> Output:
     """Check ``--save``: a ``.json`` name that is new, empty, or an earlier tfretrace session.
 
     Saving replaces the file, so anything else there (``--save helper.py``, a notebook, a
     config.json) is someone's work: refused before the program runs, the file untouched.
     """
-    output = checked_output(text, "--save", check_format=False)
+    output = checked_output(text, "--save", check_format=False, reads=reads)
     if output.path.suffix.lower() != ".json":
         raise UsageError(f"--save {text!r}: the session is JSON; give a file name ending in .json")
-    if output.path.is_file() and not _replaceable_session(output.path):
+    if output.path.is_file() and not replaceable(output.path, "session"):
         raise UsageError(f"--save {text!r} exists and is not a tfretrace session: it would be replaced")
     return output
 
 
-def _replaceable_session(path: Path) -> bool:
-    """An empty file, or one that tfretrace saved (any schema: it is replaced by a newer one)."""
+def replaceable(path: Path, what: str) -> bool:
+    """An empty file, or one that tfretrace saved as ``what`` (a session or a baseline, any schema)."""
     try:
         text = path.read_text(encoding="utf-8")
         if not text.strip():
@@ -85,7 +95,11 @@ def _replaceable_session(path: Path) -> bool:
         data = json.loads(text)
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return False
-    tool = data.get("tool") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return False
+    if what == "baseline":
+        return BASELINE_MARK in data
+    tool = data.get("tool")
     return isinstance(tool, dict) and tool.get("name") == TOOL and "functions" in data
 
 

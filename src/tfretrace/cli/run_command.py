@@ -51,8 +51,10 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     ns.fix_plan = ns.fix_plan or settings.fix_plan
     # Check every output before spending minutes on the program, and pin relative paths to
     # this folder: the program may chdir() away.
-    outputs = [checked_output(_in_folder(text, settings.output_dir), "-o") for text in ns.output]
-    save = None if ns.save is None else checked_save(_in_folder(ns.save, settings.output_dir))
+    # No output replaces the program itself (nor any Python source: checked_output).
+    own = () if target.script is None else (target.script,)
+    outputs = [checked_output(_in_folder(text, settings.output_dir), "-o", reads=own) for text in ns.output]
+    save = None if ns.save is None else checked_save(_in_folder(ns.save, settings.output_dir), own)
     if target.script is not None and not runnable(Path(target.script)):
         raise UsageError(f"can't open file {target.script!r}: no such file")
     if target.script is not None and is_notebook(target.script):
@@ -62,16 +64,11 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
             raise UsageError(str(exc), hint=False) from None
     if target.module is not None and find_module(target.module) is None:
         raise UsageError(f"no module named {target.module!r}")
-    if target.script is not None:
-        own_file = Path(target.script).resolve()
-        for output in (*outputs, *([save] if save is not None else [])):
-            if output.path.resolve() == own_file:
-                raise UsageError(f"{output.shown!r} is the program itself: the report would overwrite it")
     tensorboard = None if ns.tensorboard is None else _tensorboard_dir(ns.tensorboard)
     # The project's baseline and prevention profile apply when the command line names none.
     if ns.baseline is None:
         ns.baseline = _configured(settings.baseline, "baseline", "--save-baseline")
-    gate = compare_command.RunGate.from_args(ns)
+    gate = compare_command.RunGate.from_args(ns, own)
     prevent = ns.prevent
     if prevent is None and not os.environ.get("TFRETRACE_PREVENT"):
         prevent = _configured(settings.prevent, "prevent", "--save")

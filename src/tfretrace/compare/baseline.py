@@ -15,10 +15,10 @@ from tfretrace.compare.comparison import Counts, Run, run_of
 from tfretrace.records.function_key import FunctionKey
 from tfretrace.records.session import Session, SessionFormatError, read_document
 
-__all__ = ["BASELINE_SCHEMA", "Baseline", "baseline_of", "load_baseline", "load_run", "stored"]
+__all__ = ["BASELINE_MARK", "BASELINE_SCHEMA", "Baseline", "baseline_of", "load_baseline", "load_run", "stored"]
 
 # The field that tells a baseline from a session, and its format's number.
-_MARK = "tfretrace_baseline"
+BASELINE_MARK = "tfretrace_baseline"
 BASELINE_SCHEMA = 1
 
 
@@ -53,7 +53,7 @@ class Baseline:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
-        data: dict[str, Any] = {_MARK: BASELINE_SCHEMA, "tensorflow": self.tensorflow, "keras": self.keras}
+        data: dict[str, Any] = {BASELINE_MARK: BASELINE_SCHEMA, "tensorflow": self.tensorflow, "keras": self.keras}
         if self.functions or not self.tests:
             data["functions"] = _entries(self.functions)
         if self.tests:
@@ -71,10 +71,10 @@ class Baseline:
     @classmethod
     def from_dict(cls, data: Any, source: str = "<data>") -> Baseline:
         """Read a baseline's JSON form; SessionFormatError (one line) on anything else."""
-        if not isinstance(data, dict) or _MARK not in data:
-            raise SessionFormatError(f"{source}: not a tfretrace baseline (no {_MARK!r})")
-        if type(data[_MARK]) is not int or data[_MARK] != BASELINE_SCHEMA:
-            raise SessionFormatError(f"{source}: baseline format {data[_MARK]!r} is not supported "
+        if not isinstance(data, dict) or BASELINE_MARK not in data:
+            raise SessionFormatError(f"{source}: not a tfretrace baseline (no {BASELINE_MARK!r})")
+        if type(data[BASELINE_MARK]) is not int or data[BASELINE_MARK] != BASELINE_SCHEMA:
+            raise SessionFormatError(f"{source}: baseline format {data[BASELINE_MARK]!r} is not supported "
                                      f"(this tfretrace reads {BASELINE_SCHEMA})")
         try:
             tests = C.mapping(data.get("tests", {}), "tests")
@@ -142,7 +142,7 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
 def load_run(path: str | os.PathLike[str]) -> Run:
     """A session or a baseline file as one side of a comparison, named by its path."""
     data, source = read_document(path)
-    if isinstance(data, dict) and _MARK in data:
+    if isinstance(data, dict) and BASELINE_MARK in data:
         baseline = Baseline.from_dict(data, source)
         if baseline.tests and not baseline.functions:
             raise SessionFormatError(f"{source}: a pytest baseline (per test): compare it with pytest "

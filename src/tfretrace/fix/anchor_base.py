@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -69,10 +70,21 @@ def dotted_name(node: ast.expr) -> list[str] | None:
     return [node.id, *reversed(parts)]
 
 
-def is_module_attr(node: ast.expr, alias: str | None) -> bool:
-    """``tf.float32``: an attribute of the file's tensorflow module (a dtype, in our texts)."""
+def is_dtype(node: ast.expr, alias: str | None) -> bool:
+    """``tf.float32`` or ``tf.dtypes.int64``: a dtype of the file's tensorflow module, read, never called.
+
+    The file must import tensorflow: without it ``tf`` is whatever the program bound to that name.
+    """
     dotted = dotted_name(node)
-    return dotted is not None and len(dotted) >= 2 and dotted[0] == (alias or "tf")
+    if alias is None or dotted is None or dotted[0] != alias or len(dotted) not in (2, 3):
+        return False
+    if len(dotted) == 3 and dotted[1] != "dtypes":
+        return False
+    return _DTYPE_NAME.match(dotted[-1]) is not None
+
+
+# TensorFlow's dtype names (``float32``, ``bfloat16``, ``float8_e4m3fn``): lower case, no dunder.
+_DTYPE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def is_literal(node: ast.expr, alias: str | None) -> bool:
@@ -83,4 +95,4 @@ def is_literal(node: ast.expr, alias: str | None) -> bool:
         return isinstance(node.operand, ast.Constant)
     if isinstance(node, (ast.List, ast.Tuple)):
         return all(is_literal(e, alias) for e in node.elts)
-    return is_module_attr(node, alias)
+    return is_dtype(node, alias)

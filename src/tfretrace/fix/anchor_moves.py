@@ -195,10 +195,12 @@ def body_constant(anchors: Anchors, edit: Replacement) -> str | None:
     if definition is None or definition.node is None or definition.path != edit.span.path:
         return "not in the function's body"
     alias = definition.tf_alias
+    if alias is None:
+        return "the file does not import tensorflow"  # `tf` there is the program's own name
     found = next((
         n for n in ast.walk(definition.node)
         if isinstance(n, ast.Call) and span_of(n, edit.span.path) == edit.span
-        and dotted_name(n.func) == [alias or "tf", "constant"]
+        and dotted_name(n.func) == [alias, "constant"]
         and any(isinstance(x, ast.Name) and x.id in definition.params for a in n.args for x in ast.walk(a))
     ), None)
     if found is None:
@@ -206,7 +208,7 @@ def body_constant(anchors: Anchors, edit: Replacement) -> str | None:
     new = expression(edit.text)
     if (
         not isinstance(new, ast.Call)
-        or dotted_name(new.func) != [alias or "tf", "convert_to_tensor"]
+        or dotted_name(new.func) != [alias, "convert_to_tensor"]
         or [ast.dump(a) for a in new.args] != [ast.dump(a) for a in found.args]
         or [ast.dump(k) for k in new.keywords] != [ast.dump(k) for k in found.keywords]
     ):
@@ -219,7 +221,9 @@ def body_sum(anchors: Anchors, edit: Replacement) -> str | None:
     definition = anchors.definition
     if definition is None or definition.node is None or definition.path != edit.span.path:
         return "not in the function's body"
-    alias = definition.tf_alias or "tf"
+    alias = definition.tf_alias
+    if alias is None:
+        return "the file does not import tensorflow"
     found = next((
         n for n in ast.walk(definition.node)
         if isinstance(n, ast.Call) and span_of(n, edit.span.path) == edit.span

@@ -24,8 +24,8 @@ from tfretrace.fix.anchor_base import (
     Check,
     dotted_name,
     expression,
+    is_dtype,
     is_literal,
-    is_module_attr,
     span_of,
 )
 from tfretrace.fix.anchor_moves import (
@@ -47,29 +47,30 @@ from tfretrace.records.function_report import FunctionReport
 
 __all__ = ["CHECKS", "AnchorError", "Anchors", "anchors_for", "check_edit", "check_step", "declaration"]
 
+# The only calls an input_signature edit may make: TensorFlow's spec constructors, of literals.
 _SPECS = {"TensorSpec", "RaggedTensorSpec", "SparseTensorSpec"}
 
 
 def _is_spec(node: ast.expr, alias: str | None) -> bool:
-    """One input_signature entry: a TensorSpec of literals, a structure of them, or an element_spec."""
+    """One input_signature entry: a TensorSpec of literals, a structure of them, or an element_spec.
+
+    Nothing else is called: a session is data from elsewhere, and an entry such as ``publish()``
+    or ``Point(x=...)`` would run the program's own code when the edited file is imported.
+    """
     if isinstance(node, (ast.List, ast.Tuple)):
         return all(_is_spec(e, alias) for e in node.elts)
     if isinstance(node, ast.Dict):
         return all(isinstance(k, ast.Constant) for k in node.keys) and all(_is_spec(v, alias) for v in node.values)
     if isinstance(node, ast.Attribute) and node.attr == "element_spec":
-        return dotted_name(node) is not None
-    if not isinstance(node, ast.Call):
+        return isinstance(node.value, ast.Name)  # the dataset's name, as fix.declare writes it
+    if not isinstance(node, ast.Call) or alias is None:
         return False
     dotted = dotted_name(node.func)
-    if dotted is None:
+    if dotted is None or len(dotted) != 2 or dotted[0] != alias or dotted[1] not in _SPECS:
         return False
-    values = [*node.args, *(k.value for k in node.keywords)]
     if any(k.arg is None for k in node.keywords):
         return False
-    if dotted[-1] in _SPECS and dotted[0] == (alias or "tf"):
-        return all(is_literal(v, alias) for v in values)
-    # A namedtuple of specs: the user's own type, called with specs for its fields.
-    return len(dotted) == 1 and not node.args and all(_is_spec(v, alias) for v in values)
+    return all(is_literal(v, alias) for v in [*node.args, *(k.value for k in node.keywords)])
 
 
 def _signature(node: ast.expr, alias: str | None) -> bool:
@@ -156,7 +157,7 @@ def call_argument(*conversions: str) -> Check:
         if dotted[-1] not in conversions or not new.args or ast.dump(new.args[0]) != ast.dump(found):
             return "the new text is not a tensor conversion of the argument"
         extra = [*new.args[1:], *(k.value for k in new.keywords)]
-        if any(k.arg != "dtype" for k in new.keywords) or not all(is_module_attr(v, alias) for v in extra):
+        if any(k.arg != "dtype" for k in new.keywords) or not all(is_dtype(v, alias) for v in extra):
             return "the new text passes more than a dtype to the conversion"
         return None
 
@@ -178,8 +179,9 @@ def zero_state(anchors: Anchors, edit: Replacement) -> str | None:
     alias = anchors.alias(path)
     new = expression(edit.text)
     if (
-        not isinstance(new, ast.Call)
-        or dotted_name(new.func) != [alias or "tf", "zeros"]
+        alias is None  # no tensorflow import: `tf` there is the program's own name
+        or not isinstance(new, ast.Call)
+        or dotted_name(new.func) != [alias, "zeros"]
         or any(k.arg is None for k in new.keywords)
         or not all(is_literal(v, alias) for v in [*new.args, *(k.value for k in new.keywords)])
     ):

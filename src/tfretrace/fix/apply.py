@@ -9,7 +9,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -232,6 +232,25 @@ def _check_anchors(session: Session, reader: SourceReader) -> None:
                 check_step(step.kind, anchors, step.edits)
             except AnchorError as exc:
                 raise FixError(str(exc)) from None
+
+
+def as_written(session: Session) -> Session:
+    """The session with each step that has edits showing their texts as its code: what --apply writes.
+
+    A step's ``code`` is the session's own text, free to say something else than its edits: a
+    plan printed before an apply shows the edits themselves (removals show nothing; the diff has them).
+    """
+    functions = []
+    for report in session.functions:
+        plan = []
+        for data in report.plan:
+            edits = data.get("edits") if isinstance(data, dict) else None
+            if edits and isinstance(edits, list):
+                texts = [str(e.get("text") or "").rstrip("\n") for e in edits if isinstance(e, dict)]
+                data = {**data, "code": "\n\n".join(t for t in texts if t.strip()) or None}
+            plan.append(data)
+        functions.append(replace(report, plan=tuple(plan)))
+    return replace(session, functions=tuple(functions))
 
 
 def unified_diff(changes: Sequence[FileChange]) -> str:

@@ -121,13 +121,14 @@ def none_to_zeros(ctx: FunctionContext, state: State) -> list[Candidate]:
                 )
             )
             continue
-        zeros = f"{ctx.tf}.zeros({shape_text(first.shape)}, dtype={ctx.tf}.{first.dtype})"
+        template = f"{{tf}}.zeros({shape_text(first.shape)}, dtype={{tf}}.{first.dtype})"
+        zeros = template.format(tf=ctx.tf)
         new = {
             c.index: replace(c, signature=_swap(c.signature, path, first))
             for c in calls
             if any(leaf.path == path and leaf.kind == PYTHON for leaf in c.signature)
         }
-        edits, missing = _zero_edits(ctx, calls, path, zeros)
+        edits, missing = _zero_edits(ctx, calls, path, template)
         same = (
             ctx.definition is not None
             and ctx.definition.node is not None
@@ -338,16 +339,20 @@ def read_only_variables(ctx: FunctionContext, state: State) -> list[Candidate]:
 
 
 def _zero_edits(
-    ctx: FunctionContext, calls: tuple[Call, ...], path: str, zeros: str
+    ctx: FunctionContext, calls: tuple[Call, ...], path: str, template: str
 ) -> tuple[tuple[Replacement, ...], list[str]]:
     edits: list[Replacement] = []
     missing: list[str] = []
     for site in ctx.sites(calls):
         info = ctx.call_info(site)
         found = None if info is None else info.arg(path)
-        if found is None:
+        # The zeros are written in the call's file, in its own name for tensorflow; a file with
+        # none would call whatever `tf` is there: left to the user.
+        alias = None if found is None else ctx.reader.tf_alias(found[2].path)
+        if found is None or alias is None:
             missing.append(site)
             continue
+        zeros = template.format(tf=alias)
         expr = found[1].strip()
         if expr == "None":
             edits.append(Replacement(found[2], zeros))

@@ -11,7 +11,7 @@ from tfretrace.fix.body import random_draw
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
 from tfretrace.fix.origin_advice import origin_steps
 from tfretrace.fix.predict import calls_of, count, mean_seconds
-from tfretrace.fix.restored import link_restored
+from tfretrace.fix.restored import announce_serving, link_restored
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.step import (
     CHANGES_DTYPE,
@@ -111,11 +111,11 @@ def _with_changes(ctx: FunctionContext, step: PlanStep) -> PlanStep:
     node = ctx.definition.node if ctx.definition is not None else None
     draw = random_draw(node) if node is not None and step.traces_after < step.traces_before else None
     if draw is None:
-        return step
+        return announce_serving(ctx.report, step)
     # Seen on tensorflow/docs DCGAN: after an input_signature the generated images' mean moved in
     # the 4th digit, because the partial batch's own trace no longer had its own noise stream.
     said = f"; the body draws random numbers ({draw}): fewer traces draw other numbers than this run did"
-    return replace(step, changes=CHANGES_RANDOM, summary=step.summary + said)
+    return announce_serving(ctx.report, replace(step, changes=CHANGES_RANDOM, summary=step.summary + said))
 
 
 def _phase(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tfretrace.fix.step import BY_TOOL, PlanStep, numbered
+from tfretrace.fix.step import BY_TOOL, CHANGES_SAVED_SIGNATURE, PlanStep, numbered
 from tfretrace.records.events import Leaf
 from tfretrace.records.function_report import FunctionReport
 
@@ -21,6 +21,25 @@ RESTORED_SUFFIX = " (restored by tf.saved_model.load)"
 SAVED_SIGNATURE = "saved-signature"
 _DECLARING = ("input-signature", "element-spec")
 _RESTORED_CAUSES = frozenset({"first-trace", "restored-new-signature", "restored-reloaded"})
+
+
+# tf.saved_model.save without signatures= exports the one tf.function of the saved object that has
+# an input_signature as its serving_default signature (find_function_to_export in TensorFlow's
+# signature_serialization): declaring one adds a signature to the SavedModel.
+SERVING_DEFAULT = (
+    "; the SavedModel then also has a serving_default signature of this function, when it is saved without "
+    "signatures= and is the only tf.function with an input_signature on the saved object"
+)
+
+
+def announce_serving(report: FunctionReport, step: PlanStep) -> PlanStep:
+    """A declaring step of a function written into a SavedModel, saying the signature it adds there.
+
+    ``changes`` keeps a value already set (a random stream is a change of results); the sentence is added.
+    """
+    if step.kind not in _DECLARING or not any(e.cause == "saved-model-export" for e in report.events):
+        return step
+    return replace(step, changes=step.changes or CHANGES_SAVED_SIGNATURE, summary=step.summary + SERVING_DEFAULT)
 
 
 def link_restored(functions: tuple[FunctionReport, ...]) -> tuple[FunctionReport, ...]:
@@ -90,12 +109,13 @@ def _with_step(restored: FunctionReport, saver: FunctionReport, number: int) -> 
         kind=SAVED_SIGNATURE,
         summary=f"step {number} of {saver.display_name()} ({saver.location}) gives it an input_signature: the "
         f"SavedModel then holds one concrete function, and the restored function traces once for the {new + 1} "
-        "input signatures it was called with (made by tfretrace fix --apply, through that step)",
+        "input signatures it was called with (made by tfretrace fix --apply, through that step)" + SERVING_DEFAULT,
         code=None,
         edits=(),
         traces_before=traces,
         traces_after=traces - new,
         seconds_saved=new * per_trace,
+        changes=CHANGES_SAVED_SIGNATURE,
     )
     return replace(restored, plan=(step.to_dict(), *restored.plan))
 

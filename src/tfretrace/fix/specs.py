@@ -63,8 +63,9 @@ def _spec_source(leaf: Leaf, by_path: dict[str, Leaf], tf: str) -> str | None:
     if leaf.kind == "dict":
         keys = [k.path[len(leaf.path) + 1 : -1] for k in kids]
         return "{" + ", ".join(f"{key}: {p}" for key, p in zip(keys, texts)) + "}"
-    fields = [k.path[len(leaf.path) + 1 :] for k in kids]
-    return f"{leaf.type_name}(" + ", ".join(f"{f}={p}" for f, p in zip(fields, texts)) + ")"
+    # A namedtuple or attrs class would be called when the edited file is imported: `fix --apply`
+    # writes no call but TensorFlow's spec constructors (fix.anchors), so none is planned.
+    return None
 
 
 def _is_child(parent: str, path: str) -> bool:

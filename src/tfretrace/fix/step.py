@@ -22,12 +22,14 @@ OPEN_REASONS = (OPEN_REPLAY_DIFFERS, OPEN_EVENTS_DROPPED, OPEN_NO_CHECKED_FIX, O
 UNPREDICTED = frozenset({OPEN_REPLAY_DIFFERS, OPEN_EVENTS_DROPPED})
 
 # What an applied step changes in the program's results besides its trace count (the session's
-# ``changes``): it skips examples, computes in another dtype, or draws other random numbers (one
-# random stream where each trace had its own).
+# ``changes``): it skips examples, computes in another dtype, draws other random numbers (one
+# random stream where each trace had its own), or gives a SavedModel a ``serving_default``
+# signature it did not have (an input_signature on a function tf.saved_model.save writes).
 CHANGES_EXAMPLES = "examples"
 CHANGES_DTYPE = "dtype"
 CHANGES_RANDOM = "random-stream"
-CHANGES = (CHANGES_EXAMPLES, CHANGES_DTYPE, CHANGES_RANDOM)
+CHANGES_SAVED_SIGNATURE = "saved-model-signature"
+CHANGES = (CHANGES_EXAMPLES, CHANGES_DTYPE, CHANGES_RANDOM, CHANGES_SAVED_SIGNATURE)
 
 # Steps with no edits of their own that tfretrace fix --apply makes all the same, through another
 # function's edits (a restored function, through the saving function's input_signature).

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tfretrace._tf.cache_hits import Reused
+from tfretrace._util.io import is_source_file
 from tfretrace.compare.baseline import Baseline, load_baseline, stored
 from tfretrace.compare.comparison import Counts, Run, cause_counts, compare
 from tfretrace.explain.analyzer import Prior, explain
@@ -86,6 +87,10 @@ class BaselineGate:
         way: a damaged one is a usage error before any test runs, not a traceback after all ran.
         """
         gate = cls(path, update)
+        if update and is_source_file(path):
+            # The baseline replaces its file: never a test module, conftest.py or a notebook.
+            raise ValueError(f"--tfretrace-baseline {path}: Python source or a notebook: "
+                             "the baseline would overwrite it")
         if not update and not os.path.isfile(path):
             raise ValueError(f"--tfretrace-baseline {path}: no such file (write it with "
                              "--tfretrace-update-baseline)")

@@ -45,12 +45,13 @@ def render_comparisons(comparisons: Sequence[Comparison], fmt: str, width: int =
     raise ValueError(f"unknown format {fmt!r}")
 
 
-def headline(comparison: Comparison) -> str:
-    """``2 functions got worse, 1 new, 0 vanished; TensorFlow 2.21.0 -> 2.23.0``."""
+def headline(comparison: Comparison, quote: Callable[[str], str] = str) -> str:
+    """``2 functions got worse, 1 new, 0 vanished; TensorFlow 2.21.0 -> 2.23.0`` (versions through ``quote``)."""
     worse = len(comparison.worse)
     lead = f"{plural(worse, 'function')} got worse" if worse else "no function got worse"
     tail = f"{len(comparison.new)} new, {len(comparison.vanished)} vanished"
-    versions = "; ".join(f"{what} {base} -> {head}" for what, base, head in comparison.version_changes())
+    versions = "; ".join(f"{what} {quote(str(base))} -> {quote(str(head))}"
+                         for what, base, head in comparison.version_changes())
     tolerance = f" (tolerance {comparison.tolerance})" if comparison.tolerance else ""
     return f"{lead}{tolerance}, {tail}" + (f"; {versions}" if versions else "")
 
@@ -64,14 +65,14 @@ def match_word(delta: Delta, quote: Callable[[str], str] = str) -> str:
     return word
 
 
-def by_cause(delta: Delta) -> str:
+def by_cause(delta: Delta, quote: Callable[[str], str] = str) -> str:
     """Retraces per cause, base -> head, for the causes either run has: ``shape-changed 0 -> 3``."""
     base = dict(delta.base.causes) if delta.base is not None else {}
     head = dict(delta.head.causes) if delta.head is not None else {}
     cells = []
     for cause in sorted(set(base) | set(head), key=lambda c: (-(head.get(c, 0) - base.get(c, 0)), c)):
         before, after = base.get(cause, 0), head.get(cause, 0)
-        cells.append(f"{cause} {after}" if before == after else f"{cause} {before} -> {after}")
+        cells.append(f"{quote(cause)} {after}" if before == after else f"{quote(cause)} {before} -> {after}")
     return ", ".join(cells)
 
 
@@ -160,8 +161,13 @@ def text_blocks(comparison: Comparison) -> list[RenderableType]:
 
 
 def _md(text: str) -> str:
-    """Code span for a recorded string: backticks and pipes cannot break out of it or the table."""
-    return "`" + text.replace("`", "'").replace("|", "\\|").replace("\n", " ") + "`"
+    """Code span for a recorded string: backticks and pipes cannot break out of it or the table.
+
+    Every string a session or baseline holds (names, places, versions, causes, values) goes
+    through here: inside a code span GitHub renders no link, image, HTML tag or @mention.
+    """
+    inner = text.replace("`", "'").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+    return "`" + (inner or " ") + "`"  # "``" would open a span that a later "``" closes
 
 
 def markdown(comparison: Comparison) -> str:
@@ -169,7 +175,7 @@ def markdown(comparison: Comparison) -> str:
     lines = [
         f"### tfretrace compare: {_md(comparison.base.label)} → {_md(comparison.head.label)}",
         "",
-        f"**{headline(comparison).replace(' -> ', ' → ')}**",
+        f"**{headline(comparison, _md).replace(' -> ', ' → ')}**",
         "",
     ]
     shown = _shown(comparison)
@@ -182,7 +188,7 @@ def markdown(comparison: Comparison) -> str:
             lines.append(
                 f"| {_md(delta.name)}{where} | {match_word(delta, _md)} | "
                 f"{_arrow(_pair(delta.traces))} | {_arrow(_pair(delta.retraces))} | "
-                f"{_arrow(_md_escape(by_cause(delta)))} | {_arrow(_seconds(delta))} | "
+                f"{_arrow(by_cause(delta, _md))} | {_arrow(_seconds(delta))} | "
                 f"{_arrow(_pair(delta.xla_compiles))} | {'**worse**' if verdict == 'worse' else verdict} |"
             )
         lines.append("")
@@ -190,7 +196,7 @@ def markdown(comparison: Comparison) -> str:
         lines.append(f"**Why {_md(delta.name)} got worse**")
         lines.append("")
         for cause in delta.new_causes:
-            lines.append(f"- {reason_line(cause, _md, lambda text: f'**{text}**')}")
+            lines.append(f"- {reason_line(cause, _md, lambda text: f'**{_md(text)}**')}")
         if not delta.new_causes:
             compiles = _arrow(_pair(delta.xla_compiles))
             lines.append(f"- retraces {_arrow(_pair(delta.retraces))}, XLA compiles {compiles}")
@@ -199,11 +205,6 @@ def markdown(comparison: Comparison) -> str:
     if unchanged:
         lines += [f"{plural(unchanged, 'function')} unchanged.", ""]
     return "\n".join(lines)
-
-
-def _md_escape(text: str) -> str:
-    # Cause slugs are the catalogue's, but a loaded file could hold anything.
-    return text.replace("|", "\\|").replace("`", "'").replace("\n", " ")
 
 
 def _arrow(text: str) -> str:
