@@ -96,3 +96,41 @@ def test_pytest_plugin_option(pytester: pytest.Pytester, monkeypatch: pytest.Mon
         "-p", "no:randomly", "-p", "no:cacheprovider", "--tfretrace-prevent", "profile.json")
     prevented.assert_outcomes(passed=1)
     prevented.stdout.fnmatch_lines(["*tfretrace: prevention*", "*2 traces without -> 1 with*"])
+
+
+FIRST_LINES = """
+import sys
+LOADED = sorted(m for m in ("tensorflow", "keras", "tf_keras") if m in sys.modules)
+import tensorflow as tf
+
+@tf.function
+def step(x):
+    return tf.reduce_sum(x)
+
+def test_tensorflow_is_loaded_by_the_tests():
+    assert LOADED == []
+    step(tf.ones([8, 2]))
+"""
+
+
+def test_prevention_does_not_load_tensorflow_before_the_program(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # What the program does before its import of TensorFlow (TF_USE_LEGACY_KERAS) must count.
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    monkeypatch.delenv("TFRETRACE_PREVENT", raising=False)
+    (tmp_path / "train.py").write_text(PROGRAM, encoding="utf-8")
+    recorded = _tfretrace("run", "--save", "profile.json", "train.py", cwd=tmp_path)
+    assert recorded.returncode == 0, recorded.stderr
+    (tmp_path / "late.py").write_text(
+        "import sys\nprint('loaded first:', 'tensorflow' in sys.modules)\n" + PROGRAM, encoding="utf-8")
+    run = _tfretrace("run", "--prevent", "profile.json", "late.py", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[0] == "loaded first: False"
+    assert "TRACES 1" in run.stdout  # prevention still works once the program loads TensorFlow
+    (pytester.path / "profile.json").write_bytes((tmp_path / "profile.json").read_bytes())
+    pytester.makepyfile(test_first=FIRST_LINES)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "--tfretrace-prevent", "profile.json")
+    result.assert_outcomes(passed=1)
