@@ -245,3 +245,33 @@ def test_run_lets_the_program_load_tensorflow_itself(tmp_path: Path) -> None:
         # The hooks went in when the program imported TensorFlow: its retrace is still seen.
         assert monitored.returncode == (1 if "--fail-on-retrace" in args else 0), monitored.stderr
         assert "1 function, 2 traces (1 retrace)" in monitored.stderr
+
+
+RELOADED_PROGRAM = """
+import os, tempfile
+import numpy as np
+import keras  # imports TensorFlow halfway through its own import
+
+x = np.ones((16, 4), "float32"); y = np.ones((16, 1), "float32")
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+model.fit(x, y, epochs=1, verbose=0)
+path = os.path.join(tempfile.mkdtemp(), "m.keras")
+model.save(path)
+first = keras.models.load_model(path)
+first.fit(x, y, epochs=1, verbose=0)
+second = keras.models.load_model(path)
+second.fit(x, y, epochs=1, verbose=0)
+"""
+
+
+def test_fit_rows_of_a_trained_and_two_reloaded_models_are_told_apart(tmp_path: Path) -> None:
+    (tmp_path / "reload.py").write_text(RELOADED_PROGRAM, encoding="utf-8")
+    result = _tfretrace("run", "--save", "s.json", "reload.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    session = tfretrace.load(tmp_path / "s.json")
+    assert "not observed" not in " ".join(session.notes)  # Keras was patched once loaded
+    fits = [f for f in session.functions if f.keras is not None and f.keras.method == "fit"]
+    # Each named by the line that built or loaded its model.
+    assert sorted(f.location for f in fits) == ["reload.py:12", "reload.py:14", "reload.py:7"]
+    assert all(f.keras is not None and f.keras.built_at == f.location for f in fits)

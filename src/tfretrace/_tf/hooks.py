@@ -101,6 +101,9 @@ class Hooks:
         TensorFlowMissingError at once when TensorFlow is not installed at all.
         """
         require_tensorflow()
+        # `import keras` imports TensorFlow halfway through its own import: Keras is patched at
+        # the end of its import, by a watcher that must be in place before it begins.
+        self._keras.watch()
         if self._waiting is None:
             self._waiting = ImportWatcher({"tensorflow"}, lambda _name: callback())
             sys.meta_path.insert(0, self._waiting)
@@ -115,6 +118,7 @@ class Hooks:
         """Restore TensorFlow exactly as it was."""
         self._stop_waiting()
         if not self._installed:
+            self._keras.uninstall()  # its import watcher, set while waiting for TensorFlow
             return
         self._tc._create_concrete_function = self._orig_create
         self._function_cls.__call__ = self._orig_call

@@ -68,6 +68,11 @@ TF_KERAS = Flavor(
 _FUNCTION_FILES = tuple(f.functions_file for f in (KERAS3, KERAS2, TF_KERAS))
 
 
+def _initializing(name: str) -> bool:
+    """Whether a module is still running its own top-level code (imported halfway)."""
+    return bool(getattr(getattr(sys.modules.get(name), "__spec__", None), "_initializing", False))
+
+
 def is_keras_functions_file(filename: str) -> bool:
     """Whether a file holds Keras' train/test/predict tf.functions (attributed by keras_info)."""
     return filename.replace("\\", "/").endswith(_FUNCTION_FILES)
@@ -213,8 +218,14 @@ class KerasPatches:
     def install(self) -> None:
         """Patch each Keras that is loaded; patch the others right after their import."""
         for package in self.PACKAGES:
-            if package in sys.modules:
+            # A Keras still loading (`import keras` imports TensorFlow, whose import end installs
+            # these hooks) is patched by the watcher, set before its import began, at its end.
+            if package in sys.modules and not _initializing(package):
                 self.patch(package)
+        self.watch()
+
+    def watch(self) -> None:
+        """Patch each Keras not yet imported right after its import (before TensorFlow loads too)."""
         if self._finder is None and not all(p in sys.modules for p in self.PACKAGES):
             self._finder = ImportWatcher(set(self.PACKAGES), self.patch)
             sys.meta_path.insert(0, self._finder)

@@ -385,3 +385,19 @@ def report_of(state: FunctionState, read: Callable[[Any], int]) -> FunctionRepor
         earlier_traces=state.earlier,
         key=state.function_key,
     )
+
+
+def keras_rows_apart(functions: Sequence[FunctionReport]) -> tuple[FunctionReport, ...]:
+    """Keras rows that would read alike (three ``sequential.fit`` at Keras' own file: a trained
+    model and two reloaded ones) placed at the user's line that built or loaded each model."""
+    names: dict[str, int] = {}
+    for fn in functions:
+        if fn.keras is not None:
+            names[fn.display_name()] = names.get(fn.display_name(), 0) + 1
+    return tuple(
+        replace(fn, location=fn.keras.built_at)
+        if fn.keras is not None and fn.keras.built_at and names[fn.display_name()] > 1
+        else fn
+        for fn in functions
+    )
+
