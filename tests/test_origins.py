@@ -292,6 +292,26 @@ def test_a_new_shape_an_exported_wrapper_causes_inside_save_is_a_shape_retrace()
     assert retrace.call_site == line("wrapper-save") and "saving" in (retrace.note or "")
     shape = [(c.path, c.before, c.after) for c in retrace.changes if c.path == "x"]
     assert shape == [("x", "(32, 784)", "(None, 784)")]
+    # A generalized signature removes it: predicted 4 -> 2, and TensorFlow agrees.
+    step = fn.plan[-1]
+    assert (step["kind"], step["traces_before"], step["traces_after"]) == ("input-signature", 4, 2)
+    assert "shape=[None, 784]" in step["code"]
+
+    class Fixed(Classifier):
+        @tf.function(input_signature=[tf.TensorSpec(shape=[None, 784], dtype=tf.float32)])
+        def __call__(self, x: Any) -> Any:
+            return tf.matmul(x, self.w)
+
+    fixed = Fixed()
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 784], tf.float32)])
+    def serve_fixed(x: Any) -> Any:
+        return {"logits": fixed(x)}
+
+    for _ in range(3):
+        fixed(tf.ones([32, 784]))
+    tf.saved_model.save(fixed, tempfile.mkdtemp(), signatures={"serving_default": serve_fixed})
+    assert fixed.__call__.experimental_get_tracing_count() == 2
 
 
 def test_the_input_signature_fix_predicted_for_a_saved_function_is_what_tensorflow_traces(tf_traces: Any) -> None:
