@@ -390,8 +390,8 @@ SCENARIOS: dict[str, tuple[str, str, str | None]] = {
         model = keras.Sequential([keras.Input((None, 4)), keras.layers.Dense(2)])
         for n, length in [(32, 5), (16, 9), (32, 5)]:
             x = np.ones((n, length, 4), dtype="float32")
-            x_padded = np.pad(x, [(0, 32 - x.shape[0]), (0, 9 - x.shape[1]), (0, 0)])
-            model.predict(x_padded, verbose=0)[: x.shape[0]]
+            x_padded = np.pad(x, [(0, -x.shape[0] % 32), (0, 9 - x.shape[1]), (0, 0)])
+            model.predict(x_padded, batch_size=32, verbose=0)[: x.shape[0]]
         """),
     ),
 }

@@ -210,3 +210,72 @@ def test_the_projects_max_traces_is_a_budget_for_every_function(program: Path, t
     result = _tfretrace("run", "train.py", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     assert "budget exceeded:" in result.stderr and "[tool.tfretrace.run] max-traces = 2" in result.stderr
+
+
+# TensorFlow's documented switch to Keras 2 (the TF Agents tutorials' first lines): TensorFlow reads
+# it when it loads, so the program must be the one that loads TensorFlow, as under python.
+LEGACY_KERAS_PROGRAM = """
+import os, sys
+print("loaded before the program:", sorted(m for m in ("tensorflow", "keras", "tf_keras") if m in sys.modules))
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import tensorflow as tf
+print("legacy keras:", getattr(tf, "_tf_uses_legacy_keras", None))
+try:
+    from tensorflow.keras import layers
+    print("tf.keras is", layers.Dense.__module__.split(".")[0])
+except ImportError:
+    print("tf.keras is missing")
+
+@tf.function
+def step(x):
+    return x * 2.0
+
+for n in (2, 3):
+    step(tf.ones([n]))
+"""
+
+
+def test_run_lets_the_program_load_tensorflow_itself(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(LEGACY_KERAS_PROGRAM, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    env.update(TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1")
+    plain = subprocess.run([sys.executable, "agent.py"], capture_output=True, text=True, cwd=tmp_path,
+                           env=env, timeout=300, check=False)
+    assert plain.stdout.splitlines()[0] == "loaded before the program: []"
+    for args in (("run",), ("run", "--fail-on-retrace", "--save", "s.json")):
+        monitored = subprocess.run([sys.executable, "-m", "tfretrace", *args, "agent.py"], capture_output=True,
+                                   text=True, cwd=tmp_path, env=env, timeout=300, check=False)
+        assert monitored.stdout == plain.stdout, monitored.stderr
+        # The hooks went in when the program imported TensorFlow: its retrace is still seen.
+        assert monitored.returncode == (1 if "--fail-on-retrace" in args else 0), monitored.stderr
+        assert "1 function, 2 traces (1 retrace)" in monitored.stderr
+
+
+RELOADED_PROGRAM = """
+import os, tempfile
+import numpy as np
+import keras  # imports TensorFlow halfway through its own import
+
+x = np.ones((16, 4), "float32"); y = np.ones((16, 1), "float32")
+model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(1)])
+model.compile(optimizer="sgd", loss="mse")
+model.fit(x, y, epochs=1, verbose=0)
+path = os.path.join(tempfile.mkdtemp(), "m.keras")
+model.save(path)
+first = keras.models.load_model(path)
+first.fit(x, y, epochs=1, verbose=0)
+second = keras.models.load_model(path)
+second.fit(x, y, epochs=1, verbose=0)
+"""
+
+
+def test_fit_rows_of_a_trained_and_two_reloaded_models_are_told_apart(tmp_path: Path) -> None:
+    (tmp_path / "reload.py").write_text(RELOADED_PROGRAM, encoding="utf-8")
+    result = _tfretrace("run", "--save", "s.json", "reload.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    session = tfretrace.load(tmp_path / "s.json")
+    assert "not observed" not in " ".join(session.notes)  # Keras was patched once loaded
+    fits = [f for f in session.functions if f.keras is not None and f.keras.method == "fit"]
+    # Each named by the line that built or loaded its model.
+    assert sorted(f.location for f in fits) == ["reload.py:12", "reload.py:14", "reload.py:7"]
+    assert all(f.keras is not None and f.keras.built_at == f.location for f in fits)

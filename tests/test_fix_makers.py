@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from sessions import keras_predict, session
+from sessions import healthy, keras_predict, session, storm
 from test_fix_plan import PARTIAL, report, t
 from tfretrace.fix.plan import PlanStep, plan_for, predict_applied
 from tfretrace.fix.source import SourceReader
@@ -263,3 +263,16 @@ def test_a_python_if_on_the_value_keeps_it_a_python_value(tmp_path: Path) -> Non
     steps = plan_for(rep, SourceReader())
     assert {s.kind for s in steps} == {"statement"}
     assert steps[0].python_use == "a Python if on depth"
+
+
+def test_verify_keeps_two_pipelines_of_one_file_apart(tmp_path: Path) -> None:
+    # Two Dataset.map(<lambda>) rows of one file: the rebuilt one (3 traces) and one built once
+    # per column (13 traces, none a retrace). With no edit made, each is measured as itself.
+    rebuilt = replace(storm(3, name="Dataset.map(<lambda>)"), location="train.py:40")
+    columns = replace(healthy("Dataset.map(<lambda>)", "train.py:12"), traces=13)
+    outcomes = _compare(session(columns, rebuilt), session(rebuilt, columns), tmp_path)
+    assert [(o.location, o.traces_before, o.traces_after) for o in outcomes] == [("train.py:40", 3, 3)]
+    # The edit moved both pipelines down two lines: still paired in line order.
+    moved = (replace(columns, location="train.py:14"), replace(rebuilt, location="train.py:42", traces=1))
+    outcomes = _compare(session(columns, rebuilt), session(*reversed(moved)), tmp_path)
+    assert [(o.location, o.traces_before, o.traces_after) for o in outcomes] == [("train.py:40", 3, 1)]

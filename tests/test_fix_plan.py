@@ -346,7 +346,7 @@ def test_keras_predict_pads_every_varying_dimension() -> None:
     rep = report(sigs, location="keras/src/backend/tensorflow/trainer.py:264", keras=keras, sites=["app.py:9"])
     steps = plan_for(rep, SourceReader())
     assert steps[0].kind == "keras-pad" and steps[0].traces_after == 1
-    assert "dim 0 to 32, dim 1 to 9" in steps[0].summary
+    assert "rows to a multiple of 32, predict's batch size, dim 1 to 9" in steps[0].summary
     # predict uses reduce_retracing: a third shape would already hit the relaxed (None, None, 4) trace
     # and the recorded run could not have traced it.
     assert all(not e.span.path.startswith("keras") for s in steps for e in s.edits)

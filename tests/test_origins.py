@@ -261,6 +261,59 @@ def test_saved_model_save_traces_each_signature_again_expected(tf_traces: Any) -
     assert fn.plan[0]["traces_before"] == 4 and fn.plan[-1]["traces_after"] == 2
 
 
+class Classifier(tf.Module):
+    def __init__(self) -> None:
+        self.w = tf.Variable(tf.zeros([784, 10]))
+
+    @tf.function
+    def __call__(self, x: Any) -> Any:
+        return tf.matmul(x, self.w)
+
+
+def test_a_new_shape_an_exported_wrapper_causes_inside_save_is_a_shape_retrace() -> None:
+    # The serving wrapper's input_signature calls the model with (None, 784) inside the save:
+    # a trace no earlier one covered, made during saving; only the save's re-traces of existing
+    # signatures are the expected serialization traces.
+    model = Classifier()
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 784], tf.float32)])
+    def serve(x: Any) -> Any:
+        return {"logits": model(x)}
+
+    with watched() as mon:
+        for _ in range(3):
+            model(tf.ones([32, 784]))
+        tf.saved_model.save(model, tempfile.mkdtemp(), signatures={"serving_default": serve})  # <wrapper-save>
+    fn = mon.session().function("Classifier.__call__")
+    assert fn.traces == model.__call__.experimental_get_tracing_count() == 4
+    assert causes(fn) == ["first-trace", "shape-changed", "saved-model-export", "saved-model-export"]
+    assert expected(fn) == [True, False, True, True] and fn.retraces == 1
+    retrace = fn.events[1]
+    assert retrace.call_site == line("wrapper-save") and "saving" in (retrace.note or "")
+    shape = [(c.path, c.before, c.after) for c in retrace.changes if c.path == "x"]
+    assert shape == [("x", "(32, 784)", "(None, 784)")]
+    # A generalized signature removes it: predicted 4 -> 2, and TensorFlow agrees.
+    step = fn.plan[-1]
+    assert (step["kind"], step["traces_before"], step["traces_after"]) == ("input-signature", 4, 2)
+    assert "shape=[None, 784]" in step["code"]
+
+    class Fixed(Classifier):
+        @tf.function(input_signature=[tf.TensorSpec(shape=[None, 784], dtype=tf.float32)])
+        def __call__(self, x: Any) -> Any:
+            return tf.matmul(x, self.w)
+
+    fixed = Fixed()
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 784], tf.float32)])
+    def serve_fixed(x: Any) -> Any:
+        return {"logits": fixed(x)}
+
+    for _ in range(3):
+        fixed(tf.ones([32, 784]))
+    tf.saved_model.save(fixed, tempfile.mkdtemp(), signatures={"serving_default": serve_fixed})
+    assert fixed.__call__.experimental_get_tracing_count() == 2
+
+
 def test_the_input_signature_fix_predicted_for_a_saved_function_is_what_tensorflow_traces(tf_traces: Any) -> None:
     module = OpenDoubler()
     with watched() as mon:

@@ -96,3 +96,82 @@ def test_pytest_plugin_option(pytester: pytest.Pytester, monkeypatch: pytest.Mon
         "-p", "no:randomly", "-p", "no:cacheprovider", "--tfretrace-prevent", "profile.json")
     prevented.assert_outcomes(passed=1)
     prevented.stdout.fnmatch_lines(["*tfretrace: prevention*", "*2 traces without -> 1 with*"])
+
+
+FIRST_LINES = """
+import sys
+LOADED = sorted(m for m in ("tensorflow", "keras", "tf_keras") if m in sys.modules)
+import tensorflow as tf
+
+@tf.function
+def step(x):
+    return tf.reduce_sum(x)
+
+def test_tensorflow_is_loaded_by_the_tests():
+    assert LOADED == []
+    step(tf.ones([8, 2]))
+"""
+
+
+def test_prevention_does_not_load_tensorflow_before_the_program(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # What the program does before its import of TensorFlow (TF_USE_LEGACY_KERAS) must count.
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    monkeypatch.delenv("TFRETRACE_PREVENT", raising=False)
+    (tmp_path / "train.py").write_text(PROGRAM, encoding="utf-8")
+    recorded = _tfretrace("run", "--save", "profile.json", "train.py", cwd=tmp_path)
+    assert recorded.returncode == 0, recorded.stderr
+    (tmp_path / "late.py").write_text(
+        "import sys\nprint('loaded first:', 'tensorflow' in sys.modules)\n" + PROGRAM, encoding="utf-8")
+    run = _tfretrace("run", "--prevent", "profile.json", "late.py", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[0] == "loaded first: False"
+    assert "TRACES 1" in run.stdout  # prevention still works once the program loads TensorFlow
+    (pytester.path / "profile.json").write_bytes((tmp_path / "profile.json").read_bytes())
+    pytester.makepyfile(test_first=FIRST_LINES)
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "-p", "no:cacheprovider", "--tfretrace-prevent", "profile.json")
+    result.assert_outcomes(passed=1)
+
+
+SAVED = """
+import tempfile
+import tensorflow as tf
+
+class Doubler(tf.Module):
+    @tf.function
+    def f(self, x):
+        return inner(x) * 2.0
+
+@tf.function
+def inner(x):  # called only inside f's traces
+    return x + 1.0
+
+module = Doubler()
+for n in (1, 2, 3, 4):
+    module.f(tf.ones([n]))
+pipeline = tf.data.Dataset.range(3)
+for n in (1, 2):
+    list(pipeline.map(lambda i: tf.ones([n]) * tf.cast(i, tf.float32)))
+tf.saved_model.save(module, tempfile.mkdtemp())
+print("TRACES", module.f.experimental_get_tracing_count())
+"""
+
+
+def test_prevention_counts_a_saves_traces_and_names_functions_it_cannot_see(tmp_path: Path) -> None:
+    (tmp_path / "save.py").write_text(SAVED, encoding="utf-8")
+    first = _tfretrace("run", "--save", "profile.json", "save.py", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    without = int(first.stdout.split("TRACES")[1])  # TensorFlow's count: 4 calls, then the save's
+    second = _tfretrace("run", "--prevent", "profile.json", "--save", "run.json", "save.py", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    with_ = int(second.stdout.split("TRACES")[1])
+    prevention = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["prevention"]
+    (row,) = [r for r in prevention["functions"] if r["name"].endswith("Doubler.f")]
+    assert (row["traces_without"], row["traces_with"]) == (without, with_)
+    assert prevention["prevented"] >= without - with_ > 0
+    # inner (inside f's traces) and the map (by tf.data) did trace: not "not called".
+    assert prevention["not_called"] == 0
+    assert any("only inside other traces or by tf.data" in note for note in prevention["notes"])

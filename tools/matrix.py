@@ -52,7 +52,12 @@ ROWS = (
     Row("tf2.16-keras3.4", ("tensorflow-cpu==2.16.2", "keras==3.4.1")),
     Row("tf2.18-keras3.6", ("tensorflow-cpu==2.18.1", "keras==3.6.0")),
     Row(REFERENCE, ("tensorflow-cpu==2.21.0", "keras==3.15.1")),
-    Row("tf2.21-tfkeras", ("tensorflow-cpu==2.21.0", "tf-keras==2.21.0"), {"TF_USE_LEGACY_KERAS": "1"}),
+    # TF Probability 0.25 needs TensorFlow 2.18+ and tf-keras: tests/test_library_objects.py runs here.
+    Row(
+        "tf2.21-tfkeras",
+        ("tensorflow-cpu==2.21.0", "tf-keras==2.21.0", "tensorflow-probability==0.25.0"),
+        {"TF_USE_LEGACY_KERAS": "1"},
+    ),
     Row("nightly", ("--pre", "tf-nightly", "keras-nightly"), optional=True),
 )
 

@@ -42,6 +42,34 @@ def fingerprint(dataset: Any) -> str | None:
         return None
 
 
+_PLAIN = (str, bytes, int, float, bool, type(None))
+
+
+def closure_fingerprint(func: Any) -> str:
+    """A digest of the plain values (str, numbers, None, tuples of them) a function closes over.
+
+    One helper mapping ``lambda x: x[name]`` over the same dataset for several columns builds
+    different pipelines: the same data, the same code, another value in the closure. Objects of
+    other types are left out: a new one at every build would hide a real rebuild.
+    """
+    for _ in range(10):  # decorators around the user's function keep it in __wrapped__
+        inner = getattr(func, "__wrapped__", None)
+        if inner is None:
+            break
+        func = inner
+    values = []
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(value, _PLAIN) or (isinstance(value, tuple) and all(isinstance(v, _PLAIN) for v in value)):
+            values.append(repr(value))
+    if not values:
+        return ""
+    return hashlib.blake2b("\0".join(values).encode("utf-8", "backslashreplace"), digest_size=8).hexdigest()
+
+
 def _tensors(value: Any) -> list[Any]:
     """The eager tensors held in one attribute (directly, or in a list, tuple or dict)."""
     if _is_eager(value):

@@ -230,6 +230,31 @@ def call_site(frame: FrameType | None) -> str | None:
 
 
 @functools.lru_cache(maxsize=4096)
+def is_library_file(filename: str) -> bool:
+    """A file of an installed package (site-packages, dist-packages) or of the standard library.
+
+    Its tf.functions are the library's (TF Probability's per-distribution function, tf-keras'
+    per-layer adapt_step): a new object per library object is by design, and no edit of the
+    user's reaches it. The user's project, installed editable, is not under these folders.
+    """
+    parts = filename.replace("\\", "/")
+    if "/site-packages/" in parts or "/dist-packages/" in parts:
+        return True
+    stdlib = os.path.dirname(os.__file__).replace("\\", "/") + "/"
+    return parts.startswith(stdlib)
+
+
+def user_site(frame: FrameType | None) -> str | None:
+    """``path:line`` of the innermost frame in the user's own code, skipping every library too."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not is_framework_file(filename) and not is_library_file(filename) and not filename.startswith("<frozen"):
+            return f"{short_path(filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
 def short_path(filename: str) -> str:
     """A file name as people read it: library files from the package down, user files relative."""
     marker = "site-packages" + os.sep

@@ -10,10 +10,11 @@ from typing import Any
 
 from tfretrace._tf.counters import make_call_hook, note_concrete_call
 from tfretrace._tf.frames import call_site, is_keras_layer_kernel, is_user_trace, own_site
+from tfretrace._tf.import_watch import ImportWatcher
 from tfretrace._tf.keras import KerasPatches
 from tfretrace._tf.origins import origin_of
 from tfretrace._tf.reading import RawTrace, read_trace
-from tfretrace._tf.versions import load_tensorflow, untested_notes, warn_once
+from tfretrace._tf.versions import load_tensorflow, require_tensorflow, untested_notes, warn_once
 from tfretrace._tf.xla import cluster_of
 from tfretrace._util.tracebacks import PACKAGE_DIR
 
@@ -43,6 +44,7 @@ class Hooks:
         self._depth = threading.local()
         self._keras = KerasPatches()
         self._version_notes: list[str] = []
+        self._waiting: ImportWatcher | None = None
 
     @property
     def notes(self) -> list[str]:
@@ -51,6 +53,7 @@ class Hooks:
 
     def install(self) -> None:
         """Patch TensorFlow; idempotent. Raises HookUnavailable with nothing patched."""
+        self._stop_waiting()
         if self._installed:
             return
         try:
@@ -88,9 +91,38 @@ class Hooks:
             self._keras.uninstall()
             self._keras.notes.append(f"Keras attribution off: {type(exc).__name__}: {exc}")
 
+    @property
+    def installed(self) -> bool:
+        """Whether TensorFlow is patched now."""
+        return self._installed
+
+    def install_when_loaded(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` (which installs) right after the program's own import of TensorFlow.
+
+        Importing TensorFlow before the program runs would change the program: TensorFlow reads
+        TF_USE_LEGACY_KERAS (which Keras tf.keras is), its log level and other settings when it
+        loads, and a program may set them in its first lines, as under python. Raises
+        TensorFlowMissingError at once when TensorFlow is not installed at all.
+        """
+        require_tensorflow()
+        # `import keras` imports TensorFlow halfway through its own import: Keras is patched at
+        # the end of its import, by a watcher that must be in place before it begins.
+        self._keras.watch()
+        if self._waiting is None:
+            self._waiting = ImportWatcher({"tensorflow"}, lambda _name: callback())
+            sys.meta_path.insert(0, self._waiting)
+
+    def _stop_waiting(self) -> None:
+        if self._waiting is not None:
+            if self._waiting in sys.meta_path:
+                sys.meta_path.remove(self._waiting)
+            self._waiting = None
+
     def uninstall(self) -> None:
         """Restore TensorFlow exactly as it was."""
+        self._stop_waiting()
         if not self._installed:
+            self._keras.uninstall()  # its import watcher, set while waiting for TensorFlow
             return
         self._tc._create_concrete_function = self._orig_create
         self._function_cls.__call__ = self._orig_call

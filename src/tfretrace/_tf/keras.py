@@ -6,12 +6,12 @@ import contextlib
 import importlib
 import sys
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, FrameType
 from typing import Any
 
 from tfretrace._tf.frames import call_site
+from tfretrace._tf.import_watch import ImportWatcher
 from tfretrace.records.events import KerasInfo
 
 _KERAS_METHODS = frozenset(
@@ -66,6 +66,11 @@ TF_KERAS = Flavor(
     ("tf_keras.src.saving.saving_lib", "tf_keras.src.saving.legacy.save"),
 )
 _FUNCTION_FILES = tuple(f.functions_file for f in (KERAS3, KERAS2, TF_KERAS))
+
+
+def _initializing(name: str) -> bool:
+    """Whether a module is still running its own top-level code (imported halfway)."""
+    return bool(getattr(getattr(sys.modules.get(name), "__spec__", None), "_initializing", False))
 
 
 def is_keras_functions_file(filename: str) -> bool:
@@ -207,16 +212,22 @@ class KerasPatches:
 
     def __init__(self) -> None:
         self._saved: dict[str, list[tuple[Any, str, Any]]] = {}
-        self._finder: _KerasImportWatcher | None = None
+        self._finder: ImportWatcher | None = None
         self.notes: list[str] = []
 
     def install(self) -> None:
         """Patch each Keras that is loaded; patch the others right after their import."""
         for package in self.PACKAGES:
-            if package in sys.modules:
+            # A Keras still loading (`import keras` imports TensorFlow, whose import end installs
+            # these hooks) is patched by the watcher, set before its import began, at its end.
+            if package in sys.modules and not _initializing(package):
                 self.patch(package)
+        self.watch()
+
+    def watch(self) -> None:
+        """Patch each Keras not yet imported right after its import (before TensorFlow loads too)."""
         if self._finder is None and not all(p in sys.modules for p in self.PACKAGES):
-            self._finder = _KerasImportWatcher(set(self.PACKAGES), self.patch)
+            self._finder = ImportWatcher(set(self.PACKAGES), self.patch)
             sys.meta_path.insert(0, self._finder)
 
     def uninstall(self) -> None:
@@ -292,52 +303,6 @@ def _wrap_load(load: Any) -> Any:
 
 def _version(package: str) -> str:
     return str(getattr(sys.modules.get(package), "__version__", "?"))
-
-
-class _KerasImportWatcher:
-    """A meta-path finder that runs a callback once one of the watched packages has been imported."""
-
-    def __init__(self, names: set[str], callback: Callable[[str], None]) -> None:
-        self._names = names
-        self._callback = callback
-        self._busy = False
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name not in self._names or self._busy:
-            return None
-        import importlib.util
-
-        self._busy = True
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            self._busy = False
-        if spec is None or spec.loader is None:
-            return spec
-        loader, callback = spec.loader, self._callback
-        original_exec = loader.exec_module
-
-        def exec_module(module: Any) -> None:
-            original_exec(module)
-            with contextlib.suppress(Exception):  # patching Keras must never break its import
-                callback(name)
-
-        spec.loader = _LoaderProxy(loader, exec_module)  # type: ignore[assignment]
-        return spec
-
-
-class _LoaderProxy:
-    """Delegates to a real loader, with exec_module replaced."""
-
-    def __init__(self, loader: Any, exec_module: Callable[[Any], None]) -> None:
-        self._loader = loader
-        self.exec_module = exec_module
-
-    def create_module(self, spec: Any) -> Any:
-        return self._loader.create_module(spec)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._loader, name)
 
 
 def _method_from_code(code: CodeType) -> str:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from types import CodeType, FrameType
 from typing import Any
 
-from tfretrace._tf.data_source import fingerprint
+from tfretrace._tf.data_source import closure_fingerprint, fingerprint
 from tfretrace._tf.frames import _closure_value, _is_tf_internal, call_site, innermost_code
 from tfretrace._tf.keras import is_keras_file, is_keras_functions_file
 from tfretrace._tf.types import static_name
@@ -123,7 +123,11 @@ def _dataset(caller: FrameType) -> Origin | None:
     short = qualname.rsplit("<locals>.", 1)[-1]  # parse, <lambda>, Parser.parse
     origin = _at_site(DATA, f"{transformation.removesuffix('()')}({short})", caller)
     dataset = frame.f_locals.get("dataset")  # the dataset the function is applied to
-    return replace(origin, source=None if dataset is None else fingerprint(dataset))
+    source = None if dataset is None else fingerprint(dataset)
+    if source is not None:
+        # The same data mapped with other closure values (a column name) is another pipeline.
+        source += closure_fingerprint(func)
+    return replace(origin, source=source)
 
 
 def _export(caller: FrameType) -> Origin | None:

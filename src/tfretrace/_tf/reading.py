@@ -10,7 +10,7 @@ from types import FrameType
 from typing import Any
 
 from tfretrace._tf.counters import counter_born, counter_of, token_of
-from tfretrace._tf.frames import call_site, innermost_code, owner_function, short_path
+from tfretrace._tf.frames import call_site, innermost_code, is_library_file, owner_function, short_path, user_site
 from tfretrace._tf.keras import (
     KERAS_ROLES,
     keras_info,
@@ -64,6 +64,9 @@ class RawTrace:
     function_key: Callable[[str], FunctionKey | None] = lambda root: None
     # A tf.data function: what its pipeline is built from (see data_source), None if unknown.
     data_source: str | None = None
+    # A library's own tf.function (its code in an installed package): the user's line that made
+    # the library trace it; None for the user's own functions, Keras models and framework rows.
+    library_site: str | None = None
 
 
 def read_trace(
@@ -134,6 +137,11 @@ def read_trace(
         saving=(origin is not None and origin.kind == EXPORT) or saving(caller),
         function_key=key_for,
         data_source=origin.source if origin is not None else None,
+        library_site=(
+            user_site(caller)
+            if code is not None and origin is None and keras is None and is_library_file(code.co_filename)
+            else None
+        ),
     )
 
 

@@ -50,6 +50,21 @@ def load_tensorflow() -> tuple[Any, Any]:
     return tf, tracing_compilation
 
 
+def require_tensorflow() -> None:
+    """Raise TensorFlowMissingError when TensorFlow is not installed; imports nothing."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("tensorflow") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise TensorFlowMissingError(
+            "tfretrace's runtime monitor needs TensorFlow: pip install 'tfretrace[tensorflow]' "
+            "(or tensorflow-cpu); import failed with: No module named 'tensorflow'"
+        )
+
+
 def parse_version(text: str) -> tuple[int, int] | None:
     """(major, minor) of a version string such as '2.23.0-dev20261026' or '3.16.0.dev2026'."""
     match = re.match(r"(\d+)\.(\d+)", text)

@@ -52,23 +52,37 @@ def predict_buckets(ctx: FunctionContext, state: State) -> Candidate | None:
         new[call.index] = replace(call, signature=sig)
     first = next(iter(varied))
     top = widest[first]
+    # predict splits x into batches of its batch size and a last, partial one: the rows are
+    # padded up to a multiple of the largest batch seen, passed as batch_size, so every batch is
+    # full; x itself may be any length (513 rows), far more than one batch. predict_on_batch
+    # takes x as one batch: there the rows are padded to the largest batch, like other dims.
+    rows = keras.method == "predict" and 0 in varied[first]
     # Calls served by a relaxed (None) trace were never recorded: they may be larger than any
     # size seen, so the bucket is "at least" the largest recorded size, for the user to set.
-    relaxed = _relaxed_dims(ctx, first) & varied[first]
+    relaxed = _relaxed_dims(ctx, first) & varied[first] - ({0} if rows else set())
     sizes = {i: (f"MAX_DIM{i}" if i in relaxed else str(top[i])) for i in varied[first]}
-    pads = ", ".join(f"(0, {sizes[i]} - x.shape[{i}])" if i in varied[first] else "(0, 0)" for i in range(len(top)))
+    pads = ", ".join(
+        "(0, -rows % BATCH)" if rows and i == 0
+        else f"(0, {sizes[i]} - x.shape[{i}])" if i in varied[first] else "(0, 0)"
+        for i in range(len(top))
+    )
     opened = ", ".join(
-        f"dim {i} to {'at least ' if i in relaxed else ''}{top[i]}" for i in sorted(varied[first])
+        f"rows to a multiple of {top[i]}, predict's batch size" if rows and i == 0
+        else f"dim {i} to {'at least ' if i in relaxed else ''}{top[i]}"
+        for i in sorted(varied[first])
     )
     if relaxed:
         opened += "; calls after the relaxed trace were not recorded, so set MAX_DIM to your largest input"
     site = ", ".join(ctx.sites(calls)) or "the call site"
+    batch = ", batch_size=BATCH" if rows else ""
     code = (
         f"# {site}: pad every dimension that varies ({opened}) so {keras.method} sees one shape,\n"
         f"# then cut the padding off the result (pad values must not change the kept rows: mask or slice)\n"
+        + (f"BATCH = {top[0]}  # every batch predict makes then has BATCH rows\n" if rows else "")
         + "".join(f"MAX_DIM{i} = {top[i]}  # at least; your largest input\n" for i in sorted(relaxed))
+        + "rows = x.shape[0]\n"
         + f"x_padded = np.pad(x, [{pads}])\n"
-        f"y = model.{keras.method}(x_padded)[: x.shape[0]]\n"
+        f"y = model.{keras.method}(x_padded{batch})[:rows]\n"
         f"# for a few small inputs, skip predict's machinery entirely: y = model(x, training=False)"
     )
     return Candidate(

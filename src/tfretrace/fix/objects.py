@@ -15,16 +15,16 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
     calls = state.replay.calls
     if len({c.obj for c in calls}) < 2:
         return None
-    merged = state.map_calls({c.index: replace(c, obj=1) for c in calls})
+    # Objects whose first trace is their own (a trained model, a target network, a library's
+    # per-object function: expected, deliberately distinct) stay apart; only the objects made
+    # again are merged. None made again: nothing the user could create once.
+    rebuilt = _rebuilt_objects(ctx)
+    if not rebuilt:
+        return None
+    first = min(c.obj for c in calls)
+    merged = state.map_calls({c.index: replace(c, obj=first) for c in calls if c.obj in rebuilt})
     definition = ctx.definition
     if ctx.report.keras is not None:
-        # Models whose first trace is their own (a trained model, a target network: expected,
-        # deliberately distinct) stay apart; only the models built again are merged.
-        rebuilt = _rebuilt_objects(ctx)
-        if not rebuilt:
-            return None
-        first = min(c.obj for c in calls)
-        merged = state.map_calls({c.index: replace(c, obj=first) for c in calls if c.obj in rebuilt})
         cause = _object_cause(ctx)
         method = ctx.report.keras.method
         summary = {
@@ -96,10 +96,13 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
 
 
 def _rebuilt_objects(ctx: FunctionContext) -> set[int]:
-    """Keras models whose first trace was a retrace (built, loaded or compiled again)."""
+    """Objects (tf.functions, Keras models) whose first trace was a retrace (made, loaded or compiled again)."""
     firsts: dict[int, TraceEvent] = {}
     for event in ctx.report.events:
         firsts.setdefault(event.object_index, event)
+    if ctx.report.keras is None:
+        # Any retrace as an object's first trace: its cache started empty when another had it.
+        return {obj for obj, event in firsts.items() if event.is_retrace}
     return {obj for obj, event in firsts.items() if event.cause in _OBJECT_CAUSES and not event.expected}
 
 

@@ -67,7 +67,7 @@ def calls_of(report: FunctionReport) -> Replay:
         key = _norm(call.signature)
         new = key not in signatures
         signatures.add(key)
-        if event.cause == "saved-model-export":
+        if _in_save(event):
             # Made in the save context, whose cache is not the calls': not a call to replay. A
             # signature no earlier trace had is a call from a function the save traced (measured
             # on tensorflow/docs mlp_core: the export wrapper's call, then every cached signature
@@ -78,6 +78,14 @@ def calls_of(report: FunctionReport) -> Replay:
             continue
         calls.append(call)
     return Replay(tuple(calls), variable_traces, saving_traces, tuple(save_calls))
+
+
+def _in_save(event: TraceEvent) -> bool:
+    """A trace made inside tf.saved_model.save: the serialization re-trace, or a retrace an export
+    wrapper caused there (its context carries the save's variable policy, None outside a save)."""
+    if event.cause == "saved-model-export":
+        return True
+    return dict(event.context).get("variable_policy", "None") not in ("None", "")
 
 
 def _call(event: TraceEvent, seen: dict[str, set[int]]) -> Call:

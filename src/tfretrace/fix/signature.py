@@ -44,7 +44,8 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
     ]
     # fold_all has no common type for two dtypes (or a tensor and a string) at one position: then
     # no single signature accepts every recorded call and none is written.
-    folded = fold_all(converted)
+    # A save's own calls (an export wrapper's input_signature passing (None, 784)) must bind too.
+    folded = fold_all([*converted, *(c.signature for c in state.replay.save_calls)])
     if folded is None:
         return None
     if node is not None and any(_varied_size_read(node, leaf) for leaf in folded):

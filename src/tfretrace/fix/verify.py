@@ -205,17 +205,13 @@ def verify(
 def _compare(before: Session, after: Session | None, root: Path) -> tuple[Outcome, ...]:
     # Edits move line numbers (a decorator grows), so functions match by name and file, and Keras
     # rows by their method too: fit's train function is never compared with evaluate's.
-    measured = {}
-    if after is not None:
-        measured = {row_key(f): f for f in after.functions}
+    partners = _partners(before.functions, after.functions if after is not None else ())
     out = []
     reader = SourceReader(root)
-    for report in before.functions:
+    for index, report in enumerate(before.functions):
         if report.retraces == 0:
             continue
-        key = row_key(report)
-        # A def moved out of its function to module level loses the "outer.<locals>." prefix.
-        now = measured.get(key) or measured.get((key[0].rsplit(".", 1)[-1], *key[1:]))
+        now = partners.get(index)
         out.append(
             Outcome(
                 name=report.display_name(),
@@ -228,6 +224,44 @@ def _compare(before: Session, after: Session | None, root: Path) -> tuple[Outcom
             )
         )
     return tuple(out)
+
+
+def _partners(
+    before: Sequence[FunctionReport], after: Sequence[FunctionReport]
+) -> dict[int, FunctionReport]:
+    """Each recorded row's row in the edited run, each row of either run used once.
+
+    Several rows can share a name in one file (two ``Dataset.map(<lambda>)`` pipelines): the one
+    at the same line first, then the others in line order, so two pipelines are never both
+    matched with one of them.
+    """
+    groups: dict[tuple[str, str, str | None], list[int]] = {}
+    for index, report in enumerate(after):
+        groups.setdefault(row_key(report), []).append(index)
+    taken: set[int] = set()
+    found: dict[int, FunctionReport] = {}
+
+    def candidates(report: FunctionReport) -> list[int]:
+        key = row_key(report)
+        # A def moved out of its function to module level loses the "outer.<locals>." prefix.
+        return groups.get(key) or groups.get((key[0].rsplit(".", 1)[-1], *key[1:])) or []
+
+    for index, report in enumerate(before):
+        same = [i for i in candidates(report) if after[i].location == report.location and i not in taken]
+        if same:
+            taken.add(same[0])
+            found[index] = after[same[0]]
+    for index in sorted((i for i in range(len(before)) if i not in found), key=lambda i: _line(before[i])):
+        rest = sorted((i for i in candidates(before[index]) if i not in taken), key=lambda i: _line(after[i]))
+        if rest:
+            taken.add(rest[0])
+            found[index] = after[rest[0]]
+    return found
+
+
+def _line(report: FunctionReport) -> int:
+    line = report.location.rpartition(":")[2]
+    return int(line) if line.isdigit() else 0
 
 
 def row_key(report: FunctionReport) -> tuple[str, str, str | None]:

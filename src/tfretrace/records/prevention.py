@@ -152,7 +152,7 @@ def render(report: PreventionReport) -> str:
         if f.jit_compile:
             lines.append(f"    {XLA_NOTE}")
     if report.not_called:
-        lines.append(f"  {report.not_called} profiled function(s) that retraced there were not called in this run")
+        lines.append(f"  {report.not_called} profiled function(s) that retraced there were not traced in this run")
     for note in report.notes:
         lines.append(f"  note: {note}")
     return "\n".join(lines) + "\n"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tfretrace._tf import logfilter
 from tfretrace._util.text import split_site
-from tfretrace.records.errors import RetraceError, UntestedVersionWarning
+from tfretrace.records.errors import RetraceError, UnsupportedVersionError, UntestedVersionWarning
 from tfretrace.runtime.xla_watch import XlaWatch
 
 if TYPE_CHECKING:
@@ -55,27 +55,47 @@ class Dispatch:
         from tfretrace._tf import hooks
         from tfretrace._tf.frames import call_site
 
-        # Before TensorFlow loads (hooks.install imports it): ask it to log XLA compiles.
+        # Before TensorFlow loads: ask it to log XLA compiles.
         self.xla.prepare()
         self.xla.arm(monitor.internal_error)
+        site = call_site(sys._getframe(1))
         with self._lock:
             if self._hooks is None:
                 self._hooks = hooks.Hooks(self._on_trace, self._after_trace)
             if not monitor.keep_tf_warning:
                 self._tf_filter.attach()
-            try:
-                self._hooks.install()
-                self._unavailable = None
-                self.xla.loaded()
-            except hooks.HookUnavailable as exc:
-                # Nothing was patched: the program runs on unobserved and the session says so.
-                if self._unavailable != str(exc):
-                    filename, lineno = split_site(call_site(sys._getframe(1)))
-                    text = f"tfretrace: {exc}"
-                    warnings.warn_explicit(text, UntestedVersionWarning, filename, lineno, module="tfretrace")
-                self._unavailable = str(exc)
+            if "tensorflow" in sys.modules:
+                self._install(site)
+            elif not self._hooks.installed:
+                # Nothing can trace before TensorFlow loads; loading it here would run the
+                # program's first lines after TensorFlow read its settings (TF_USE_LEGACY_KERAS).
+                self._hooks.install_when_loaded(lambda: self._install_late(site))
             if monitor not in self._monitors:
                 self._monitors.append(monitor)
+
+    def _install_late(self, site: str | None) -> None:
+        """The program imported TensorFlow: patch it now, unless every monitor has stopped."""
+        with self._lock:
+            if self._monitors:
+                self._install(site, late=True)
+
+    def _install(self, site: str | None, late: bool = False) -> None:
+        from tfretrace._tf import hooks
+
+        try:
+            self._hooks.install()
+            self._unavailable = None
+            self.xla.loaded()
+        except (hooks.HookUnavailable, UnsupportedVersionError) as exc:
+            if not late and isinstance(exc, UnsupportedVersionError):
+                raise
+            # Nothing was patched: the program runs on unobserved and the session says so
+            # (an old TensorFlow found only inside the program's import cannot stop it there).
+            if self._unavailable != str(exc):
+                filename, lineno = split_site(site)
+                text = f"tfretrace: {exc}"
+                warnings.warn_explicit(text, UntestedVersionWarning, filename, lineno, module="tfretrace")
+            self._unavailable = str(exc)
 
     def notes(self) -> list[str]:
         """Version notes and what could not be observed, for the session."""

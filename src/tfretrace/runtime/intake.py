@@ -145,9 +145,11 @@ def prepare(
         if explanation.cause == "keras-new-model":
             note_alongside(state, index, raw.token, read)
     elif raw.origin is not None or raw.saving:
-        explanation, note, expected = _origin_cause(raw, explanation)
+        explanation, note, expected = _origin_cause(raw, explanation, priors)
         if raw.data_source is not None:
             explanation, note, expected = data_source_cause(state, raw.data_source, explanation, note, expected)
+    elif raw.library_site is not None and explanation.cause == "new-function-object":
+        explanation, note, expected = _library_object(raw.library_site, object_index)
     elif _per_replica(explanation):
         note = "expected: under a distribution strategy a function called from replica code traces once per device"
     calls_total = state.calls(read)
@@ -156,6 +158,20 @@ def prepare(
     # No fix at trace time: a fix is shown only once the plan has checked it against every
     # call of the run (Session's events carry it, from the plan).
     return Pending(state, explanation, calls_total, since, object_index, note, index, expected)
+
+
+def _library_object(site: str | None, object_index: int) -> tuple[Explanation, str, bool]:
+    """A library's own tf.function made again for another of its objects: that object's first trace.
+
+    TF Probability makes one per distribution, tf-keras one adapt_step per layer: distinct
+    objects, each traced once, that no edit of the user's code could share.
+    """
+    made = f" for the call at {site}" if site else ""
+    note = (
+        f"tf.function object #{object_index} that the library made{made}: a library makes one per "
+        "object of its own (a distribution, a layer), and each is traced once; not a retrace"
+    )
+    return Explanation("first-trace", (), ()), note, True
 
 
 def _function_key(raw: Any, root: str) -> Any:

@@ -24,7 +24,14 @@ from tfretrace.records.events import TraceEvent
 from tfretrace.records.session import Session
 from tfretrace.runtime.dispatch import dispatch
 from tfretrace.runtime.intake import CallCounting, Pending, make_event, prepare
-from tfretrace.runtime.state import COMPARE_WINDOW, DEFAULT_MAX_EVENTS, HEAD_EVENTS, FunctionState, report_of
+from tfretrace.runtime.state import (
+    COMPARE_WINDOW,
+    DEFAULT_MAX_EVENTS,
+    HEAD_EVENTS,
+    FunctionState,
+    keras_rows_apart,
+    report_of,
+)
 from tfretrace.runtime.xla_watch import build_event
 
 __all__ = [
@@ -147,7 +154,7 @@ class Monitor:
         with self._lock:
             functions = tuple(report_of(s, counters.counter_value, counters.concrete_sites)
                               for s in self._functions.values())
-        functions = self._plans.planned(functions, self.internal_error)
+        functions = keras_rows_apart(self._plans.planned(functions, self.internal_error))
         tf_version, keras_version = versions.loaded_versions()
         return Session(
             functions=functions,

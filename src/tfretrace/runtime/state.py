@@ -255,11 +255,32 @@ _SAVING_NOTE = (
 )
 
 
-def _origin_cause(raw: Any, explanation: Explanation) -> tuple[Explanation, str | None, bool | None]:
+_SAVING_RETRACE_NOTE = (
+    "made during saving (tf.saved_model.save): a caller being exported passed inputs no earlier "
+    "trace covered; a retrace, not the save's own re-trace of an existing signature"
+)
+
+
+def _new_inputs(raw: Any, priors: Sequence[Prior]) -> bool:
+    """Whether no earlier trace of this object had these inputs, in any context.
+
+    The save traces every cached signature again in its own context: those are not new.
+    """
+    return not any(p.token == raw.token and tuple(p.signature) == tuple(raw.signature) for p in priors)
+
+
+def _origin_cause(
+    raw: Any, explanation: Explanation, priors: Sequence[Prior] = ()
+) -> tuple[Explanation, str | None, bool | None]:
     """(explanation, note, expected or None for the default) of a trace made for a SavedModel or
     of framework code traced for a call of the user's (README, "Traces TensorFlow and Keras make
     for you")."""
     first = explanation.cause == "first-trace"
+    if raw.saving and raw.origin != "export" and not first and _new_inputs(raw, priors):
+        # Inputs no earlier trace had (an exported wrapper's input_signature calling the
+        # function with (None, 784)): a real retrace, made during saving; a generalized
+        # input_signature on the function removes it.
+        return explanation, _SAVING_RETRACE_NOTE, None
     if raw.saving and (raw.origin == "export" or not first):
         # Serialization traces every signature again in the save context; Keras' export
         # endpoints and serving_default are new tf.functions at every save.
@@ -372,3 +393,19 @@ def report_of(state: FunctionState, read: Callable[[Any], int],
         key=state.function_key,
         concrete_python_sites=tuple(sorted(python_sites)),
     )
+
+
+def keras_rows_apart(functions: Sequence[FunctionReport]) -> tuple[FunctionReport, ...]:
+    """Keras rows that would read alike (three ``sequential.fit`` at Keras' own file: a trained
+    model and two reloaded ones) placed at the user's line that built or loaded each model."""
+    names: dict[str, int] = {}
+    for fn in functions:
+        if fn.keras is not None:
+            names[fn.display_name()] = names.get(fn.display_name(), 0) + 1
+    return tuple(
+        replace(fn, location=fn.keras.built_at)
+        if fn.keras is not None and fn.keras.built_at and names[fn.display_name()] > 1
+        else fn
+        for fn in functions
+    )
+

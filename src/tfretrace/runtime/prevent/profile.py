@@ -55,6 +55,11 @@ class Entry:
         return any(e.cause == "variable-creation" for e in self.report.events)
 
     @property
+    def saving_traces(self) -> int:
+        """Traces tf.saved_model.save made of it in the recorded run (each cached signature again)."""
+        return calls_of(self.report).saving_traces
+
+    @property
     def warmable(self) -> bool:
         """Whether some recorded family of calls varied in shape."""
         return any(g.warm for g in self.groups)

@@ -111,7 +111,7 @@ class Prevention:
 
     def finish(self, session: Any) -> Any:
         """``session`` with the prevention report recorded in it (an additive field)."""
-        return replace(session, prevention=self.report(session.tensorflow))
+        return replace(session, prevention=self.report(session.tensorflow, session))
 
     # -- the call watcher ----------------------------------------------------------------------
 
@@ -207,8 +207,12 @@ class Prevention:
 
     # -- the report ----------------------------------------------------------------------------
 
-    def report(self, tensorflow: str | None = None) -> PreventionReport:
-        """Per profiled function met in this run: traces without and with prevention, and why."""
+    def report(self, tensorflow: str | None = None, session: Any = None) -> PreventionReport:
+        """Per profiled function met in this run: traces without and with prevention, and why.
+
+        ``session``: this run's, to tell profiled functions never traced from those traced only
+        where prevention never sees a call (inside another trace, by tf.data).
+        """
         notes = []
         version = self.profile.version_note(tensorflow)
         if version is not None:
@@ -222,8 +226,26 @@ class Prevention:
                 notes.append(f"{row.name}: {row.fallback}")
         # Profiled functions that retraced there and never ran here (eagerly) in this run.
         met_ids = {id(row.entry) for row in met}
-        not_met = sum(1 for e in self.profile.entries if e.report.retraces and id(e) not in met_ids)
+        unmet = [e for e in self.profile.entries if e.report.retraces and id(e) not in met_ids]
+        traced = _traced_here(unmet, session)
+        if traced:
+            notes.append(
+                f"{traced} profiled function(s) that retraced there were traced in this run only inside "
+                "other traces or by tf.data: prevention warms up functions called from Python, so it "
+                "left them as they were"
+            )
+        not_met = len(unmet) - traced
         return PreventionReport(self.profile.path, self.profile.tensorflow, tuple(rows), tuple(notes), not_met)
+
+
+def _traced_here(entries: list[Entry], session: Any) -> int:
+    """How many of these profiled functions this run's session traced (paired by their key)."""
+    if session is None or not entries:
+        return 0
+    from tfretrace.records.matching import match
+
+    traced = [f for f in session.functions if f.traces]
+    return len(match([e.report for e in entries], traced).pairs)
 
 
 def _function_row(row: _Row) -> FunctionPrevention:
@@ -263,7 +285,9 @@ def _replayed(obj: _Object, entry: Entry) -> int:
     calls = tuple(Call(i + 1, 1, (), sig, None, 0.0) for i, sig in enumerate(obj.calls))
     # A first call that creates variables traces once more; the profile says whether it did.
     variable = 1 if entry.creates_variables else 0
-    predicted = count(Replay(calls, variable_traces=variable), Config(reduce_retracing=obj.reduce_retracing))
+    # A save writes each cached signature again: without the warm-up, one per signature traced.
+    replay = Replay(calls, variable_traces=variable, saving_traces=entry.saving_traces)
+    predicted = count(replay, Config(reduce_retracing=obj.reduce_retracing))
     return predicted if predicted is not None else len(calls) + variable
 
 
