@@ -237,7 +237,7 @@ def _write_tensorboard(session: Session, logdir: Path) -> None:
 def _live_status(ns: argparse.Namespace) -> Progress | None:
     """A one-line live status on stderr when it is a terminal (never when piped or --no-progress)."""
     stream = sys.stderr
-    if ns.no_progress or not is_tty(stream) or os.environ.get("TERM") == "dumb":
+    if ns.no_progress or not is_tty(stream) or os.environ.get("TERM") == "dumb" or _native_log_shown():
         return None
     width = console_for(stream).width
     # Its own handle on the terminal: the XLA log tap may swap fd 2 for a pipe during the run.
@@ -248,6 +248,17 @@ def _live_status(ns: argparse.Namespace) -> Progress | None:
     progress = Progress(terminal, width)
     progress.attach(is_tty)
     return progress
+
+
+def _native_log_shown() -> bool:
+    """Whether TensorFlow's C++ log (INFO and WARNING lines) reaches the terminal during the run.
+
+    It writes straight to file descriptor 2, past any guard: a status line drawn there would
+    have TensorFlow's next line run into it. So the line is drawn only when the user's
+    TF_CPP_MIN_LOG_LEVEL keeps that log to errors (2 or 3).
+    """
+    level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "").strip()
+    return level not in ("2", "3")
 
 
 def emit_plans(session: Session, console: Console, saved: str | None, target: Target | None = None) -> None:
