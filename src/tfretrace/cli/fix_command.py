@@ -10,7 +10,7 @@ from typing import TextIO
 from tfretrace._util.config import find as find_config
 from tfretrace._util.config import load as load_config
 from tfretrace._util.io import atomic_write_text
-from tfretrace._util.text import printable
+from tfretrace._util.text import plural, printable
 from tfretrace.fix.apply import Advice, FileChange, FixError, mark_verified, prepare, unified_diff, write_all
 from tfretrace.fix.verify import Verification, log_path, row_key, verify
 from tfretrace.records.session import load
@@ -132,11 +132,12 @@ def _print_verification(result: Verification, out: TextIO) -> None:
         out.write("  no session came back from the edited run\n")
         return
     for o in result.outcomes:
-        after = "did not trace" if o.traces_after is None else f"{o.traces_after} traces, {o.seconds_after:.3f} s"
+        after = ("did not trace" if o.traces_after is None
+                 else f"{plural(o.traces_after, 'trace')}, {o.seconds_after:.3f} s")
         if o.predicted is not None:
             after += f" (predicted {o.predicted})"
         out.write(
-            f"  {printable(o.name)} ({printable(o.location)}): {o.traces_before} traces, "
+            f"  {printable(o.name)} ({printable(o.location)}): {plural(o.traces_before, 'trace')}, "
             f"{o.seconds_before:.3f} s -> {after}\n"
         )
 

@@ -128,11 +128,14 @@ def emit(
     if outputs:
         return ok
     stream = console.file
-    stream.write(TextRenderer(width=console.width, color=colored(console)).render(view))
+    files = sources if sources is not None else ([saved] if saved else [])
+    # Under run --fix-plan the plans follow the report, once, with the commands that apply them.
+    renderer = TextRenderer(width=console.width, color=colored(console),
+                            plans=not getattr(ns, "fix_plan", False), saved=bool(files))
+    stream.write(renderer.render(view))
     if session.prevention is not None:
         # A run warmed from a profile (tfretrace run --prevent): what the warm-ups prevented.
         stream.write("\n" + render_prevention(session.prevention))
-    files = sources if sources is not None else ([saved] if saved else [])
     if files:
         quoted = " ".join(shlex.quote(f) for f in files)
         print(f"\nRe-render: tfretrace report {printable(quoted)} -o report.html", file=stream)

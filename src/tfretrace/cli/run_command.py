@@ -264,8 +264,12 @@ def _native_log_shown() -> bool:
 def emit_plans(session: Session, console: Console, saved: str | None, target: Target | None = None) -> None:
     """The fix plans, then the commands that verify their edits on a copy and apply them."""
     stream, width, color = console.file, console.width, colored(console)
-    print("\n" + render_plans(session, width=width, color=color).rstrip(), file=stream)
+    print("\n" + render_plans(session, width=width, color=color, saved=saved is not None).rstrip(), file=stream)
     editable = any(step.get("edits") for f in session.functions for step in f.plan)
+    if saved is None and editable:
+        # Nothing was saved, so there is no session for tfretrace fix to read: say how to get one.
+        print("\nTo apply: run again with --save run.json, then tfretrace fix run.json --apply",
+              file=stream)
     if saved is not None and editable:
         quoted = printable(shlex.quote(saved))
         lines = []

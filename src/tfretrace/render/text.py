@@ -34,11 +34,16 @@ class TextRenderer:
     name = "text"
     extension = ".txt"
 
-    def __init__(self, width: int = 100, color: bool = False, keep: int = _model.RUN_KEEP) -> None:
+    def __init__(self, width: int = 100, color: bool = False, keep: int = _model.RUN_KEEP, *,
+                 plans: bool = True, saved: bool = True) -> None:
         # Rules and padding fill the width: COLUMNS=10000000 must not build 50 MB of dashes.
         self.width = min(max(40, width), MAX_WIDTH)
         self.color = color
         self.keep = keep
+        # plans=False: each function's section leaves its plan out (``run --fix-plan`` prints them
+        # all after the report, once). saved=False: no session to apply a plan from.
+        self.plans = plans
+        self.saved = saved
 
     def render(self, session: Session) -> str:
         """The whole report as one string (ANSI codes only when ``color`` is set)."""
@@ -210,7 +215,8 @@ class TextRenderer:
             parts.append(prose(extra, "yellow"))
         if report.megamorphic:
             parts.append(prose(_model.megamorphic_line(report), "bold yellow"))
-        parts.extend(self.plan(report))
+        if self.plans:
+            parts.extend(self.plan(report))
         fixes = _model.fixes_to_show(report)
         groups, cut = _model.group_events(report.events, keep=self.keep)
         for group in groups:
@@ -251,7 +257,7 @@ class TextRenderer:
         steps = plan_steps(report)
         if not steps:
             return []
-        out: list[RenderableType] = [indent(prose(_model.plan_headline(steps), "bold green"), 2, hang=2)]
+        out: list[RenderableType] = [indent(prose(_model.plan_headline(steps, self.saved), "bold green"), 2, hang=2)]
         for number, step in _model.numbered_steps(steps):
             line = _model.step_line(number, step)
             style = "yellow" if step.kind == "statement" else ""
@@ -286,9 +292,9 @@ class TextRenderer:
         return Code(source, self.color)
 
 
-def render_plans(session: Session, width: int = 100, color: bool = False) -> str:
+def render_plans(session: Session, width: int = 100, color: bool = False, saved: bool = True) -> str:
     """Only the fix plans of the retracing functions (``tfretrace run --fix-plan``)."""
-    renderer = TextRenderer(width=width, color=color)
+    renderer = TextRenderer(width=width, color=color, saved=saved)
     session = _model.printable_copy(session)
     blocks: list[RenderableType] = [
         Text("Fix plans: each step checked against every call of this run", style="bold")
