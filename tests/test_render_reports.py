@@ -50,7 +50,7 @@ def test_unknown_extension_is_one_line_error() -> None:
     with pytest.raises(UnknownFormatError) as info:
         renderer_for("report.pdf")
     assert "\n" not in str(info.value) and ".html" in str(info.value)
-    assert extensions() == [".txt", ".json", ".html"]
+    assert extensions() == [".txt", ".json", ".html", ".md"]
 
 
 # -- JSON ----------------------------------------------------------------------------------------

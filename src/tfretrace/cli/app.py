@@ -19,7 +19,7 @@ from tfretrace._util.version import __version__
 from tfretrace.cli import compare_command, fix_command
 from tfretrace.cli.completion import SHELLS, options_by_command
 from tfretrace.cli.completion import script as completion_script
-from tfretrace.cli.output import UsageError, checked_output, colored, console_for, emit
+from tfretrace.cli.output import UsageError, checked_outputs, colored, console_for, emit
 from tfretrace.cli.output import terminal_style as terminal_style  # (width, colour) of a stream, for callers
 from tfretrace.cli.program import EXIT_OK, Target
 
@@ -29,7 +29,7 @@ from tfretrace.cli.run_command import EXIT_USAGE, command_run, final_status
 from tfretrace.fix.apply import FixError
 from tfretrace.records import catalogue
 from tfretrace.records.session import SessionFormatError, load, merge
-from tfretrace.render import UnknownFormatError
+from tfretrace.render import FORMATS, UnknownFormatError
 from tfretrace.render.explain import WIDTH
 from tfretrace.render.explain import explanation as render_explanation
 
@@ -119,7 +119,12 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="write the report to FILE; .txt, .json or .html picks the format (repeatable)",
+        help="write the report to FILE; .txt, .json, .html or .md picks the format unless --format "
+        "names one (repeatable); '-' is stdout (report only: run's stdout is the program's)",
+    )
+    parser.add_argument(
+        "--format", choices=FORMATS, default=None,
+        help="text, json or markdown: the format of every -o file, and for report of stdout",
     )
     parser.add_argument(
         "--min-traces", type=_positive_int, default=1, metavar="N",
@@ -254,7 +259,7 @@ def _options_taking_value(parser: argparse.ArgumentParser) -> set[str]:
 
 def command_report(ns: argparse.Namespace) -> int:
     """Load, merge and render saved sessions."""
-    outputs = [checked_output(text, "-o") for text in ns.output]
+    outputs = checked_outputs(ns.output, ns.format, stdout=True)
     _refuse_duplicates(ns.files)
     session = merge([load(path) for path in ns.files])
     written = emit(session, ns, console_for(sys.stdout), None, outputs, sources=list(ns.files))

@@ -8,7 +8,7 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -39,10 +39,56 @@ class UsageError(Exception):
 
 @dataclass(frozen=True)
 class Output:
-    """A file to write: as the user typed it (for messages) and as an absolute path."""
+    """A file to write: as the user typed it (for messages) and as an absolute path.
+
+    ``fmt`` is the format --format named (else the extension picks); ``shown == "-"`` is stdout.
+    """
 
     shown: str
     path: Path
+    fmt: str | None = None
+
+    @property
+    def stdout(self) -> bool:
+        """Whether this output is ``-o -``: the report on standard output."""
+        return self.shown == STDOUT
+
+
+STDOUT = "-"
+
+
+def checked_outputs(texts: Sequence[str], fmt: str | None, *, stdout: bool, folder: Path | None = None) -> list[Output]:
+    """``-o`` values checked before any work; ``-`` is stdout where the command allows it.
+
+    ``run`` does not: its stdout is the program's, and a JSON report among the program's own
+    lines would be neither's. Without ``-o``, a --format other than text writes to stdout
+    (``report``) or is refused (``run``: stdout and stderr are both the program's).
+    """
+    outputs: list[Output] = []
+    for text in texts:
+        if text == STDOUT:
+            if not stdout:
+                raise UsageError("run -o -: stdout is the program's; write the report to a file "
+                                 "(-o report.json), or save the run and use tfretrace report run.json -o -")
+            outputs.append(Output(STDOUT, Path(os.devnull), fmt))
+            continue
+        outputs.append(replace(checked_output(in_folder(text, folder), "-o", check_format=fmt is None), fmt=fmt))
+    if not outputs and fmt not in (None, "text"):
+        if not stdout:
+            raise UsageError(f"run --format {fmt} needs -o FILE: stdout and stderr are the program's")
+        outputs.append(Output(STDOUT, Path(os.devnull), fmt))
+    return outputs
+
+
+def in_folder(text: str, folder: Path | None) -> str:
+    """A relative output path inside the project's output folder (created), else as given."""
+    if folder is None or os.path.isabs(text):
+        return text
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"output-dir {str(folder)!r}: {exc.strerror or exc}", hint=False) from None
+    return os.path.relpath(folder / text)
 
 
 def checked_output(text: str, option: str, *, check_format: bool = True) -> Output:
@@ -117,8 +163,16 @@ def emit(
     view = hide_below(session, ns.min_traces)
     ok = True
     for output in outputs:
+        renderer = renderer_for(output.fmt or ("text" if output.stdout else output.shown))
+        if output.stdout:
+            if renderer.name == "text":  # as the terminal report, at stdout's width and colour
+                out = console_for(sys.stdout)
+                renderer = TextRenderer(width=out.width, color=colored(out))
+            sys.stdout.write(encodable(renderer.render(view)).rstrip("\n") + "\n")
+            sys.stdout.flush()
+            continue
         try:
-            atomic_write_text(output.path, encodable(renderer_for(output.shown).render(view)))
+            atomic_write_text(output.path, encodable(renderer.render(view)))
         except OSError as exc:
             print(f"tfretrace: error: could not write {output.shown!r}: {exc.strerror or exc}",
                   file=sys.stderr)

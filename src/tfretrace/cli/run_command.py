@@ -22,11 +22,12 @@ from tfretrace.cli import compare_command
 from tfretrace.cli.notebook_run import NotebookRunError, code_cells
 from tfretrace.cli.output import (
     UsageError,
-    checked_output,
+    checked_outputs,
     checked_save,
     colored,
     console_for,
     emit,
+    in_folder,
     is_tty,
     save_session,
 )
@@ -50,8 +51,8 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     ns.fix_plan = ns.fix_plan or settings.fix_plan
     # Check every output before spending minutes on the program, and pin relative paths to
     # this folder: the program may chdir() away.
-    outputs = [checked_output(_in_folder(text, settings.output_dir), "-o") for text in ns.output]
-    save = None if ns.save is None else checked_save(_in_folder(ns.save, settings.output_dir))
+    outputs = checked_outputs(ns.output, ns.format, stdout=False, folder=settings.output_dir)
+    save = None if ns.save is None else checked_save(in_folder(ns.save, settings.output_dir))
     if target.script is not None and not runnable(Path(target.script)):
         raise UsageError(f"can't open file {target.script!r}: no such file")
     if target.script is not None and is_notebook(target.script):
@@ -192,17 +193,6 @@ def project_settings() -> ProjectConfig:
         return load_config(find_config(Path.cwd()))
     except ProjectConfigError as exc:
         raise UsageError(str(exc), hint=False) from None
-
-
-def _in_folder(text: str, folder: Path | None) -> str:
-    """A relative output path inside the project's output folder (created), else as given."""
-    if folder is None or os.path.isabs(text):
-        return text
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"output-dir {str(folder)!r}: {exc.strerror or exc}", hint=False) from None
-    return os.path.relpath(folder / text)
 
 
 def _tensorboard_dir(text: str) -> Path:

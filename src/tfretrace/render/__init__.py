@@ -8,11 +8,13 @@ from typing import Protocol
 from tfretrace.records.session import Session
 from tfretrace.render.html import HtmlRenderer
 from tfretrace.render.json_report import JsonRenderer
+from tfretrace.render.markdown import MarkdownRenderer
 from tfretrace.render.text import TextRenderer
 
 __all__ = [
     "HtmlRenderer",
     "JsonRenderer",
+    "MarkdownRenderer",
     "Renderer",
     "TextRenderer",
     "UnknownFormatError",
@@ -37,17 +39,20 @@ class UnknownFormatError(ValueError):
     """No renderer writes the requested extension or format name."""
 
 
-_RENDERERS: tuple[type[TextRenderer] | type[JsonRenderer] | type[HtmlRenderer], ...] = (
+_RENDERERS: tuple[type[TextRenderer] | type[JsonRenderer] | type[HtmlRenderer] | type[MarkdownRenderer], ...] = (
     TextRenderer,
     JsonRenderer,
     HtmlRenderer,
+    MarkdownRenderer,
 )
 # Extra spellings people type; the canonical extension is the renderer's own.
-_ALIASES = {".htm": ".html", ".text": ".txt", ".txt": ".txt"}
+_ALIASES = {".htm": ".html", ".text": ".txt", ".txt": ".txt", ".markdown": ".md"}
+# The names --format accepts (``tfretrace run``/``report``): what a pipe or another tool reads.
+FORMATS = ("text", "json", "markdown")
 
 
 def extensions() -> list[str]:
-    """The extensions ``-o`` accepts, e.g. ``['.txt', '.json', '.html']``."""
+    """The extensions ``-o`` accepts, e.g. ``['.txt', '.json', '.html', '.md']``."""
     return [cls.extension for cls in _RENDERERS]
 
 

@@ -343,7 +343,7 @@ def step_line(number: int, step: PlanStep) -> str:
     if step.compiles_before is not None:
         return (
             f"{number}. {step.cause}: {step.summary} ({step.compiles_before} -> "
-            f"{plural(step.compiles_after, 'XLA compile')}, saves {fmt_seconds(step.seconds_saved)})"
+            f"{plural(step.compiles_after or 0, 'XLA compile')}, saves {fmt_seconds(step.seconds_saved)})"
         )
     final = ", final" if step.final else ""
     verified = "" if step.verified is None else f", measured {step.verified}"
