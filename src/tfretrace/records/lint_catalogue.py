@@ -120,7 +120,8 @@ LINT_RULES: tuple[Cause, ...] = (
         "which costs milliseconds even when nothing retraces. A batch size different from the "
         "first call traces predict_function once more (it is then relaxed to a None batch "
         "dimension).",
-        "For a few samples call model(x, training=False) or model.predict_on_batch(x); for many, "
+        "For a few samples call the model, model(x, training=False).numpy() (no predict function "
+        "is traced; predict_on_batch still traces one per new batch size); for many, "
         "collect them and call predict() once on the whole batch.",
         "for x in samples:\n    y = model.predict(x[None])",
         "ys = model.predict(np.stack(samples))\n# or, per sample:\ny = model(x[None], training=False)",
