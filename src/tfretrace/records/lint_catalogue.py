@@ -102,7 +102,8 @@ LINT_RULES: tuple[Cause, ...] = (
         "python-counter-argument",
         "loop counter passed to a tf.function",
         "A Python int argument is baked into the graph as a constant, so each new counter value "
-        "traces a new graph. A loop over 100 epochs traces the function 100 times.",
+        "traces a new graph. A loop over 100 epochs traces the function 100 times. The same holds "
+        "for a Python number the loop steps each iteration (lr = lr * 0.9, lr *= 0.9).",
         "Pass tf.constant(counter) (or a tf.Variable) so the value becomes a graph input, or "
         "stop passing the counter.",
         "@tf.function\ndef train_step(x, step):\n    ...\n\nfor step in range(1000):\n"
