@@ -84,3 +84,10 @@ def test_markdown_escapes_every_recorded_string() -> None:
     outside_code = re.sub(r"```+python\n.*?\n\s*```+", "", outside_code, flags=re.S)
     assert "<script" not in outside_code and "<img" not in outside_code
     assert "*d*" not in outside_code
+
+
+def test_compare_s_format_choices_are_its_renderer_s() -> None:
+    from tfretrace.cli.compare_command import FORMATS
+    from tfretrace.render.comparison import FORMATS as RENDERED
+
+    assert FORMATS == RENDERED

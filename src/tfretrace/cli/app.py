@@ -26,12 +26,9 @@ from tfretrace.cli.program import EXIT_OK, Target
 # The statuses live with `run`; EXIT_RETRACED (--fail-on-retrace found something) stays importable here.
 from tfretrace.cli.run_command import EXIT_RETRACED as EXIT_RETRACED
 from tfretrace.cli.run_command import EXIT_USAGE, command_run, final_status
-from tfretrace.fix.apply import FixError
 from tfretrace.records import catalogue
 from tfretrace.records.session import SessionFormatError, load, merge
 from tfretrace.render import FORMATS, UnknownFormatError
-from tfretrace.render.explain import WIDTH
-from tfretrace.render.explain import explanation as render_explanation
 
 # What a shell reports for a process ended by SIGPIPE (128 + 13), the status `cat` gives in `| head`.
 EXIT_BROKEN_PIPE = 141
@@ -178,9 +175,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ns.command == "completion":
             return command_completion(ns, parser)
         if ns.command == "fix":
+            from tfretrace.fix.apply import FixError  # the fixer loads only for `fix`
+
             out = console_for(sys.stdout)
             width, color = out.width, colored(out)
-            return fix_command.command_fix(ns, verify_command, sys.stdout, sys.stderr, width, color)
+            try:
+                return fix_command.command_fix(ns, verify_command, sys.stdout, sys.stderr, width, color)
+            except FixError as exc:
+                print(f"tfretrace: error: {one_line(str(exc))}", file=sys.stderr)
+                return EXIT_USAGE
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:
@@ -189,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = f" (see '{helper}')" if exc.hint else ""
         print(f"tfretrace: error: {one_line(str(exc))}{hint}", file=sys.stderr)
         return EXIT_USAGE
-    except (SessionFormatError, UnknownFormatError, FixError, ProjectConfigError) as exc:
+    except (SessionFormatError, UnknownFormatError, ProjectConfigError) as exc:
         print(f"tfretrace: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
@@ -301,11 +304,16 @@ def command_explain(ns: argparse.Namespace) -> int:
         close = difflib.get_close_matches(ns.cause, keys, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else " (see 'tfretrace explain --list')"
         raise UsageError(f"unknown cause {ns.cause!r}{hint}", hint=False) from None
+    from tfretrace.render.explain import WIDTH
+    from tfretrace.render.explain import explanation as render_explanation
+
     console = console_for(sys.stdout)
     console.file.write(render_explanation(entry, width=min(console.width, WIDTH), color=colored(console)) + "\n")
     return EXIT_OK
 
 
-def explanation(entry: catalogue.Cause, width: int = WIDTH) -> str:
-    """The text ``tfretrace explain`` prints for one entry (without colour)."""
+def explanation(entry: catalogue.Cause, width: int = 88) -> str:
+    """The text ``tfretrace explain`` prints for one entry (without colour; 88 is render.explain.WIDTH)."""
+    from tfretrace.render.explain import explanation as render_explanation
+
     return render_explanation(entry, width=width)

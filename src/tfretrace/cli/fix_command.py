@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from tfretrace._util.config import find as find_config
 from tfretrace._util.config import load as load_config
 from tfretrace._util.io import atomic_write_text
 from tfretrace._util.text import plural, printable
-from tfretrace.fix.apply import Advice, FileChange, FixError, mark_verified, prepare, unified_diff, write_all
-from tfretrace.fix.verify import Verification, log_path, row_key, verify
 from tfretrace.records.session import load
-from tfretrace.render.text import render_plans
+
+if TYPE_CHECKING:
+    from tfretrace.fix.apply import Advice, FileChange
+    from tfretrace.fix.verify import Verification
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -74,6 +75,11 @@ def command_fix(
     ns: argparse.Namespace, command: list[str] | None, out: TextIO, err: TextIO, width: int, color: bool
 ) -> int:
     """Run ``tfretrace fix``; FixError and session errors become one line and exit status 2."""
+    # The fixer and the renderer load here: `tfretrace --help` and the other commands skip them.
+    from tfretrace.fix.apply import FixError, prepare, write_all
+    from tfretrace.fix.verify import log_path, verify
+    from tfretrace.render.text import render_plans
+
     session = load(ns.session)
     # The program is here, at --root or at the project's [tool.tfretrace.fix] root (the user's own
     # settings): never where the session says, a session being data.
@@ -113,6 +119,8 @@ def command_fix(
 
 
 def _print_changes(changes: list[FileChange], advice: list[Advice], out: TextIO) -> None:
+    from tfretrace.fix.apply import unified_diff
+
     if changes:
         out.write("\n" + printable(unified_diff(changes)))
     else:
@@ -148,6 +156,9 @@ def _record(path: str, result: Verification, err: TextIO) -> None:
     A session that cannot be rewritten (read-only, its folder gone) only loses this record: the
     measurement was printed, and --apply still runs.
     """
+    from tfretrace.fix.apply import mark_verified
+    from tfretrace.fix.verify import row_key
+
     if result.session is None or result.exit_status != 0:
         return
     measured = {row_key(f): f.traces for f in result.session.functions}

@@ -16,14 +16,11 @@ from rich.console import Console
 
 from tfretrace._util.io import atomic_write_text
 from tfretrace._util.text import encodable, printable
-from tfretrace.records.prevention import render as render_prevention
 from tfretrace.render import renderer_for
 from tfretrace.render._console import colored, console_for, is_tty
 
 __all__ = ["colored", "console_for", "is_tty"]  # the CLI's names for the console helpers
 from tfretrace.records.session import TOOL, Session
-from tfretrace.render._model import hide_below
-from tfretrace.render.text import TextRenderer
 
 
 class UsageError(Exception):
@@ -160,6 +157,9 @@ def emit(
     Returns False when a file could not be written (one line says why; an earlier file of
     that name is left as it was).
     """
+    from tfretrace.render._model import hide_below
+    from tfretrace.render.text import TextRenderer  # rich's layout: loaded when a report is drawn
+
     view = hide_below(session, ns.min_traces)
     ok = True
     for output in outputs:
@@ -189,6 +189,8 @@ def emit(
     stream.write(renderer.render(view))
     if session.prevention is not None:
         # A run warmed from a profile (tfretrace run --prevent): what the warm-ups prevented.
+        from tfretrace.records.prevention import render as render_prevention
+
         stream.write("\n" + render_prevention(session.prevention))
     if files:
         quoted = " ".join(shlex.quote(f) for f in files)

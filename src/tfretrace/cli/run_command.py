@@ -35,7 +35,6 @@ from tfretrace.cli.program import EXIT_OK, Target, execute, find_module, is_note
 from tfretrace.cli.progress import Progress
 from tfretrace.records.errors import TensorFlowMissingError, UnsupportedVersionError
 from tfretrace.records.session import Session
-from tfretrace.render.text import render_plans
 
 # --fail-on-retrace uses the status linters use for "found something"; the program's own
 # non-zero status always wins, so a crash is never reported as "only" a retrace.
@@ -253,6 +252,8 @@ def _native_log_shown() -> bool:
 
 def emit_plans(session: Session, console: Console, saved: str | None, target: Target | None = None) -> None:
     """The fix plans, then the commands that verify their edits on a copy and apply them."""
+    from tfretrace.render.text import render_plans
+
     stream, width, color = console.file, console.width, colored(console)
     print("\n" + render_plans(session, width=width, color=color, saved=saved is not None).rstrip(), file=stream)
     editable = any(step.get("edits") for f in session.functions for step in f.plan)

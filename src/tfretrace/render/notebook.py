@@ -6,7 +6,7 @@ import html
 from dataclasses import dataclass
 
 from tfretrace._util.text import plural
-from tfretrace.fix.plan import PlanStep, plan_steps
+from tfretrace.fix.step import PlanStep, plan_steps
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
@@ -112,4 +112,5 @@ class CellRetraces:
         steps = [s for s in plan_steps(report) if s.kind != "statement"]
         causes = {e.cause for e in events if e.is_retrace}
         matching = [s for s in steps if s.cause in causes]
-        return (matching or steps or [None])[0]
+        chosen = matching or steps
+        return chosen[0] if chosen else None
