@@ -38,8 +38,8 @@ class Prose(Text):
 def _breaks(plain: str, width: int) -> list[int]:
     """Offsets where a greedy word wrap at ``width`` starts each new line (after a space).
 
-    A figure stays whole: no break after a number (``1.08 s``, ``36 calls``) or around an
-    arrow (``24 -> 8 traces``).
+    A figure stays whole: no break next to a number (``1.08 s``, ``dim 1``) or around an arrow
+    (``24 -> 8 traces``).
     """
     breaks: list[int] = []
     start = 0
@@ -56,7 +56,8 @@ def _breaks(plain: str, width: int) -> list[int]:
 def _breakable(plain: str, i: int) -> bool:
     """Whether the space at ``i`` may end a line: not inside a figure or a ``before -> after``."""
     before, after = plain[:i], plain[i + 1 :]
-    return not (before[-1:].isdigit() or before.endswith("->") or after.startswith("->"))
+    # A number stays with the word before (``dim 1``) and after it (``36 calls``).
+    return not (before[-1:].isdigit() or after[:1].isdigit() or before.endswith("->") or after.startswith("->"))
 
 
 def hang_of(line: str) -> int:
