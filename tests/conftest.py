@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import types
 from collections.abc import Iterator
@@ -26,6 +27,9 @@ def clean_global_state(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture
 def monitor(monkeypatch: pytest.MonkeyPatch) -> FakeMonitor:
+    # The budgets load on first use and import the monitor: load them with the real one before
+    # the stand-in takes its place, as `import tfretrace` once did for every test.
+    importlib.import_module("tfretrace.budget")
     fake = FakeMonitor(S.mixed_session())
     module = types.ModuleType("tfretrace.runtime.monitor")
     module.install = fake.install  # type: ignore[attr-defined]

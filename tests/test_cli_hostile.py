@@ -495,6 +495,7 @@ import sys, types
 sys.path.insert(0, {tests!r})
 import sessions as S
 from cli_fakes import FakeMonitor
+import tfretrace.budget  # loaded on first use: with the real monitor, before the stand-in replaces it
 fake = FakeMonitor(S.mixed_session())
 module = types.ModuleType("tfretrace.runtime.monitor")
 module.install, module.stop, module.current = fake.install, fake.stop_process, fake.current

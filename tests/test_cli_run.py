@@ -66,6 +66,7 @@ def test_run_script_keeps_argv_exit_status_and_saves(program: Path, tmp_path: Pa
     # --fix-plan: the checked plan (the user's decorator, dim 1 open) and the command that applies it.
     plan = result.stderr.split("Re-render:", 1)[1]
     assert "Fix plan: 4 traces -> 1" in plan
+    assert result.stderr.count("Fix plan:") == 1  # printed once: after the report, not in it too
     # The batch dimension (2 in every call) stays open: another data size must not break the program.
     assert "@tf.function(input_signature=[tf.TensorSpec(shape=[None, None], dtype=tf.float32)])" in plan
     assert f"Apply: {tool} fix {saved} --apply" in plan
@@ -81,6 +82,20 @@ def test_run_script_keeps_argv_exit_status_and_saves(program: Path, tmp_path: Pa
     assert (step["kind"], step["traces_before"], step["traces_after"]) == ("input-signature", 4, 1)
     session = tfretrace.load(saved)
     assert session.function("train_step").main_cause == "shape-changed"
+
+
+def test_fix_plan_without_save_says_to_save_rather_than_apply(program: Path, tmp_path: Path) -> None:
+    result = _tfretrace("run", "--fix-plan", "train.py", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    err = " ".join(result.stderr.split())  # the lines as words: where they wrap is the width's business
+    # No session to apply from: no command names --apply on a file; the way to get one instead.
+    assert "fix --apply" not in err.replace("tfretrace fix run.json --apply", "")
+    assert "Fix plan: 4 traces -> 1 with tfretrace fix, " in err
+    assert "(save the run with --save FILE to apply)" in err
+    assert "To apply: run again with --save run.json, then tfretrace fix run.json --apply" in err
+    assert "Apply:" not in err and "Check:" not in err
+    assert err.count("Fix plan:") == 1
+    assert "(4 -> 1 trace, saves" in err  # "1 trace", not "1 traces"
 
 
 def test_run_script_that_raises_reports_then_fails(program: Path, tmp_path: Path) -> None:

@@ -60,3 +60,22 @@ def test_a_step_that_reaches_only_some_call_sites_predicts_only_that_and_lists_t
                       wall_seconds=1.0)
     _files, advice = edits_by_file(session)
     assert [a.where for a in advice] == [by_hand]
+
+
+def test_a_step_by_hand_on_a_keras_function_points_at_the_user_s_call_site() -> None:
+    from tfretrace.fix.step import PlanStep
+    from tfretrace.records.events import KerasInfo
+
+    events = tuple(
+        TraceEvent(index=n, cause="first-trace" if n == 1 else "shape-changed", seconds=0.01, time=float(n),
+                   call_site=site, signature=(Leaf("x", "tensor", dtype="float32", shape=(n, 4)),))
+        for n, site in enumerate(["keras/src/backend/tensorflow/trainer.py:640", "app.py:31", "app.py:31"], 1)
+    )
+    hand = PlanStep("shape-changed", "advice", "pad the batches to one size", None, (), 3, 1, 0.02)
+    predict = FunctionReport(
+        name="one_step_on_data_distributed", location="keras/src/backend/tensorflow/trainer.py:279", calls=3,
+        traces=3, trace_seconds=0.03, objects=1, events=events, plan=(hand.to_dict(),),
+        keras=KerasInfo("model", "Sequential", "predict", "app.py:12"),
+    )
+    _files, advice = edits_by_file(Session(functions=(predict,), wall_seconds=1.0))
+    assert [a.where for a in advice] == ["app.py:31"]  # the user's line, not Keras' trainer.py

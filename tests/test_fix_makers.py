@@ -276,3 +276,21 @@ def test_verify_keeps_two_pipelines_of_one_file_apart(tmp_path: Path) -> None:
     moved = (replace(columns, location="train.py:14"), replace(rebuilt, location="train.py:42", traces=1))
     outcomes = _compare(session(columns, rebuilt), session(*reversed(moved)), tmp_path)
     assert [(o.location, o.traces_before, o.traces_after) for o in outcomes] == [("train.py:40", 3, 1)]
+
+
+def test_reading_predict_function_says_why_the_predict_call_fix_is_off(tmp_path: Path) -> None:
+    from tfretrace.records.events import KerasInfo
+
+    program = "import numpy as np\nfor n in (3, 5):\n    out = model.predict(np.zeros((n, 4)), verbose=0)\n"
+    keras = KerasInfo("model", "Sequential", "predict")
+    kinds = {}
+    for extra in ("", "print(model.predict_function.experimental_get_tracing_count())\n"):
+        path = tmp_path / "prog.py"
+        path.write_text(program + extra)
+        rep = report([(t("x", n, 4),) for n in (3, 5)], location="keras/src/backend/tensorflow/trainer.py:279",
+                     name="one_step_on_data_distributed", sites=[f"{path}:3"], keras=keras)
+        kinds[bool(extra)] = {s.kind: s.summary for s in plan_for(rep, SourceReader())}
+    assert "keras-call" in kinds[False]
+    # Reading predict_function: the call fix is off, and a statement names the line that turns it off.
+    assert "keras-call" not in kinds[True]
+    assert f"{tmp_path / 'prog.py'}:4 reads model.predict_function" in kinds[True]["statement"]

@@ -132,7 +132,8 @@ def _in_a_terminal(argv: list[str], cwd: Any, level: str = "0") -> bytes:
 
 @pytest.mark.tf
 # Level 3: `tfretrace run` reads fd 2 through its XLA log tap (a pipe) from the start.
-@pytest.mark.parametrize("level", ["0", "3"])
+# Level 2: TensorFlow's C++ log keeps to errors, so the status line is drawn.
+@pytest.mark.parametrize("level", ["2", "3"])
 def test_the_status_line_never_mixes_into_the_programs_output_in_a_terminal(tmp_path: Any, level: str) -> None:
     import sys
 
@@ -146,3 +147,30 @@ def test_the_status_line_never_mixes_into_the_programs_output_in_a_terminal(tmp_
     assert len(ours) == 7
     # Each of the program's lines shows exactly as without tfretrace, in the same order.
     assert [line for line in shown if ("epoch" in line or "stderr" in line or "partial" in line)] == ours
+
+
+NATIVE_LOG_WHILE_RETRACING = """
+import os, time
+import tensorflow as tf
+
+@tf.function
+def train_step(x):
+    return tf.reduce_sum(x)
+
+for n in range(1, 4):
+    train_step(tf.zeros([n]))
+    time.sleep(0.3)  # the status line is redrawn after each trace
+    os.write(2, b"I0000 native log line\\n")  # what TensorFlow's C++ logging does
+"""
+
+
+@pytest.mark.tf
+def test_tensorflow_s_own_log_lines_never_land_on_the_status_line(tmp_path: Any) -> None:
+    import sys
+
+    program = tmp_path / "prog.py"
+    program.write_text(NATIVE_LOG_WHILE_RETRACING, encoding="utf-8")
+    shown = _screen(_in_a_terminal([sys.executable, "-m", "tfretrace", "run", str(program)], tmp_path, "0"))
+    native = [line for line in shown if "I0000 native log line" in line]
+    assert len(native) == 3
+    assert all(line == "I0000 native log line" for line in native)

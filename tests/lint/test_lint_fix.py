@@ -275,7 +275,7 @@ PROGRAM = textwrap.dedent(
     predicted = 0.0
     for batch in [tf.ones((k, 2)) * k for k in range(1, 6)]:
         predicted += float(model.predict(batch, verbose=0).sum())
-    print(total, step.experimental_get_tracing_count(), len(draws), predicted)
+    print(total, step.experimental_get_tracing_count(), len(draws), predicted, model.predict_function is None)
     """
 )
 
@@ -284,7 +284,7 @@ PROGRAM = textwrap.dedent(
 def test_fixed_program_traces_once_and_computes_the_same(tmp_path: Path) -> None:
     """The unsafe fixes on a real program: the same sum with one trace instead of five (TFR106),
     a new random number per call instead of one frozen at trace time (TFR109), and the same
-    predictions from predict_on_batch (TFR107)."""
+    predictions from calling the model, with no predict function traced at all (TFR107)."""
     path = tmp_path / "prog.py"
     path.write_text(PROGRAM)
 
@@ -292,10 +292,11 @@ def test_fixed_program_traces_once_and_computes_the_same(tmp_path: Path) -> None
         done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, check=True, timeout=300)
         return done.stdout.split()
 
-    assert run() == ["20.0", "5", "1", "110.0"]
+    assert run() == ["20.0", "5", "1", "110.0", "False"]
     lint = [sys.executable, "-m", "tfretrace.lint", "--no-cache", "--fix", "--unsafe-fixes", str(path)]
     assert subprocess.run(lint, capture_output=True, text=True, timeout=120).returncode == 0
     fixed = path.read_text()
     assert "tf.constant(i)" in fixed and "tf.random.uniform([])" in fixed
-    assert "model.predict_on_batch(batch).sum()" in fixed
-    assert run() == ["20.0", "1", "3", "110.0"]
+    assert "model(batch, training=False).numpy().sum()" in fixed
+    # The same predictions, and Keras never made a predict function (predict_on_batch would trace one).
+    assert run() == ["20.0", "1", "3", "110.0", "True"]

@@ -270,3 +270,35 @@ def test_a_tensor_test_while_retraces_only_where_it_runs_in_python(
     monkeypatch.chdir(tmp_path)
     _, doc = linted(["loops.py"], capsys)
     assert [(f["code"], f["line"]) for f in doc["findings"]] == [("TFR106", 30)]  # eager_step(x, tries)
+
+
+DECAYED = """\
+import tensorflow as tf
+
+
+@tf.function
+def train_step(x, lr):
+    return x * lr
+
+
+lr = 0.05
+for epoch in range(3):
+    losses = [float(train_step(x, lr)) for x in (1.0, 2.0)]
+    lr = lr * 0.9
+"""
+
+
+def test_a_decayed_python_float_is_predicted_not_unpredicted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("train.py").write_text(DECAYED, encoding="utf-8")
+    # The README's headline bug: each epoch's new lr traces train_step again at line 11.
+    Session(functions=(_function("train_step", "train.py:4", "train.py:11", "train.py:11", "train.py:11"),),
+            wall_seconds=2.0, root=str(tmp_path)).save("run.json")
+    code, doc = linted(["--session", "run.json", "train.py"], capsys)
+    assert code == 1
+    (finding,) = doc["findings"]
+    assert (finding["code"], finding["line"]) == ("TFR106", 11)
+    assert finding["observed"]["retraces"] == 2
+    assert doc["session"]["unpredicted"] == []

@@ -11,7 +11,6 @@ from typing import Any
 from tfretrace._util.text import printable, split_site
 from tfretrace.budget.errors import PREFIX, WARN_PREFIX, BudgetExceededError
 from tfretrace.budget.xla import XlaLimit
-from tfretrace.fix.plan import fix_for
 from tfretrace.records.errors import RetracingWarning
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
@@ -234,6 +233,9 @@ def _with_checked_fix(state: FunctionState, event: TraceEvent) -> TraceEvent:
             name=state.name, location=state.location, calls=0, traces=state.traces,
             trace_seconds=state.seconds, objects=state.objects, events=tuple(state.events()), keras=state.keras,
         )
+        # The planner loads only when a budget is exceeded: importing tfretrace stays light.
+        from tfretrace.fix.plan import fix_for
+
         return replace(event, fix=fix_for(report, event))
     except Exception:
         return event

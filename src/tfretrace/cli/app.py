@@ -19,19 +19,16 @@ from tfretrace._util.version import __version__
 from tfretrace.cli import compare_command, fix_command
 from tfretrace.cli.completion import SHELLS, options_by_command
 from tfretrace.cli.completion import script as completion_script
-from tfretrace.cli.output import UsageError, checked_output, colored, console_for, emit
+from tfretrace.cli.output import UsageError, checked_outputs, colored, console_for, emit
 from tfretrace.cli.output import terminal_style as terminal_style  # (width, colour) of a stream, for callers
 from tfretrace.cli.program import EXIT_OK, Target
 
 # The statuses live with `run`; EXIT_RETRACED (--fail-on-retrace found something) stays importable here.
 from tfretrace.cli.run_command import EXIT_RETRACED as EXIT_RETRACED
 from tfretrace.cli.run_command import EXIT_USAGE, command_run, final_status
-from tfretrace.fix.apply import FixError
 from tfretrace.records import catalogue
 from tfretrace.records.session import SessionFormatError, load, merge
-from tfretrace.render import UnknownFormatError
-from tfretrace.render.explain import WIDTH
-from tfretrace.render.explain import explanation as render_explanation
+from tfretrace.render import FORMATS, UnknownFormatError
 
 # What a shell reports for a process ended by SIGPIPE (128 + 13), the status `cat` gives in `| head`.
 EXIT_BROKEN_PIPE = 141
@@ -119,7 +116,12 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="write the report to FILE; .txt, .json or .html picks the format (repeatable)",
+        help="write the report to FILE; .txt, .json, .html or .md picks the format unless --format "
+        "names one (repeatable); '-' is stdout (report only: run's stdout is the program's)",
+    )
+    parser.add_argument(
+        "--format", choices=FORMATS, default=None,
+        help="text, json or markdown: the format of every -o file, and for report of stdout",
     )
     parser.add_argument(
         "--min-traces", type=_positive_int, default=1, metavar="N",
@@ -173,9 +175,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ns.command == "completion":
             return command_completion(ns, parser)
         if ns.command == "fix":
+            from tfretrace.fix.apply import FixError  # the fixer loads only for `fix`
+
             out = console_for(sys.stdout)
             width, color = out.width, colored(out)
-            return fix_command.command_fix(ns, verify_command, sys.stdout, sys.stderr, width, color)
+            try:
+                return fix_command.command_fix(ns, verify_command, sys.stdout, sys.stderr, width, color)
+            except FixError as exc:
+                print(f"tfretrace: error: {one_line(str(exc))}", file=sys.stderr)
+                return EXIT_USAGE
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:
@@ -184,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = f" (see '{helper}')" if exc.hint else ""
         print(f"tfretrace: error: {one_line(str(exc))}{hint}", file=sys.stderr)
         return EXIT_USAGE
-    except (SessionFormatError, UnknownFormatError, FixError, ProjectConfigError) as exc:
+    except (SessionFormatError, UnknownFormatError, ProjectConfigError) as exc:
         print(f"tfretrace: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
@@ -254,7 +262,7 @@ def _options_taking_value(parser: argparse.ArgumentParser) -> set[str]:
 
 def command_report(ns: argparse.Namespace) -> int:
     """Load, merge and render saved sessions."""
-    outputs = [checked_output(text, "-o", reads=ns.files) for text in ns.output]
+    outputs = checked_outputs(ns.output, ns.format, stdout=True, reads=ns.files)
     _refuse_duplicates(ns.files)
     session = merge([load(path) for path in ns.files])
     written = emit(session, ns, console_for(sys.stdout), None, outputs, sources=list(ns.files))
@@ -296,11 +304,16 @@ def command_explain(ns: argparse.Namespace) -> int:
         close = difflib.get_close_matches(ns.cause, keys, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else " (see 'tfretrace explain --list')"
         raise UsageError(f"unknown cause {ns.cause!r}{hint}", hint=False) from None
+    from tfretrace.render.explain import WIDTH
+    from tfretrace.render.explain import explanation as render_explanation
+
     console = console_for(sys.stdout)
     console.file.write(render_explanation(entry, width=min(console.width, WIDTH), color=colored(console)) + "\n")
     return EXIT_OK
 
 
-def explanation(entry: catalogue.Cause, width: int = WIDTH) -> str:
-    """The text ``tfretrace explain`` prints for one entry (without colour)."""
+def explanation(entry: catalogue.Cause, width: int = 88) -> str:
+    """The text ``tfretrace explain`` prints for one entry (without colour; 88 is render.explain.WIDTH)."""
+    from tfretrace.render.explain import explanation as render_explanation
+
     return render_explanation(entry, width=width)

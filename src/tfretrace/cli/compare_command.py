@@ -7,14 +7,18 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from tfretrace._util.text import printable
 from tfretrace.cli.output import Output, UsageError, checked_output, replaceable, terminal_style
-from tfretrace.compare.baseline import baseline_of, load_run
-from tfretrace.compare.comparison import Comparison, Run, compare, run_of
 from tfretrace.records.session import Session
-from tfretrace.render.comparison import FORMATS, render_comparisons
+
+if TYPE_CHECKING:
+    from tfretrace.compare.comparison import Comparison, Run
+
+# render.comparison.FORMATS (tests/test_report_formats.py checks they agree), written out here:
+# the comparison and its renderers load only when a comparison is made, not for every parser.
+FORMATS = ("text", "json", "markdown", "github")
 
 # Exit statuses: the same as --fail-on-retrace and bad input elsewhere in the CLI.
 EXIT_OK = 0
@@ -55,6 +59,10 @@ def add_tolerance(parser: argparse.ArgumentParser) -> None:
 
 def command_compare(ns: argparse.Namespace, out: TextIO) -> int:
     """Run ``tfretrace compare``; bad files raise SessionFormatError (one line, exit 2)."""
+    from tfretrace.compare.baseline import load_run
+    from tfretrace.compare.comparison import compare
+    from tfretrace.render.comparison import render_comparisons
+
     base = load_run(ns.base)
     comparisons = [compare(base, load_run(path), ns.tolerance) for path in ns.heads]
     width, color = terminal_style(out, os.environ) if ns.format == "text" else (100, False)
@@ -94,12 +102,19 @@ class RunGate:
                              "it would be replaced")
         if ns.baseline is not None and not os.path.exists(ns.baseline):
             raise UsageError(f"--baseline {ns.baseline!r}: no such file (write one with --save-baseline)", hint=False)
-        return cls(None if ns.baseline is None else load_run(ns.baseline), save)
+        if ns.baseline is None:
+            return cls(None, save)
+        from tfretrace.compare.baseline import load_run
+
+        return cls(load_run(ns.baseline), save)
 
     def finish(self, session: Session, status: int, tolerance: int, err: TextIO) -> int:
         """Compare and save; the program's own failure status always wins over EXIT_WORSE."""
         worse = False
         if self.base is not None:
+            from tfretrace.compare.comparison import compare, run_of
+            from tfretrace.render.comparison import render_comparisons
+
             comparison: Comparison = compare(self.base, run_of(session, "this run"), tolerance)
             width, color = terminal_style(err, os.environ)
             err.write("\n" + render_comparisons([comparison], "text", width=width, color=color))
@@ -108,6 +123,8 @@ class RunGate:
             # A failed run's counts would become the standard every later run is held to.
             print("tfretrace: baseline not saved: the program failed", file=err)
         elif self.save is not None:
+            from tfretrace.compare.baseline import baseline_of
+
             try:
                 baseline_of(session).save(self.save.path)
                 print(f"tfretrace: baseline saved to {printable(self.save.shown)}", file=err)

@@ -6,35 +6,19 @@ import argparse
 import json
 import shlex
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from tfretrace._util.config import find as find_config
 from tfretrace._util.config import load as load_config
 from tfretrace._util.io import atomic_write_text
-from tfretrace._util.text import printable
+from tfretrace._util.text import plural, printable
 from tfretrace.cli.invocation import tfretrace_command
-from tfretrace.fix.apply import (
-    Advice,
-    FileChange,
-    FixError,
-    as_written,
-    mark_verified,
-    prepare,
-    unified_diff,
-    write_all,
-)
-from tfretrace.fix.other_data import (
-    CRASHED,
-    EXIT_DIFFERS,
-    OUTPUT_DIFFERS,
-    SAME,
-    UNSTABLE,
-    announced_changes,
-    run_on_other_data,
-)
-from tfretrace.fix.verify import Verification, log_path, row_key, verify
-from tfretrace.records.session import Session, load
-from tfretrace.render.text import render_plans
+from tfretrace.records.session import load
+
+if TYPE_CHECKING:
+    from tfretrace.fix.apply import Advice, FileChange
+    from tfretrace.fix.verify import Verification
+    from tfretrace.records.session import Session
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -109,6 +93,11 @@ def command_fix(
     ns: argparse.Namespace, command: list[str] | None, out: TextIO, err: TextIO, width: int, color: bool
 ) -> int:
     """Run ``tfretrace fix``; FixError and session errors become one line and exit status 2."""
+    # The fixer and the renderer load here: `tfretrace --help` and the other commands skip them.
+    from tfretrace.fix.apply import FixError, as_written, prepare, write_all
+    from tfretrace.fix.verify import log_path, verify
+    from tfretrace.render.text import render_plans
+
     if ns.also_run and command is None:
         raise FixError("--also-run goes with --verify: tfretrace fix S.json --also-run 'CMD' --verify -- CMD")
     session = load(ns.session)
@@ -154,6 +143,16 @@ def command_fix(
 def _on_other_data(ns: argparse.Namespace, session: Session, changes: list[FileChange], root: Path,
                    out: TextIO, err: TextIO) -> bool:
     """Each --also-run command as written and edited; False when the edit broke or changed it unannounced."""
+    from tfretrace.fix.other_data import (
+        CRASHED,
+        EXIT_DIFFERS,
+        OUTPUT_DIFFERS,
+        SAME,
+        UNSTABLE,
+        announced_changes,
+        run_on_other_data,
+    )
+
     announced = announced_changes(session)
     ok = True
     for command in ns.also_run:
@@ -181,6 +180,8 @@ def _on_other_data(ns: argparse.Namespace, session: Session, changes: list[FileC
 
 
 def _print_changes(changes: list[FileChange], advice: list[Advice], out: TextIO) -> None:
+    from tfretrace.fix.apply import unified_diff
+
     if changes:
         out.write("\n" + printable(unified_diff(changes)))
     else:
@@ -200,11 +201,12 @@ def _print_verification(result: Verification, out: TextIO) -> None:
         out.write("  no session came back from the edited run\n")
         return
     for o in result.outcomes:
-        after = "did not trace" if o.traces_after is None else f"{o.traces_after} traces, {o.seconds_after:.3f} s"
+        after = ("did not trace" if o.traces_after is None
+                 else f"{plural(o.traces_after, 'trace')}, {o.seconds_after:.3f} s")
         if o.predicted is not None:
             after += f" (predicted {o.predicted})"
         out.write(
-            f"  {printable(o.name)} ({printable(o.location)}): {o.traces_before} traces, "
+            f"  {printable(o.name)} ({printable(o.location)}): {plural(o.traces_before, 'trace')}, "
             f"{o.seconds_before:.3f} s -> {after}\n"
         )
 
@@ -215,6 +217,9 @@ def _record(path: str, result: Verification, err: TextIO) -> None:
     A session that cannot be rewritten (read-only, its folder gone) only loses this record: the
     measurement was printed, and --apply still runs.
     """
+    from tfretrace.fix.apply import mark_verified
+    from tfretrace.fix.verify import row_key
+
     if result.session is None or result.exit_status != 0:
         return
     measured = {row_key(f): f.traces for f in result.session.functions}

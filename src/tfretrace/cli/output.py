@@ -8,7 +8,7 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -17,15 +17,12 @@ from rich.console import Console
 from tfretrace._util.io import atomic_write_text, is_source_file
 from tfretrace._util.text import encodable, printable
 from tfretrace.cli.invocation import tfretrace_command
-from tfretrace.records.prevention import render as render_prevention
 from tfretrace.render import renderer_for
 from tfretrace.render._console import colored, console_for, is_tty
 
 __all__ = ["colored", "console_for", "is_tty"]  # the CLI's names for the console helpers
 from tfretrace.compare.baseline import BASELINE_MARK
 from tfretrace.records.session import TOOL, Session
-from tfretrace.render._model import hide_below
-from tfretrace.render.text import TextRenderer
 
 
 class UsageError(Exception):
@@ -41,10 +38,58 @@ class UsageError(Exception):
 
 @dataclass(frozen=True)
 class Output:
-    """A file to write: as the user typed it (for messages) and as an absolute path."""
+    """A file to write: as the user typed it (for messages) and as an absolute path.
+
+    ``fmt`` is the format --format named (else the extension picks); ``shown == "-"`` is stdout.
+    """
 
     shown: str
     path: Path
+    fmt: str | None = None
+
+    @property
+    def stdout(self) -> bool:
+        """Whether this output is ``-o -``: the report on standard output."""
+        return self.shown == STDOUT
+
+
+STDOUT = "-"
+
+
+def checked_outputs(texts: Sequence[str], fmt: str | None, *, stdout: bool, folder: Path | None = None,
+                    reads: Sequence[str] = ()) -> list[Output]:
+    """``-o`` values checked before any work; ``-`` is stdout where the command allows it.
+
+    ``run`` does not: its stdout is the program's, and a JSON report among the program's own
+    lines would be neither's. Without ``-o``, a --format other than text writes to stdout
+    (``report``) or is refused (``run``: stdout and stderr are both the program's).
+    """
+    outputs: list[Output] = []
+    for text in texts:
+        if text == STDOUT:
+            if not stdout:
+                raise UsageError("run -o -: stdout is the program's; write the report to a file "
+                                 "(-o report.json), or save the run and use tfretrace report run.json -o -")
+            outputs.append(Output(STDOUT, Path(os.devnull), fmt))
+            continue
+        checked = checked_output(in_folder(text, folder), "-o", check_format=fmt is None, reads=reads)
+        outputs.append(replace(checked, fmt=fmt))
+    if not outputs and fmt not in (None, "text"):
+        if not stdout:
+            raise UsageError(f"run --format {fmt} needs -o FILE: stdout and stderr are the program's")
+        outputs.append(Output(STDOUT, Path(os.devnull), fmt))
+    return outputs
+
+
+def in_folder(text: str, folder: Path | None) -> str:
+    """A relative output path inside the project's output folder (created), else as given."""
+    if folder is None or os.path.isabs(text):
+        return text
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"output-dir {str(folder)!r}: {exc.strerror or exc}", hint=False) from None
+    return os.path.relpath(folder / text)
 
 
 def checked_output(text: str, option: str, *, check_format: bool = True, reads: Sequence[str] = ()) -> Output:
@@ -129,11 +174,22 @@ def emit(
     Returns False when a file could not be written (one line says why; an earlier file of
     that name is left as it was).
     """
+    from tfretrace.render._model import hide_below
+    from tfretrace.render.text import TextRenderer  # rich's layout: loaded when a report is drawn
+
     view = hide_below(session, ns.min_traces)
     ok = True
     for output in outputs:
+        renderer = renderer_for(output.fmt or ("text" if output.stdout else output.shown))
+        if output.stdout:
+            if renderer.name == "text":  # as the terminal report, at stdout's width and colour
+                out = console_for(sys.stdout)
+                renderer = TextRenderer(width=out.width, color=colored(out))
+            sys.stdout.write(encodable(renderer.render(view)).rstrip("\n") + "\n")
+            sys.stdout.flush()
+            continue
         try:
-            atomic_write_text(output.path, encodable(renderer_for(output.shown).render(view)))
+            atomic_write_text(output.path, encodable(renderer.render(view)))
         except OSError as exc:
             print(f"tfretrace: error: could not write {output.shown!r}: {exc.strerror or exc}",
                   file=sys.stderr)
@@ -143,11 +199,16 @@ def emit(
     if outputs:
         return ok
     stream = console.file
-    stream.write(TextRenderer(width=console.width, color=colored(console)).render(view))
+    files = sources if sources is not None else ([saved] if saved else [])
+    # Under run --fix-plan the plans follow the report, once, with the commands that apply them.
+    renderer = TextRenderer(width=console.width, color=colored(console),
+                            plans=not getattr(ns, "fix_plan", False), saved=bool(files))
+    stream.write(renderer.render(view))
     if session.prevention is not None:
         # A run warmed from a profile (tfretrace run --prevent): what the warm-ups prevented.
+        from tfretrace.records.prevention import render as render_prevention
+
         stream.write("\n" + render_prevention(session.prevention))
-    files = sources if sources is not None else ([saved] if saved else [])
     if files:
         quoted = " ".join(shlex.quote(f) for f in files)
         print(f"\nRe-render: {tfretrace_command()} report {printable(quoted)} -o report.html", file=stream)

@@ -23,11 +23,12 @@ from tfretrace.cli.invocation import python_command, tfretrace_command
 from tfretrace.cli.notebook_run import NotebookRunError, code_cells
 from tfretrace.cli.output import (
     UsageError,
-    checked_output,
+    checked_outputs,
     checked_save,
     colored,
     console_for,
     emit,
+    in_folder,
     is_tty,
     save_session,
 )
@@ -35,7 +36,6 @@ from tfretrace.cli.program import EXIT_OK, Target, execute, find_module, is_note
 from tfretrace.cli.progress import Progress
 from tfretrace.records.errors import TensorFlowMissingError, UnsupportedVersionError
 from tfretrace.records.session import Session
-from tfretrace.render.text import render_plans
 
 # --fail-on-retrace uses the status linters use for "found something"; the program's own
 # non-zero status always wins, so a crash is never reported as "only" a retrace.
@@ -53,8 +53,8 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     # this folder: the program may chdir() away.
     # No output replaces the program itself (nor any Python source: checked_output).
     own = () if target.script is None else (target.script,)
-    outputs = [checked_output(_in_folder(text, settings.output_dir), "-o", reads=own) for text in ns.output]
-    save = None if ns.save is None else checked_save(_in_folder(ns.save, settings.output_dir), own)
+    outputs = checked_outputs(ns.output, ns.format, stdout=False, folder=settings.output_dir, reads=own)
+    save = None if ns.save is None else checked_save(in_folder(ns.save, settings.output_dir), own)
     if target.script is not None and not runnable(Path(target.script)):
         raise UsageError(f"can't open file {target.script!r}: no such file")
     if target.script is not None and is_notebook(target.script):
@@ -192,17 +192,6 @@ def project_settings() -> ProjectConfig:
         raise UsageError(str(exc), hint=False) from None
 
 
-def _in_folder(text: str, folder: Path | None) -> str:
-    """A relative output path inside the project's output folder (created), else as given."""
-    if folder is None or os.path.isabs(text):
-        return text
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"output-dir {str(folder)!r}: {exc.strerror or exc}", hint=False) from None
-    return os.path.relpath(folder / text)
-
-
 def _tensorboard_dir(text: str) -> Path:
     """Check a --tensorboard folder before running: tensorboard installed, not a file."""
     from tfretrace.integrations.tensorboard import TensorBoardMissingError, check_available
@@ -235,7 +224,7 @@ def _write_tensorboard(session: Session, logdir: Path) -> None:
 def _live_status(ns: argparse.Namespace) -> Progress | None:
     """A one-line live status on stderr when it is a terminal (never when piped or --no-progress)."""
     stream = sys.stderr
-    if ns.no_progress or not is_tty(stream) or os.environ.get("TERM") == "dumb":
+    if ns.no_progress or not is_tty(stream) or os.environ.get("TERM") == "dumb" or _native_log_shown():
         return None
     width = console_for(stream).width
     # Its own handle on the terminal: the XLA log tap may swap fd 2 for a pipe during the run.
@@ -248,11 +237,28 @@ def _live_status(ns: argparse.Namespace) -> Progress | None:
     return progress
 
 
+def _native_log_shown() -> bool:
+    """Whether TensorFlow's C++ log (INFO and WARNING lines) reaches the terminal during the run.
+
+    It writes straight to file descriptor 2, past any guard: a status line drawn there would
+    have TensorFlow's next line run into it. So the line is drawn only when the user's
+    TF_CPP_MIN_LOG_LEVEL keeps that log to errors (2 or 3).
+    """
+    level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "").strip()
+    return level not in ("2", "3")
+
+
 def emit_plans(session: Session, console: Console, saved: str | None, target: Target | None = None) -> None:
     """The fix plans, then the commands that verify their edits on a copy and apply them."""
+    from tfretrace.render.text import render_plans
+
     stream, width, color = console.file, console.width, colored(console)
-    print("\n" + render_plans(session, width=width, color=color).rstrip(), file=stream)
+    print("\n" + render_plans(session, width=width, color=color, saved=saved is not None).rstrip(), file=stream)
     editable = any(step.get("edits") for f in session.functions for step in f.plan)
+    if saved is None and editable:
+        # Nothing was saved, so there is no session for tfretrace fix to read: say how to get one.
+        print("\nTo apply: run again with --save run.json, then tfretrace fix run.json --apply",
+              file=stream)
     if saved is not None and editable:
         quoted = printable(shlex.quote(saved))
         # Spelled as they run here: `make demo` calls .venv/bin/tfretrace without activating .venv.

@@ -50,6 +50,20 @@ class Advice:
     where: str
 
 
+def user_place(report: FunctionReport) -> str:
+    """Where the user edits by hand: the function's own file, else its first call site in the
+    user's code (a Keras function is defined in Keras: the user's ``model.predict`` line is
+    the place), else where its Keras model was built."""
+    if is_user_path(report.location.rpartition(":")[0]):
+        return report.location
+    for event in report.events:
+        if event.call_site and is_user_path(event.call_site.rpartition(":")[0]):
+            return event.call_site
+    if report.keras is not None and report.keras.built_at:
+        return report.keras.built_at
+    return report.location
+
+
 def digest(text: str) -> str:
     """The hash of a text as UTF-8 bytes (what the session stores for a UTF-8 file with LF endings)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -103,13 +117,13 @@ def edits_by_file(
         for step in plan_steps(report):
             if not step.edits:
                 if step.by == BY_HAND and step.traces_after < step.traces_before:
-                    advice.append(Advice(report.display_name(), step.summary, report.location))
+                    advice.append(Advice(report.display_name(), step.summary, user_place(report)))
                 continue
             if _clashes(files, owner, step.edits):
                 # Another function's edit is at the same place: made alone, this step could
                 # undo half of that one's move. Left to the user, said as such.
                 advice.append(Advice(report.display_name(), step.summary + " (not applied: another function's "
-                                     "edit is at the same place)", report.location))
+                                     "edit is at the same place)", user_place(report)))
                 continue
             if step.kind in _CALL_SITE_KINDS:
                 advice.extend(

@@ -132,6 +132,9 @@ def predict_as_call(ctx: FunctionContext, state: State) -> Candidate | None:
     edits = []
     for site in ctx.sites(calls):
         found = _predict_call(ctx, site)
+        if isinstance(found, str):
+            # Said, not silently dropped: the user sees why the simplest fix is not offered.
+            return Candidate("shape-changed", "statement", found, None)
         if found is None:
             return None
         edits.append(found)
@@ -148,7 +151,9 @@ def predict_as_call(ctx: FunctionContext, state: State) -> Candidate | None:
     )
 
 
-def _predict_call(ctx: FunctionContext, site: str) -> Replacement | None:
+def _predict_call(ctx: FunctionContext, site: str) -> Replacement | str | None:
+    """The edit of the ``predict`` call at ``site``; None where there is none; a sentence where
+    one would be made but the program forbids it (it reads ``predict_function``)."""
     path, _, line_text = site.rpartition(":")
     if not is_user_path(path) or not line_text.isdigit():
         return None
@@ -167,10 +172,14 @@ def _predict_call(ctx: FunctionContext, site: str) -> Replacement | None:
     if len(found) != 1:
         return None
     node = found[0]
-    if "predict_function" in parsed[0] or _names_a_dataset(parsed[1], node):
-        return None  # the program reads predict's function, or passes a tf.data pipeline
+    if _names_a_dataset(parsed[1], node):
+        return None  # the model cannot take a tf.data pipeline
     if len(node.args) != 1 or isinstance(node.args[0], ast.Starred) or {k.arg for k in node.keywords} - _LOOP_KEYWORDS:
         return None
+    if "predict_function" in parsed[0]:
+        reader = next((i + 1 for i, text in enumerate(parsed[0].splitlines()) if "predict_function" in text), 0)
+        return (f"calling the model instead of predict at {site} (model(x, training=False).numpy()) is not "
+                f"offered: {path}:{reader} reads model.predict_function, which the call would leave untraced")
     assert isinstance(node.func, ast.Attribute)
     model = ctx.reader.text(_span(path, node.func.value))
     data = ctx.reader.text(_span(path, node.args[0]))

@@ -23,6 +23,7 @@ from tfretrace.fix.step import (
     UNPREDICTED,
     PlanStep,
     applied_count,
+    plan_steps,
     render_counts,
 )
 from tfretrace.fix.xla_fixes import xla_steps
@@ -30,7 +31,8 @@ from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
 
 __all__ = [
-    "PlanCache", "PlanStep", "applied_count", "plan_for", "predict_applied", "render_counts", "saved_prediction",
+    "PlanCache", "PlanStep", "applied_count", "plan_for", "plan_steps", "predict_applied", "render_counts",
+    "saved_prediction",
     "with_plan",
 ]
 
@@ -383,17 +385,6 @@ class PlanCache:
         except Exception as exc:
             on_error(exc)
             return tuple(out)
-
-
-def plan_steps(report: FunctionReport) -> list[PlanStep]:
-    """The function's saved plan as records; a malformed step (a foreign or hostile file) is left out."""
-    steps = []
-    for data in report.plan:
-        try:
-            steps.append(PlanStep.from_dict(data))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            continue
-    return steps
 
 
 def fix_for(report: FunctionReport, event: TraceEvent, reader: SourceReader | None = None) -> str | None:

@@ -195,3 +195,17 @@ def render_counts(steps: Sequence[PlanStep]) -> str:
         numbers = ", ".join(str(n) for n, _s in hand)
         text += f", -> {hand[-1][1].traces_after} with step{'s' if len(hand) > 1 else ''} {numbers} by hand"
     return text
+
+
+def plan_steps(report: Any) -> list[PlanStep]:
+    """The function's saved plan as records; a malformed step (a foreign or hostile file) is left out.
+
+    Here, beside the record, so that the renderers read plans without loading the planner.
+    """
+    steps = []
+    for data in report.plan:
+        try:
+            steps.append(PlanStep.from_dict(data))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    return steps

@@ -74,6 +74,7 @@ class Ctx:
         "loop_node",
         "maybe_counters",
         "shadows",
+        "stepped",
         "tf_def",
         "tf_locals",
     )
@@ -92,6 +93,8 @@ class Ctx:
         # Counters of a `while <tensor test>:` in a plain function: Python ints when the function
         # runs eagerly, tensors when a tf.function calls it (AutoGraph converts the loop).
         self.maybe_counters: frozenset[str] = frozenset()
+        # The counters that are Python numbers stepped each iteration (``lr *= 0.9``), not counts.
+        self.stepped: frozenset[str] = frozenset()
         # The tf.function whose body this node is traced as part of, and its own local names.
         self.tf_def: ast.FunctionDef | ast.AsyncFunctionDef | None = None
         self.tf_locals = ScopeChain()
@@ -190,6 +193,36 @@ def _counters(loop: ast.AST) -> set[str]:
             ):
                 found.add(node.target.id)
     return found
+
+
+_STEP_OPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow)
+
+
+def stepped(loop: ast.AST) -> set[str]:
+    """Names a loop's body steps by a Python number each iteration: ``lr *= 0.9``, ``lr = lr * 0.9``.
+
+    Such a name holds a new Python number per iteration (a decayed learning rate), which a
+    tf.function keys by value: one trace per iteration, like a loop counter.
+    """
+    found: set[str] = set()
+    for stmt in getattr(loop, "body", ()):
+        for node in ast.walk(stmt):
+            if (isinstance(node, ast.AugAssign) and isinstance(node.op, _STEP_OPS)
+                    and isinstance(node.target, ast.Name) and _number(node.value)):
+                found.add(node.target.id)
+            elif (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                  and isinstance(node.value, ast.BinOp) and isinstance(node.value.op, _STEP_OPS)):
+                name, sides = node.targets[0].id, (node.value.left, node.value.right)
+                if any(isinstance(x, ast.Name) and x.id == name for x in sides) and any(_number(x) for x in sides):
+                    found.add(name)
+    return found
+
+
+def _number(node: ast.expr) -> bool:
+    """A literal int or float (``0.9``, ``-1``): the step keeps the name a Python number."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
 
 
 def tensor_test(loop: ast.AST) -> bool:
@@ -329,6 +362,7 @@ class Walker:
             loop_names=ScopeChain(),
             counters=frozenset(),
             maybe_counters=frozenset(),
+            stepped=frozenset(),
             tf_def=node if is_tf else None,
             tf_locals=ScopeChain((local,)) if is_tf else ScopeChain(),
             guarded=False,
@@ -344,9 +378,10 @@ class Walker:
             head = [node.iter]
             body = [node.target, *node.body]
         # The target is stored like an assignment, so bound_names finds its names too.
-        counters, maybe = ctx.counters, ctx.maybe_counters
+        counters, maybe, steps = ctx.counters, ctx.maybe_counters, ctx.stepped
         if not tensor_test(node):
-            counters = counters | _counters(node)
+            steps = steps | stepped(node)
+            counters = counters | _counters(node) | steps
         elif ctx.tf_def is None and not (ctx.func is not None and ctx.func.name in ctx.info.traced_calls):
             # Only a traced body's loop is converted: at module level, or in a function no
             # tf.function here calls, the loop runs in Python and its counter is an int.
@@ -360,6 +395,7 @@ class Walker:
             loop_names=ctx.loop_names + Scope(body),
             counters=counters,
             maybe_counters=maybe,
+            stepped=steps,
             guarded=ctx.guarded or ctx.tf_def is not None,
         )
         for child in head:

@@ -226,7 +226,10 @@ def python_counter_argument(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
         return
     name, sure = callee
     for arg in arguments(node):
-        if _is_counter_expr(arg, ctx.counters):
+        if isinstance(arg, ast.Name) and arg.id in ctx.stepped and arg.id in ctx.counters:
+            # lr = lr * 0.9 per epoch: a new Python float per iteration, one trace each
+            yield arg, f"Python number {arg.id!r}, changed every iteration, passed to tf.function {name!r}", sure
+        elif _is_counter_expr(arg, ctx.counters):
             yield arg, f"loop counter passed to tf.function {name!r}", sure
         elif _is_counter_expr(arg, ctx.counters | ctx.maybe_counters):
             # a `while <tensor test>:` that AutoGraph converts if this function runs in a trace

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfretrace._util import checked as C
+from tfretrace.records.wording import context_line, float_text, value_pair
 
 # Leaf kinds. Containers are leaves too, so that a diff can say "list of len 2 -> len 3".
 TENSOR = "tensor"
@@ -18,6 +19,9 @@ CONTAINERS = frozenset({"list", "tuple", "dict", "namedtuple", "attrs"})
 # Literal matches only values of the same type and sign (TF 2.23 on), not equal values.
 LITERAL_RULE = "literal"
 BY_TYPE = "by-type"
+
+# The path of a change of the tracing context: ``<context>.scope_type``.
+CONTEXT_PREFIX = "<context>."
 
 # Causes that are part of normal operation, never a retrace to fix (a SavedModel's serialization
 # traces come with every save).
@@ -50,7 +54,8 @@ class Leaf:
             word = "Tensor" if self.kind == TENSOR else "Variable"
             return f"{word} {self.dtype}{format_shape(self.shape)}"
         if self.kind == PYTHON:
-            return f"Python {self.type_name} {self.value}"
+            value = float_text(self.value or "") if self.type_name == "float" else self.value
+            return f"Python {self.type_name} {value}"
         if self.kind == OBJECT:
             return f"object of class {self.type_name}"
         if self.kind in CONTAINERS:
@@ -122,7 +127,11 @@ class Change:
         if self.kind == "identity":
             return f"{self.path}: new object of class {self.after} ({self.detail})"
         tail = f", {self.detail}" if self.detail else ""
-        return f"{self.path}: {self.kind_word()} {self.before} -> {self.after}{tail}"
+        if self.kind == "context" and self.path.startswith(CONTEXT_PREFIX):
+            return context_line(self.path[len(CONTEXT_PREFIX):], self.before, self.after) + tail
+        before, after = value_pair(self.before, self.after) if self.kind == "python-value" else (
+            self.before, self.after)
+        return f"{self.path}: {self.kind_word()} {before} -> {after}{tail}"
 
     def kind_word(self) -> str:
         """The noun used in the one-line form."""

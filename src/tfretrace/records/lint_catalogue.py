@@ -102,7 +102,8 @@ LINT_RULES: tuple[Cause, ...] = (
         "python-counter-argument",
         "loop counter passed to a tf.function",
         "A Python int argument is baked into the graph as a constant, so each new counter value "
-        "traces a new graph. A loop over 100 epochs traces the function 100 times.",
+        "traces a new graph. A loop over 100 epochs traces the function 100 times. The same holds "
+        "for a Python number the loop steps each iteration (lr = lr * 0.9, lr *= 0.9).",
         "Pass tf.constant(counter) (or a tf.Variable) so the value becomes a graph input, or "
         "stop passing the counter.",
         "@tf.function\ndef train_step(x, step):\n    ...\n\nfor step in range(1000):\n"
@@ -120,7 +121,8 @@ LINT_RULES: tuple[Cause, ...] = (
         "which costs milliseconds even when nothing retraces. A batch size different from the "
         "first call traces predict_function once more (it is then relaxed to a None batch "
         "dimension).",
-        "For a few samples call model(x, training=False) or model.predict_on_batch(x); for many, "
+        "For a few samples call the model, model(x, training=False).numpy() (no predict function "
+        "is traced; predict_on_batch still traces one per new batch size); for many, "
         "collect them and call predict() once on the whole batch.",
         "for x in samples:\n    y = model.predict(x[None])",
         "ys = model.predict(np.stack(samples))\n# or, per sample:\ny = model(x[None], training=False)",

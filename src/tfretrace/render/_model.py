@@ -8,8 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from tfretrace._util.text import plural, printable
-from tfretrace.fix.plan import PlanStep, plan_steps
-from tfretrace.fix.step import BY_TOOL, numbered, render_counts
+from tfretrace.fix.step import BY_TOOL, PlanStep, numbered, plan_steps, render_counts
 from tfretrace.records import catalogue
 from tfretrace.records.cause import Cause
 from tfretrace.records.events import KerasInfo, TraceEvent
@@ -296,8 +295,27 @@ def cause_title(slug: str) -> str:
         return slug
 
 
-def plan_headline(steps: list[PlanStep]) -> str:
-    """``Fix plan: 24 traces -> 3 with tfretrace fix --apply, -> 1 with step 3 by hand, saves 1.26 s``, or why none."""
+# What the headline says instead of "with tfretrace fix --apply" when the run was not saved.
+UNSAVED = " with tfretrace fix"
+SAVE_HINT = " (save the run with --save FILE to apply)"
+
+
+def plan_headline(steps: list[PlanStep], saved: bool = True) -> str:
+    """``Fix plan: 24 traces -> 3 with tfretrace fix --apply, -> 1 with step 3 by hand, saves 1.26 s``, or why none.
+
+    Without a saved session (``run`` without ``--save``) there is nothing to apply: the
+    headline says to save the run instead of naming ``--apply``.
+    """
+    headline = _headline(steps)
+    if saved or APPLY not in headline:
+        return headline
+    return headline.replace(APPLY, UNSAVED) + SAVE_HINT
+
+
+APPLY = " with tfretrace fix --apply"
+
+
+def _headline(steps: list[PlanStep]) -> str:
     counts = render_counts(tuple(steps))
     # XLA steps are alternatives to each other (bucket, or XLA off): only the best one counts.
     saved = sum(s.seconds_saved for s in steps if s.compiles_before is None) + max(
@@ -323,14 +341,16 @@ def step_line(number: int, step: PlanStep) -> str:
         return f"note ({step.cause}): {step.summary}"
     if step.compiles_before is not None:
         return (
-            f"{number}. {step.cause}: {step.summary} ({step.compiles_before} -> {step.compiles_after} "
-            f"XLA compiles, saves {fmt_seconds(step.seconds_saved)})"
+            f"{number}. {step.cause}: {step.summary} ({step.compiles_before} -> "
+            f"{plural(step.compiles_after or 0, 'XLA compile')}, saves {fmt_seconds(step.seconds_saved)})"
         )
     final = ", final" if step.final else ""
     verified = "" if step.verified is None else f", measured {step.verified}"
+    # The noun agrees with the count next to it: "8 -> 1 trace", "3 -> 3 traces".
+    after = plural(step.traces_after, "trace")
     return (
         f"{number}. {step.cause}{final}: {step.summary} "
-        f"({step.traces_before} -> {step.traces_after} traces{verified}, saves {fmt_seconds(step.seconds_saved)})"
+        f"({step.traces_before} -> {after}{verified}, saves {fmt_seconds(step.seconds_saved)})"
     )
 
 

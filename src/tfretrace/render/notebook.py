@@ -6,7 +6,7 @@ import html
 from dataclasses import dataclass
 
 from tfretrace._util.text import plural
-from tfretrace.fix.plan import PlanStep, plan_steps
+from tfretrace.fix.step import PlanStep, plan_steps
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
@@ -57,7 +57,7 @@ class CellRetraces:
             for event in [e for e in events if e.is_retrace][:3]:
                 lines.append(f"    {_model.event_line(event)}")
                 lines.extend(f"      {change.line()}" for change in event.changes[:3])
-            step = self._first_step(report)
+            step = self._first_step(report, events)
             if step is not None:
                 lines.append(f"    fix: {_model.step_line(1, step)}")
                 if step.code:
@@ -84,7 +84,7 @@ class CellRetraces:
                 )
                 parts.append(f"<li><code>{esc(_model.event_line(event))}</code>{changes}</li>")
             parts.append("</ul>")
-            step = self._first_step(report)
+            step = self._first_step(report, events)
             if step is not None:
                 parts.append(
                     f'<div style="color:#15803d"><b>fix:</b> {esc(_model.step_line(1, step))}</div>'
@@ -106,6 +106,11 @@ class CellRetraces:
         return ", ".join(f"{cause} x{n}" if n > 1 else cause for cause, n in counts.items())
 
     @staticmethod
-    def _first_step(report: FunctionReport) -> PlanStep | None:
+    def _first_step(report: FunctionReport, events: tuple[TraceEvent, ...]) -> PlanStep | None:
+        """The plan's first step for a cause this cell's retraces had (a cell that only passed a
+        new Python value gets the tensor step, not the function's shape step); else its first."""
         steps = [s for s in plan_steps(report) if s.kind != "statement"]
-        return steps[0] if steps else None
+        causes = {e.cause for e in events if e.is_retrace}
+        matching = [s for s in steps if s.cause in causes]
+        chosen = matching or steps
+        return chosen[0] if chosen else None

@@ -3,27 +3,28 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
 
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.rule import Rule
-from rich.segment import Segment
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
 from tfretrace._util.text import plural
-from tfretrace.fix.plan import plan_steps
+from tfretrace.fix.step import plan_steps
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 from tfretrace.render import _model
+from tfretrace.render._code import Code
+from tfretrace.render._layout import Indented, Prose, hang_of, indent, prose
 
 # Terminal width from which the location gets its own table column.
 WIDE = 110
 MAX_WIDTH = 1000
+# The name and location columns fold down to this many characters before the table runs wide.
+_NAME_MIN = 16
 _CAUSE_STYLE = {"first-trace": "dim", "variable-creation": "dim"}
 
 
@@ -33,11 +34,16 @@ class TextRenderer:
     name = "text"
     extension = ".txt"
 
-    def __init__(self, width: int = 100, color: bool = False, keep: int = _model.RUN_KEEP) -> None:
+    def __init__(self, width: int = 100, color: bool = False, keep: int = _model.RUN_KEEP, *,
+                 plans: bool = True, saved: bool = True) -> None:
         # Rules and padding fill the width: COLUMNS=10000000 must not build 50 MB of dashes.
         self.width = min(max(40, width), MAX_WIDTH)
         self.color = color
         self.keep = keep
+        # plans=False: each function's section leaves its plan out (``run --fix-plan`` prints them
+        # all after the report, once). saved=False: no session to apply a plan from.
+        self.plans = plans
+        self.saved = saved
 
     def render(self, session: Session) -> str:
         """The whole report as one string (ANSI codes only when ``color`` is set)."""
@@ -64,6 +70,10 @@ class TextRenderer:
             _environ={},
         )
         for block in blocks:
+            # rich's print joins top-level Text blocks into a plain Text, which would wrap a
+            # _Prose mid-figure: render it through its own wrapping instead.
+            if isinstance(block, Prose):
+                block = Indented(block, 0, 0)
             # Nothing is ever cropped: prose wraps at spaces, code and long words run long.
             console.print(block, crop=False)
         # rich pads lines to the width; trailing blanks only get in the way of diffs and pipes.
@@ -71,7 +81,7 @@ class TextRenderer:
 
     def blocks(self, session: Session) -> list[RenderableType]:
         """The report's renderables in order; each is one paragraph of the output."""
-        title = _prose("tfretrace: ", "bold")
+        title = prose("tfretrace: ", "bold")
         title.append(_model.summary_line(session))
         blocks: list[RenderableType] = [title]
         blocks.extend(self.warnings(session))
@@ -83,14 +93,14 @@ class TextRenderer:
             blocks.append(self.function(report, session))
         refused = [f for f in session.functions if f.refused_traces]
         for report in refused:
-            blocks.append(_prose(
+            blocks.append(prose(
                 f"{report.display_name()}: {report.refused_traces} trace(s) refused by a budget or "
                 "strict mode (TensorFlow did not trace them)", "bold yellow",
             ))
         if not session.total_retraces and not refused:
             blocks.append(Text("No function retraced: every trace was expected.", style="green"))
         if any(_model.xla_recompiles(f) for f in session.functions):
-            blocks.append(_prose("XLA recompiled for new shapes: see the XLA events above.", "yellow"))
+            blocks.append(prose("XLA recompiled for new shapes: see the XLA events above.", "yellow"))
         return blocks
 
     def warnings(self, session: Session) -> list[RenderableType]:
@@ -104,31 +114,55 @@ class TextRenderer:
             )
             out.append(line)
             for message in session.internal_error_messages[:5]:
-                out.append(_indent(_prose(message, "yellow"), 2, hang=2))
+                out.append(indent(prose(message, "yellow"), 2, hang=2))
         for note in session.notes:
-            out.append(_prose(f"note: {note}", "yellow"))
+            out.append(prose(f"note: {note}", "yellow"))
         return out
 
     def table(self, session: Session) -> RenderableType:
-        """The ranked table: costliest tracing first.
+        """The ranked table: costliest tracing first, never wider than the terminal.
 
-        Below ``WIDE`` columns the location moves under the name, so names stay readable.
+        Below ``WIDE`` columns the location moves under the name, and when the main cause does not
+        fit as a column too it moves under the location. Names and locations fold (a long Keras
+        path must not set the table's width); the figures are never wrapped or cut.
         """
-        wide = self.width >= WIDE
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, header_style="bold", expand=False)
-        table.add_column("function" if wide else "function / location", no_wrap=True,
-                         overflow="ignore")
+        xla = any(f.xla_compiles for f in session.functions)
+        # The first layout that fits unfolded wins; else the first whose names fold to fit.
+        layouts = [(False, True), (False, False)]
+        if self.width >= WIDE:
+            layouts.insert(0, (True, True))
+        for wide, cause_column in layouts:
+            table = self._table(session, wide, xla, cause_column)
+            if _widths(table)[1] <= self.width:
+                return table
+        for cause_column in (True, False):
+            # Measured with the name column at its narrowest, then given what the figures leave.
+            least = _widths(self._table(session, False, xla, cause_column, _NAME_MIN))[0]
+            if least <= self.width:
+                return self._table(session, False, xla, cause_column, _NAME_MIN + self.width - least)
+        table = self._table(session, False, xla, False, _NAME_MIN)
+        return _Natural(table)
+
+    def _table(self, session: Session, wide: bool, xla: bool, cause_column: bool,
+               name_width: int | None = None) -> Table:
+        # collapse_padding: one space each side of a column boundary, not two, so 80 columns hold it.
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, header_style="bold",
+                      expand=False)
+        first = "function" if wide else "function / location"
+        if not cause_column:
+            first += " / cause"
+        table.add_column(first, overflow="fold", min_width=_NAME_MIN, max_width=name_width)
         if wide:
-            table.add_column("location", no_wrap=True, overflow="ignore", style="dim")
+            table.add_column("location", overflow="fold", style="dim", min_width=_NAME_MIN)
         table.add_column("calls", justify="right", no_wrap=True)
         table.add_column("traces", justify="right", no_wrap=True)
         table.add_column("trace s", justify="right", no_wrap=True)
         table.add_column("% wall", justify="right", no_wrap=True)
-        xla = any(f.xla_compiles for f in session.functions)
         if xla:  # only runs that compiled with XLA get the columns
-            table.add_column("XLA compiles", justify="right", no_wrap=True)
+            table.add_column("XLA compiles" if wide else "XLA\ncompiles", justify="right", no_wrap=True)
             table.add_column("compile s", justify="right", no_wrap=True)
-        table.add_column("main cause", no_wrap=True)
+        if cause_column:
+            table.add_column("main cause", overflow="fold")
         for report in _model.ranked_functions(session):
             retracing = report.retraces > 0
             name = Text(_model.label(report), style="bold" if retracing else "")
@@ -137,6 +171,9 @@ class TextRenderer:
                 cells.append(Text(report.location))
             else:
                 name.append("\n" + report.location, style="dim not bold")
+            main = report.main_cause
+            if not cause_column:
+                name.append("\n" + (main or "-"), style="red not bold" if main else "dim not bold")
             cells += [
                 Text(str(report.calls)),
                 Text(str(report.traces), style="bold red" if retracing else ""),
@@ -149,17 +186,17 @@ class TextRenderer:
                     Text(str(report.xla_compiles), style="bold red" if recompiling else ""),
                     Text(f"{report.xla_compile_seconds:.3f}"),
                 ]
-            main = report.main_cause
-            cells.append(Text(main or "-", style="red" if main else "dim"))
+            if cause_column:
+                cells.append(Text(main or "-", style="red" if main else "dim"))
             table.add_row(*cells)
-        return _Natural(table)
+        return table
 
     def function(self, report: FunctionReport, session: Session) -> RenderableType:
         """One retracing function: header, its events (runs folded), then why and how to fix."""
         parts: list[RenderableType] = [
             Rule(Text(_model.label(report), style="bold"), align="left", style="dim")
         ]
-        where = _prose(report.location, "dim")
+        where = prose(report.location, "dim")
         if report.keras is not None:
             where.append("  " + _model.keras_line(report.keras), style="cyan")
         parts.append(where)
@@ -173,31 +210,32 @@ class TextRenderer:
             stats += f", {report.objects} tf.function objects"
         if report.xla_compiles:
             stats += ", " + _model.xla_stats(report)
-        parts.append(_prose(stats))
+        parts.append(prose(stats))
         for extra in _function_extras(report):
-            parts.append(_prose(extra, "yellow"))
+            parts.append(prose(extra, "yellow"))
         if report.megamorphic:
-            parts.append(_prose(_model.megamorphic_line(report), "bold yellow"))
-        parts.extend(self.plan(report))
+            parts.append(prose(_model.megamorphic_line(report), "bold yellow"))
+        if self.plans:
+            parts.extend(self.plan(report))
         fixes = _model.fixes_to_show(report)
         groups, cut = _model.group_events(report.events, keep=self.keep)
         for group in groups:
             for event in group.shown:
                 parts.extend(self.event(event, fixes.get(event.index)))
             if group.hidden:
-                parts.append(_indent(_prose(group.hidden_line(), "dim"), 2, hang=2))
+                parts.append(indent(prose(group.hidden_line(), "dim"), 2, hang=2))
         if cut:
             parts.append(
-                _indent(_prose(f"… {cut} later events not listed", "dim"), 2)
+                indent(prose(f"… {cut} later events not listed", "dim"), 2)
             )
         parts.extend(self.xla_events(report))
         for cause in _model.causes_of(report):
-            why = _prose(f"Why ({cause.slug}, {cause.code}): ", "bold")
+            why = prose(f"Why ({cause.slug}, {cause.code}): ", "bold")
             why.append(cause.why, style="")
-            fix = _prose("Fix: ", "bold green")
+            fix = prose("Fix: ", "bold green")
             fix.append(cause.fix)
-            see = _prose(f"See: tfretrace explain {cause.slug}", "dim")
-            parts.extend(_indent(block, 2, hang=2) for block in (why, fix, see))
+            see = prose(f"See: tfretrace explain {cause.slug}", "dim")
+            parts.extend(indent(block, 2, hang=2) for block in (why, fix, see))
         return Group(Text(""), *parts)
 
     def xla_events(self, report: FunctionReport) -> list[RenderableType]:
@@ -207,11 +245,11 @@ class TextRenderer:
         for number, event in enumerate(recompiles):
             if number >= _model.MAX_SHOWN:
                 more = len(recompiles) - number
-                out.append(_indent(_prose(f"… {more} more XLA recompiles not listed", "dim"), 2))
+                out.append(indent(prose(f"… {more} more XLA recompiles not listed", "dim"), 2))
                 break
-            out.append(_indent(_prose(_model.xla_event_line(event), "red"), 2, hang=2))
+            out.append(indent(prose(_model.xla_event_line(event), "red"), 2, hang=2))
             for change in event.changes:
-                out.append(_indent(_prose(change.line()), 6, hang=2))
+                out.append(indent(prose(change.line()), 6, hang=2))
         return out
 
     def plan(self, report: FunctionReport) -> list[RenderableType]:
@@ -219,51 +257,44 @@ class TextRenderer:
         steps = plan_steps(report)
         if not steps:
             return []
-        out: list[RenderableType] = [_indent(_prose(_model.plan_headline(steps), "bold green"), 2, hang=2)]
+        out: list[RenderableType] = [indent(prose(_model.plan_headline(steps, self.saved), "bold green"), 2, hang=2)]
         for number, step in _model.numbered_steps(steps):
             line = _model.step_line(number, step)
             style = "yellow" if step.kind == "statement" else ""
-            out.append(_indent(_prose(line, style), 4, hang=_hang_of(line)))
+            out.append(indent(prose(line, style), 4, hang=hang_of(line)))
             if step.code:
-                out.append(_indent(self.code(step.code), 8))
+                out.append(indent(self.code(step.code), 8))
             where = _model.step_where(step)
             if where:
-                out.append(_indent(_prose(where, "dim"), 8, hang=2))
+                out.append(indent(prose(where, "dim"), 8, hang=2))
         return out
 
     def event(self, event: TraceEvent, fix: str | None) -> list[RenderableType]:
         """One trace event: its line, the changed leaves, notes and the fix code if new."""
         style = _CAUSE_STYLE.get(event.cause, "bold red")
-        line = _prose("")
+        line = prose("")
         head, _, tail = _model.event_line(event).partition("  ")
         line.append(head, style=style)
         if tail:
             line.append("  " + tail)
-        out: list[RenderableType] = [_indent(line, 2, hang=4)]
+        out: list[RenderableType] = [indent(line, 2, hang=4)]
         for change in event.changes:
-            out.append(_indent(_prose(change.line()), 6, hang=2))
+            out.append(indent(prose(change.line()), 6, hang=2))
         for note in _model.event_notes(event):
-            out.append(_indent(_prose(note, "dim"), 6, hang=2))
+            out.append(indent(prose(note, "dim"), 6, hang=2))
         if fix:
-            out.append(_indent(Text("fix:", style="bold green"), 6))
-            out.append(_indent(self.code(fix), 8))
+            out.append(indent(Text("fix:", style="bold green"), 6))
+            out.append(indent(self.code(fix), 8))
         return out
 
     def code(self, source: str) -> RenderableType:
-        """Fix code: highlighted in colour, plain otherwise; never wrapped, so it pastes as is."""
-        if self.color:
-            text = Syntax(source, "python", theme="ansi_dark", background_color="default").highlight(source)
-            text.rstrip()
-        else:
-            text = Text(source)
-        text.no_wrap = True
-        text.overflow = "ignore"
-        return text
+        """Fix code: highlighted in colour; long lines broken where Python allows, so it pastes as is."""
+        return Code(source, self.color)
 
 
-def render_plans(session: Session, width: int = 100, color: bool = False) -> str:
+def render_plans(session: Session, width: int = 100, color: bool = False, saved: bool = True) -> str:
     """Only the fix plans of the retracing functions (``tfretrace run --fix-plan``)."""
-    renderer = TextRenderer(width=width, color=color)
+    renderer = TextRenderer(width=width, color=color, saved=saved)
     session = _model.printable_copy(session)
     blocks: list[RenderableType] = [
         Text("Fix plans: each step checked against every call of this run", style="bold")
@@ -279,88 +310,22 @@ def render_plans(session: Session, width: int = 100, color: bool = False) -> str
     return renderer.print(blocks)
 
 
-def _prose(text: str, style: str = "") -> Text:
-    """Text that wraps at spaces only: a ``file:line`` or a long word moves whole, never cut."""
-    return _Prose(text, style=style)
-
-
-class _Prose(Text):
-    """Text wrapped at spaces; a word longer than the width runs long instead of being cut.
-
-    rich folds such a word mid-way (``overflow='fold'``) or stops wrapping at all
-    (``'ignore'``); neither is right for a sentence that names ``examples/train.py:74``.
-    """
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterable[Segment]:
-        for paragraph in self.split("\n", allow_blank=True):
-            for line in paragraph.divide(_breaks(paragraph.plain, options.max_width)):
-                line.rstrip()
-                yield from line.render(console)
-                yield Segment.line()
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        words = self.plain.split()
-        longest = max((len(word) for word in words), default=0)
-        return Measurement(longest, max((len(line) for line in self.plain.split("\n")), default=0))
-
-
-def _breaks(plain: str, width: int) -> list[int]:
-    """Offsets where a greedy word wrap at ``width`` starts each new line (after a space)."""
-    breaks: list[int] = []
-    start = 0
-    last_space = -1
-    for i, char in enumerate(plain):
-        if char == " ":
-            last_space = i
-        elif i - start >= width and last_space >= start:
-            start = last_space + 1
-            breaks.append(start)
-    return breaks
-
-
-def _hang_of(line: str) -> int:
-    """The hanging indent that lines wrapped lines up after a step number (``1. ``)."""
-    number, dot, _ = line.partition(". ")
-    return len(number) + 2 if dot and number.isdigit() else 2
-
-
-def _indent(renderable: RenderableType, spaces: int, hang: int = 0) -> _Indented:
-    """Indent ``spaces`` columns; lines wrapped from one line indent ``hang`` more."""
-    return _Indented(renderable, spaces, hang)
-
-
-class _Indented:
-    """An indented block that, unlike rich's Padding, never crops a line that runs long."""
-
-    def __init__(self, renderable: RenderableType, spaces: int, hang: int) -> None:
-        self.renderable = renderable
-        self.spaces = spaces
-        self.hang = hang
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        inner = options.update(width=max(20, options.max_width - self.spaces - self.hang))
-        # split_lines, not render_lines: the latter crops every line to the width.
-        lines = Segment.split_lines(console.render(self.renderable, inner))
-        for number, line in enumerate(lines):
-            # Lines wrapped from the first sit `hang` columns further right.
-            yield Segment(" " * (self.spaces + (self.hang if number else 0)))
-            yield from line
-            yield Segment.line()
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        width = Measurement.get(console, options, self.renderable)
-        return Measurement(width.minimum + self.spaces, width.maximum + self.spaces + self.hang)
+def _widths(table: Table) -> tuple[int, int]:
+    """The narrowest the table can be (names folded, figures whole) and its width unfolded."""
+    console = Console(width=MAX_WIDTH, _environ={})
+    measured = Measurement.get(console, console.options, table)
+    return measured.minimum, measured.maximum
 
 
 class _Natural:
-    """A table laid out at the width it needs when that is more than the terminal has."""
+    """A table laid out at its narrowest when even that is more than the terminal has (never cropped)."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        wide = options.update(width=Measurement.get(console, options.update(width=MAX_WIDTH), self.table).maximum)
-        yield from console.render(self.table, wide if wide.max_width > options.max_width else options)
+        least = Measurement.get(console, options.update(width=MAX_WIDTH), self.table).minimum
+        yield from console.render(self.table, options.update(width=least) if least > options.max_width else options)
 
 
 def _function_extras(report: FunctionReport) -> list[str]:

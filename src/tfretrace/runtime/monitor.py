@@ -17,8 +17,6 @@ from typing import Any
 from tfretrace._util.text import split_site
 from tfretrace._util.version import __version__
 from tfretrace.explain.messages import format_event
-from tfretrace.fix.apply import source_hashes
-from tfretrace.fix.plan import PlanCache
 from tfretrace.records.errors import RetraceError, RetracingWarning
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.session import Session
@@ -81,7 +79,7 @@ class Monitor:
         self.internal_errors = 0
         self._error_messages: deque[str] = deque(maxlen=10)
         self._counting = CallCounting(self._lock)
-        self._plans = PlanCache()
+        self._plans: Any = None  # the planner's cache, made (and its modules loaded) at the first session()
         self.active = False
         # Set by `tfretrace run`: tfretrace.stop() called by the program does not end it.
         self.pinned = False
@@ -154,6 +152,13 @@ class Monitor:
         with self._lock:
             functions = tuple(report_of(s, counters.counter_value, counters.concrete_sites)
                               for s in self._functions.values())
+        # The planner loads here, not at import: a run whose session is never asked for (and
+        # `import tfretrace`) does not pay for it.
+        from tfretrace.fix.apply import source_hashes
+        from tfretrace.fix.plan import PlanCache
+
+        if self._plans is None:
+            self._plans = PlanCache()
         functions = keras_rows_apart(self._plans.planned(functions, self.internal_error))
         tf_version, keras_version = versions.loaded_versions()
         return Session(

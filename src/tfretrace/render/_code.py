@@ -1,0 +1,115 @@
+"""Fix code at the terminal's width: long lines broken where Python allows it, so it still pastes."""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from collections.abc import Iterable
+
+from rich.console import Console, ConsoleOptions
+from rich.measure import Measurement
+from rich.segment import Segment
+from rich.syntax import Syntax
+from rich.text import Text
+
+_OPEN, _CLOSE = "([{", ")]}"
+# A continuation line sits this much deeper than the line it continues.
+_HANG = 4
+
+
+def fit(source: str, width: int) -> str:
+    """``source`` with each line longer than ``width`` broken inside its brackets (after a comma,
+    before a comprehension's ``for``), a trailing comment moved above it.
+
+    Only breaks Python reads the same way are made: the result parses to the same code. A line
+    that cannot be broken so (a string longer than the width, no brackets) runs long.
+    """
+    out: list[str] = []
+    for line in source.split("\n"):
+        out.extend(_fit_line(line, width) if len(line) > width else [line])
+    return "\n".join(out)
+
+
+def _fit_line(line: str, width: int) -> list[str]:
+    tokens = _tokens(line)
+    if tokens is None:
+        return [line]
+    indent = line[: len(line) - len(line.lstrip())]
+    lines: list[str] = []
+    comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
+    if comment is not None and line[: comment.start[1]].strip():
+        # A comment after code goes on its own line above, at the code's indent.
+        lines.append(indent + comment.string)
+        line = line[: comment.start[1]].rstrip()
+        if len(line) <= width:
+            return [*lines, line]
+    cuts = _cuts(tokens, len(line))
+    start, prefix = 0, ""
+    while len(prefix) + len(line) - start > width:
+        room = width - len(prefix)
+        fitting = [c for c in cuts if start < c and c - start <= room]
+        later = [c for c in cuts if c > start]
+        if not later:
+            break
+        cut = fitting[-1] if fitting else later[0]
+        lines.append(prefix + line[start:cut].rstrip())
+        start = cut
+        while start < len(line) and line[start] == " ":
+            start += 1
+        prefix = indent + " " * _HANG
+    lines.append(prefix + line[start:])
+    return lines
+
+
+def _tokens(line: str) -> list[tokenize.TokenInfo] | None:
+    """The line's tokens, or None when it is not a whole line of Python on its own."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    # f-strings before 3.12 cannot be broken inside their braces; leave such lines alone.
+    if any(tokenize.tok_name[t.type].startswith("FSTRING") for t in tokens):
+        return None
+    shift = len(line) - len(line.lstrip())
+    return [t._replace(start=(t.start[0], t.start[1] + shift), end=(t.end[0], t.end[1] + shift)) for t in tokens]
+
+
+def _cuts(tokens: list[tokenize.TokenInfo], end: int) -> list[int]:
+    """Columns where a line may be broken: inside brackets, after a comma or before ``for``/``if``."""
+    cuts: list[int] = []
+    depth = 0
+    for token in tokens:
+        if token.start[1] >= end:
+            break
+        if token.type == tokenize.OP and token.string in _OPEN:
+            depth += 1
+        elif token.type == tokenize.OP and token.string in _CLOSE:
+            depth -= 1
+        elif depth > 0 and token.type == tokenize.OP and token.string == ",":
+            cuts.append(token.end[1])
+        elif depth > 0 and token.type == tokenize.NAME and token.string in ("for", "if"):
+            cuts.append(token.start[1])
+    return cuts
+
+
+class Code:
+    """Fix code laid out at the width it is given: broken by :func:`fit`, never wrapped or cut."""
+
+    def __init__(self, source: str, color: bool) -> None:
+        self.source = source
+        self.color = color
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterable[Segment]:
+        source = fit(self.source, options.max_width)
+        if self.color:
+            text = Syntax(source, "python", theme="ansi_dark", background_color="default").highlight(source)
+            text.rstrip()
+        else:
+            text = Text(source)
+        text.no_wrap = True
+        text.overflow = "ignore"
+        yield from console.render(text, options)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        longest = max((len(line) for line in self.source.split("\n")), default=0)
+        return Measurement(min(longest, options.max_width), longest)
