@@ -44,7 +44,7 @@ def test_unpreventable_causes_are_counted_apart() -> None:
         causes=("first-trace", "python-value-changed", "shape-changed"),
     )
     entry = entry_of(report)
-    assert entry.unpreventable == (("python-value-changed", 1),)
+    assert entry.unpreventable == (("python-value-changed", 1, None),)
     assert entry.warmable  # the lr=0.2 family varied in shape
 
 

@@ -199,3 +199,52 @@ def random_draw(node: ast.AST) -> str | None:
         if head == "random" or head.endswith(".random") or dotted.endswith("nn.dropout"):
             return dotted
     return None
+
+
+def size_reads(node: ast.AST, param: str) -> tuple[frozenset[int], bool]:
+    """The dimensions of ``param`` the body reads as Python numbers, and whether some read's dimension is unknown.
+
+    ``param.shape[1]`` reads dimension 1, ``len(param)`` dimension 0; ``param.shape`` used any
+    other way (``param.shape.as_list()``, ``tuple(param.shape)``) may read any of them. Under a
+    trace with that dimension open the number is None: the body computes something else or fails.
+    """
+    parents: dict[int, ast.AST] = {}
+    for parent in ast.walk(node):
+        for child in ast.iter_child_nodes(parent):
+            parents[id(child)] = parent
+    dims: set[int] = set()
+    unknown = False
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "len":
+            if any(isinstance(a, ast.Name) and a.id == param for a in sub.args):
+                dims.add(0)
+            continue
+        is_shape = (
+            isinstance(sub, ast.Attribute)
+            and sub.attr in ("shape", "get_shape")
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == param
+        )
+        if not is_shape:
+            continue
+        up = parents.get(id(sub))
+        if isinstance(up, ast.Subscript) and up.value is sub:
+            index = _constant_index(up.slice)
+            if index is None:
+                unknown = True
+            else:
+                dims.add(index)
+        elif isinstance(up, ast.Attribute) and up.attr in ("rank", "ndims"):
+            continue  # the rank is known under an open dimension
+        else:
+            unknown = True
+    return frozenset(dims), unknown
+
+
+def _constant_index(index: ast.expr) -> int | None:
+    # ``2`` or ``-1``: a constant dimension; anything else (a slice, a name) is not known here.
+    sign = 1
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        sign, index = -1, index.operand
+    value = index.value if isinstance(index, ast.Constant) else None
+    return sign * value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -176,6 +176,9 @@ def verify(
         write_all(changes, base=copy)
         saved = Path(tmp) / "after.json"
         env = dict(os.environ)
+        # The edited program is measured as written: no prevention from the environment or the
+        # project's settings (--no-prevent below), or the count would be the warm-up's, not the fix's.
+        env.pop("TFRETRACE_PREVENT", None)
         # The copy runs the same tfretrace as this process, whatever the program's folder holds.
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
@@ -187,7 +190,7 @@ def verify(
             raise FixError(f"{log}: cannot write the program's log ({exc.strerror or exc})") from None
         with out:
             proc = subprocess.Popen(
-                [sys.executable, *flags, "-m", "tfretrace", "run", "--save", str(saved), *args],
+                [sys.executable, *flags, "-m", "tfretrace", "run", "--no-prevent", "--save", str(saved), *args],
                 cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,  # one process group: stopped as a whole, Ctrl-C included
             )

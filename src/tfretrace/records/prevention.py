@@ -37,6 +37,13 @@ class FunctionPrevention:
     failures: tuple[str, ...] = ()
     jit_compile: bool = False
     matched: str = "exact"
+    # Signatures the fix planner's checks (or the rebuild) kept from warming, and why.
+    not_warmed: tuple[str, ...] = ()
+    # What the warm-up changes in the results besides the count, each ``code: detail``
+    # (``random-stream: ...``: fewer traces draw other random numbers than a run without it).
+    changes: tuple[str, ...] = ()
+    # The function's code changed since the profile recorded it: not warmed.
+    stale: bool = False
 
     @property
     def prevented(self) -> int:
@@ -63,6 +70,9 @@ class FunctionPrevention:
             "failures": list(self.failures),
             "jit_compile": self.jit_compile,
             "matched": self.matched,
+            "not_warmed": list(self.not_warmed),
+            "changes": list(self.changes),
+            "stale": self.stale,
         }
 
     @classmethod
@@ -93,6 +103,9 @@ class FunctionPrevention:
             failures=C.texts(data.get("failures", []), f"{where}.failures"),
             jit_compile=C.flag(data.get("jit_compile", False), f"{where}.jit_compile"),
             matched=C.text(data.get("matched", "exact"), f"{where}.matched"),
+            not_warmed=C.texts(data.get("not_warmed", []), f"{where}.not_warmed"),
+            changes=C.texts(data.get("changes", []), f"{where}.changes"),
+            stale=C.flag(data.get("stale", False), f"{where}.stale"),
         )
 
 
@@ -105,6 +118,9 @@ class PreventionReport:
     functions: tuple[FunctionPrevention, ...]
     notes: tuple[str, ...] = ()
     not_called: int = 0
+    # Call signatures this run added to the profile file, and the file written (learning).
+    learned: int = 0
+    written: str | None = None
 
     @property
     def prevented(self) -> int:
@@ -120,6 +136,8 @@ class PreventionReport:
             "notes": list(self.notes),
             "not_called": self.not_called,
             "prevented": self.prevented,
+            "learned": self.learned,
+            "written": self.written,
         }
 
     @classmethod
@@ -132,6 +150,8 @@ class PreventionReport:
             functions=C.each(data.get("functions", []), f"{where}.functions", FunctionPrevention.from_dict),
             notes=C.texts(data.get("notes", []), f"{where}.notes"),
             not_called=C.count(data.get("not_called", 0), f"{where}.not_called"),
+            learned=C.count(data.get("learned", 0), f"{where}.learned"),
+            written=C.optional_text(data.get("written"), f"{where}.written"),
         )
 
 
@@ -147,12 +167,18 @@ def render(report: PreventionReport) -> str:
         for cause, n, fix in f.unpreventable:
             advice = f"; fix plan: {fix}" if fix else f"; see its fix plan (tfretrace explain {cause})"
             lines.append(f"    cannot prevent {n} {cause} retrace(s) without an edit{advice}")
+        for change in f.changes:
+            lines.append(f"    changes the results: {change}; fewer traces draw other numbers than without prevention")
+        for why in f.not_warmed:
+            lines.append(f"    {why}")
         for failure in f.failures:
             lines.append(f"    {failure}")
         if f.jit_compile:
             lines.append(f"    {XLA_NOTE}")
     if report.not_called:
         lines.append(f"  {report.not_called} profiled function(s) that retraced there were not called in this run")
+    if report.written is not None:
+        lines.append(f"  profile widened: {report.learned} call signature(s) added to {report.written}")
     for note in report.notes:
         lines.append(f"  note: {note}")
     return "\n".join(lines) + "\n"
