@@ -275,5 +275,5 @@ def _is_child(parent: str, path: str) -> bool:
 
 
 def caller_frame() -> Any:
-    """The frame that called the tf.function (above the call hook and the watcher)."""
-    return sys._getframe(3)
+    """The call hook's frame (above the watcher, its dispatcher and the first-call step)."""
+    return sys._getframe(4)

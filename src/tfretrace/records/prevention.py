@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tfretrace._util import checked as C
@@ -44,6 +44,12 @@ class FunctionPrevention:
     changes: tuple[str, ...] = ()
     # The function's code changed since the profile recorded it: not warmed.
     stale: bool = False
+    # The fix plan of the program as written (prevention off): the traces ``fix --apply`` is
+    # predicted to leave (None: not predicted), and the fewest traces the calls need.
+    traces_fixed: int | None = None
+    traces_minimum: int | None = None
+    # That plan itself, put on the session's function record (not part of this row's JSON).
+    plan_off: tuple[dict[str, Any], ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def prevented(self) -> int:
@@ -73,6 +79,8 @@ class FunctionPrevention:
             "not_warmed": list(self.not_warmed),
             "changes": list(self.changes),
             "stale": self.stale,
+            "traces_fixed": self.traces_fixed,
+            "traces_minimum": self.traces_minimum,
         }
 
     @classmethod
@@ -106,6 +114,8 @@ class FunctionPrevention:
             not_warmed=C.texts(data.get("not_warmed", []), f"{where}.not_warmed"),
             changes=C.texts(data.get("changes", []), f"{where}.changes"),
             stale=C.flag(data.get("stale", False), f"{where}.stale"),
+            traces_fixed=C.optional_count(data.get("traces_fixed"), f"{where}.traces_fixed"),
+            traces_minimum=C.optional_count(data.get("traces_minimum"), f"{where}.traces_minimum"),
         )
 
 
@@ -159,14 +169,22 @@ def render(report: PreventionReport) -> str:
     """The terminal section ``tfretrace run --prevent`` prints after the report."""
     lines = [f"Prevention (profile {report.profile}): {report.prevented} traces prevented"]
     for f in report.functions:
+        # One truth per function, the four counts side by side: as written (TensorFlow's rules
+        # replayed over this run's calls), with --prevent (TensorFlow's own count), with the fix
+        # plan's edits applied (predicted, prevention off), and the fewest the calls need.
+        fixed = "?" if f.traces_fixed is None else str(f.traces_fixed)
+        least = "?" if f.traces_minimum is None else str(f.traces_minimum)
         lines.append(
-            f"  {f.display_name} ({f.location}): {f.traces_without} traces without -> {f.traces_with} with "
-            f"({f.warmups} warm-up, {f.warmup_seconds * 1000:.1f} ms); "
-            f"{f.traces_after_warmup} traced after the warm-up, {f.calls_outside} call(s) outside the profile"
+            f"  {f.display_name} ({f.location}): traces as written {f.traces_without}, with --prevent "
+            f"{f.traces_with}, with fix --apply {fixed}, minimum {least}"
+        )
+        lines.append(
+            f"    {f.warmups} warm-up trace(s) ({f.warmup_seconds * 1000:.1f} ms), {f.traces_after_warmup} traced "
+            f"after the warm-up, {f.calls_outside} call(s) outside the profile"
         )
         for cause, n, fix in f.unpreventable:
             advice = f"; fix plan: {fix}" if fix else f"; see its fix plan (tfretrace explain {cause})"
-            lines.append(f"    cannot prevent {n} {cause} retrace(s) without an edit{advice}")
+            lines.append(f"    {n} {cause} retrace(s) in this run a warm-up cannot prevent{advice}")
         for change in f.changes:
             lines.append(f"    changes the results: {change}; fewer traces draw other numbers than without prevention")
         for why in f.not_warmed:

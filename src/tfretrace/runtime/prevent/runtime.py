@@ -14,7 +14,7 @@ from tfretrace.fix.rules import Signature, covers
 from tfretrace.records.prevention import FunctionPrevention, PreventionReport
 from tfretrace.runtime.prevent.checks import changes_of, refusal
 from tfretrace.runtime.prevent.match import find
-from tfretrace.runtime.prevent.profile import Entry, Profile
+from tfretrace.runtime.prevent.profile import PREVENTABLE, Entry, Profile
 
 _SKIP = object()
 _MISSING = object()
@@ -130,7 +130,15 @@ class Prevention:
                 _, self._learned = learn(self.profile, session)
             except Exception as exc:  # a profile that cannot be widened never costs the run its report
                 self._error(exc)
-        return replace(session, prevention=self.report(session.tensorflow))
+        report = self.report(session.tensorflow, session)
+        plans = {(f.name, f.location): f.plan_off for f in report.functions if f.plan_off is not None}
+        # A prevented function is planned as the program is written (prevention off): that plan
+        # is what fix --apply edits and what --verify measures without prevention.
+        functions = tuple(
+            replace(f, plan=plans[(f.name, f.location)]) if (f.name, f.location) in plans else f
+            for f in session.functions
+        )
+        return replace(session, functions=functions, prevention=report)
 
     # -- the call watcher ----------------------------------------------------------------------
 
@@ -242,8 +250,15 @@ class Prevention:
 
     # -- the report ----------------------------------------------------------------------------
 
-    def report(self, tensorflow: str | None = None) -> PreventionReport:
-        """Per profiled function met in this run: traces without and with prevention, and why."""
+    def report(self, tensorflow: str | None = None, session: Any = None) -> PreventionReport:
+        """Per profiled function met in this run: traces without and with prevention, and why.
+
+        With the run's ``session``, each row also gets the fix plan of the program as written
+        and its counts, and the retraces a warm-up cannot prevent are this run's (default: the
+        monitor's session so far).
+        """
+        if session is None and self._monitor is not None:
+            session = self._monitor.session()
         notes = []
         version = self.profile.version_note(tensorflow)
         if version is not None:
@@ -257,7 +272,7 @@ class Prevention:
         with self._lock:
             met = list(self._rows.values())
         for row in met:
-            rows.append(_function_row(row))
+            rows.append(_function_row(row, _recorded(session, row)))
             if row.fallback:
                 notes.append(f"{row.name}: {row.fallback}")
         # Profiled functions that retraced there and never ran here (eagerly) in this run.
@@ -312,7 +327,17 @@ def _dispatch(function: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> Any
     return after_all
 
 
-def _function_row(row: _Row) -> FunctionPrevention:
+def _recorded(session: Any, row: _Row) -> Any:
+    """The session's record of the row's function (same name and place), or None."""
+    if session is None:
+        return None
+    for report in session.functions:
+        if report.name == row.name and report.location == row.location:
+            return report
+    return None
+
+
+def _function_row(row: _Row, recorded: Any = None) -> FunctionPrevention:
     without = measured = after_warmup = outside = 0
     for obj in row.objects:
         function = obj.ref()
@@ -326,6 +351,19 @@ def _function_row(row: _Row) -> FunctionPrevention:
         outside += sum(1 for call in obj.calls if not any(covers(w, call) for w in (*obj.warm, *obj.recorded)))
     entry = row.entry
     unpreventable = entry.unpreventable
+    plan_off, applied, least = None, None, None
+    if recorded is not None:
+        # This run's own retraces of the causes no warm-up prevents (warm-ups are not retraces).
+        counts: dict[str, int] = {}
+        for event in recorded.events:
+            if event.is_retrace and event.cause not in PREVENTABLE:
+                counts[event.cause] = counts.get(event.cause, 0) + 1
+        unpreventable = tuple((c, n, entry.advice(c)) for c, n in sorted(counts.items()))
+        if recorded.keras is None and row.objects:
+            from tfretrace.runtime.prevent.as_if_off import planned_off
+
+            plan_off, applied, least = planned_off(
+                recorded, [obj.calls for obj in row.objects], entry.creates_variables)
     return FunctionPrevention(
         name=row.name,
         display_name=entry.display_name,
@@ -344,6 +382,9 @@ def _function_row(row: _Row) -> FunctionPrevention:
         not_warmed=tuple(row.not_warmed),
         changes=tuple(row.changes),
         stale=row.stale,
+        traces_fixed=applied,
+        traces_minimum=least,
+        plan_off=plan_off,
     )
 
 
