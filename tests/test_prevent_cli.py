@@ -144,3 +144,20 @@ def test_a_prevented_run_gates_and_plans_as_the_program_is_written(tmp_path: Pat
     plain = subprocess.run([sys.executable, "train.py"], capture_output=True, text=True, cwd=tmp_path,
                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300, check=False)
     assert _traces(plain) == row["traces_fixed"] < 3
+
+
+def test_verify_measures_the_program_without_prevention(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfretrace.fix.verify import verify
+    from tfretrace.records.session import load
+
+    (tmp_path / "train.py").write_text(PROGRAM, encoding="utf-8")
+    assert _tfretrace("run", "--save", "profile.json", "train.py", cwd=tmp_path).returncode == 0
+    # The project asks for prevention, and so does the environment: --verify measures neither.
+    (tmp_path / "pyproject.toml").write_text('[tool.tfretrace.run]\nprevent = "profile.json"\n', encoding="utf-8")
+    monkeypatch.setenv("TFRETRACE_PREVENT", "profile.json")
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    result = verify(load(tmp_path / "profile.json"), [], ["python", "train.py"], tmp_path)
+    assert result.exit_status == 0 and result.session is not None
+    assert result.session.prevention is None
+    (step,) = result.session.functions
+    assert step.traces == 2  # the partial batch traced: nothing warmed it

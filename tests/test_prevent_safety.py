@@ -204,3 +204,36 @@ def test_the_magic_run_twice_keeps_warming(tmp_path: Path) -> None:
     view = _ipython._prevent(shell, "off")
     assert encode.experimental_get_tracing_count() == 1
     assert view is not None and view.report.functions[0].traces_with == 1
+
+
+def _lazy_scorer() -> Any:
+    import tensorflow as tf
+
+    class Scorer(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale: Any = None
+
+        @tf.function
+        def score(self, x: Any) -> Any:
+            if self.scale is None:
+                self.scale = tf.Variable(2.0)
+            return tf.reduce_sum(x) * self.scale
+
+    scorer = Scorer()
+    for n in (10, 10, 4, 1):
+        scorer.score(tf.ones([n, 3]))
+    return scorer.score
+
+
+def test_a_budget_counts_what_traced_after_the_warm_up(tmp_path: Path) -> None:
+    import tfretrace
+
+    profile = _record(_lazy_scorer, tmp_path / "profile.json")
+    with tfretrace.prevent(profile, learn=False) as prevention, tfretrace.budget(max_traces=1):
+        score = _lazy_scorer()  # its variable-creating first trace, then the warm-up (not counted)
+    assert score.experimental_get_tracing_count() == 2
+    session = prevention.session()
+    (report,) = [f for f in session.functions if f.name.endswith("score")]
+    assert [e.warmup for e in report.events] == [False, True]
+    assert report.retraces == 0
