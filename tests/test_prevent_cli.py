@@ -138,6 +138,12 @@ def test_a_prevented_run_gates_and_plans_as_the_program_is_written(tmp_path: Pat
     assert (row["traces_without"], row["traces_with"], row["traces_after_warmup"]) == (3, 2, 0)
     (step,) = [f for f in saved["functions"] if f["name"] == "Model.step"]
     assert step["retraces"] == 0 and step["plan"]  # planned as if prevention were off
+    # --verify measures the edited program without prevention: what the row predicted.
+    verified = _tfretrace("fix", "prevented.json", "--verify", "--", "python", "train.py", cwd=tmp_path)
+    assert verified.returncode == 0, verified.stderr
+    again = json.loads((tmp_path / "prevented.json").read_text(encoding="utf-8"))
+    (step_again,) = [f for f in again["functions"] if f["name"] == "Model.step"]
+    assert [s["verified"] for s in step_again["plan"] if "verified" in s] == [row["traces_fixed"]]
     # The plan's edits, applied: the program as written now traces what the row predicted.
     applied = _tfretrace("fix", "prevented.json", "--apply", cwd=tmp_path)
     assert applied.returncode == 0, applied.stderr

@@ -46,3 +46,19 @@ def test_html_shows_the_prevention_table() -> None:
     cells = [cell.split("</td>")[0] for cell in section.split('<td class="num">')[1:]]
     assert cells[:4] == ["7", "2", "3", "1"]
     assert "random-stream" in section
+
+
+def test_verify_compares_a_prevented_function_from_its_count_as_written(tmp_path: object) -> None:
+    from dataclasses import replace
+
+    from sessions import healthy
+    from tfretrace.fix.verify import _compare
+
+    # Prevention kept train_step at one trace; its plan (as written) is what --verify checks.
+    warmed = replace(healthy("train_step", "train.py:8"), plan=({"cause": "shape-changed", "kind": "input-signature",
+                                                                  "summary": "s", "traces_before": 7,
+                                                                  "traces_after": 3, "edits": []},))
+    before = session(warmed, prevention=_report())
+    after = session(replace(healthy("train_step", "train.py:9"), traces=3))
+    (outcome,) = _compare(before, after, tmp_path)  # type: ignore[arg-type]
+    assert (outcome.traces_before, outcome.traces_after) == (7, 3)

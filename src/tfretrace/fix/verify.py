@@ -225,8 +225,13 @@ def _compare(before: Session, after: Session | None, root: Path) -> tuple[Outcom
         measured = {row_key(f): f for f in after.functions}
     out = []
     reader = SourceReader(root)
+    # A session saved from a prevented run: its prevented functions are planned as written, so
+    # their "before" is the count without prevention (the row's as-written replay).
+    written = {(f.name, f.location): f.traces_without for f in before.prevention.functions} \
+        if before.prevention is not None else {}
     for report in before.functions:
-        if report.retraces == 0:
+        as_written = written.get((report.name, report.location))
+        if report.retraces == 0 and not (as_written is not None and report.plan):
             continue
         key = row_key(report)
         # A def moved out of its function to module level loses the "outer.<locals>." prefix.
@@ -235,7 +240,7 @@ def _compare(before: Session, after: Session | None, root: Path) -> tuple[Outcom
             Outcome(
                 name=report.display_name(),
                 location=report.location,
-                traces_before=report.traces,
+                traces_before=as_written if as_written is not None else report.traces,
                 traces_after=now.traces if now is not None else None,
                 predicted=_predicted(report, reader),
                 seconds_before=report.trace_seconds,
