@@ -248,3 +248,30 @@ def _constant_index(index: ast.expr) -> int | None:
         sign, index = -1, index.operand
     value = index.value if isinstance(index, ast.Constant) else None
     return sign * value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+_MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
+
+
+def trace_time_effect(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The first Python-side effect the body has at trace time (``print(...)``, ``log.append(...)``), or None.
+
+    Python code in a tf.function body runs once per trace, not per call: fewer traces print less
+    and append less. ``tf.print`` is an op and runs per call; a container the body made itself,
+    or a parameter, is not the program's state.
+    """
+    local = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.comprehension)):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            local.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    for sub in ast.walk(node):
+        if not isinstance(sub, ast.Call):
+            continue
+        if isinstance(sub.func, ast.Name) and sub.func.id == "print":
+            return "print(...)"
+        func = sub.func
+        outer = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id not in local
+        if outer and isinstance(func, ast.Attribute) and func.attr in _MUTATORS and isinstance(func.value, ast.Name):
+            return f"{func.value.id}.{func.attr}(...)"
+    return None

@@ -186,7 +186,7 @@ def render(report: PreventionReport) -> str:
             advice = f"; fix plan: {fix}" if fix else f"; see its fix plan (tfretrace explain {cause})"
             lines.append(f"    {n} {cause} retrace(s) in this run a warm-up cannot prevent{advice}")
         for change in f.changes:
-            lines.append(f"    changes the results: {change}; fewer traces draw other numbers than without prevention")
+            lines.append(f"    changes the results: {change}")
         for why in f.not_warmed:
             lines.append(f"    {why}")
         for failure in f.failures:

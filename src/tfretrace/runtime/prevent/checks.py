@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from tfretrace.fix.body import random_draw, size_reads
+from tfretrace.fix.body import random_draw, size_reads, trace_time_effect
 from tfretrace.fix.rules import Signature
 from tfretrace.fix.specs import is_top
 from tfretrace.fix.step import CHANGES_RANDOM
@@ -42,10 +42,23 @@ def refusal(node: ast.FunctionDef | ast.AsyncFunctionDef | None, signature: Sign
     return None
 
 
+# A body whose Python runs at trace time (a print, an append to the program's list): the warmed
+# run does it once for the general trace instead of once per shape.
+CHANGES_PYTHON = "trace-time-python"
+
+
 def changes_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
-    """What fewer traces of this body change in the results (the plan's ``changes`` codes, with the call)."""
+    """What fewer traces of this body change in the results, each ``code: detail`` (the plan's codes first)."""
+    out = []
     draw = random_draw(node)
-    return [] if draw is None else [f"{CHANGES_RANDOM}: the body draws random numbers ({draw})"]
+    if draw is not None:
+        out.append(f"{CHANGES_RANDOM}: the body draws random numbers ({draw}); fewer traces draw other numbers "
+                   "than a run without prevention")
+    effect = trace_time_effect(node)
+    if effect is not None:
+        out.append(f"{CHANGES_PYTHON}: the body runs {effect} at trace time; it runs once for the general "
+                   "trace instead of once per shape")
+    return out
 
 
 def _open_dims(leaf: object) -> set[int]:
