@@ -201,7 +201,7 @@ class Prevention:
                 row.warmup_seconds += warmup.warm(function, signature)
                 done.append(signature)
             except warmup.NotWarmable as exc:
-                _add(row.not_warmed, str(exc))
+                _add(row.not_warmed, f"not warmed: {exc}")
             except Exception as exc:  # the general trace failed: the calls trace as they would have
                 _add(row.failures, f"warm-up trace failed: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
                      "; the body's trace-time Python ran once for it")
