@@ -15,6 +15,8 @@ from tfretrace.records.prevention import FunctionPrevention, PreventionReport
 from tfretrace.runtime.prevent.checks import changes_of, refusal
 from tfretrace.runtime.prevent.match import find
 from tfretrace.runtime.prevent.profile import PREVENTABLE, Entry, Profile
+from tfretrace.runtime.prevent.watchers import attach as _attach
+from tfretrace.runtime.prevent.watchers import detach as _detach
 
 _SKIP = object()
 _MISSING = object()
@@ -142,7 +144,8 @@ class Prevention:
 
     # -- the call watcher ----------------------------------------------------------------------
 
-    def _watch(self, function: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
+    def watch_call(self, function: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
+        """Before a call of any tf.function: warm it at its first call, note the call's signature."""
         try:
             # Per function object, each prevention's own state: two preventions at once (a
             # notebook's set-up cell run twice) never take each other's.
@@ -180,11 +183,12 @@ class Prevention:
             row = _Row(found.entry, who.name, who.location, found.fallback, who.jit_compile, stale=found.stale)
             self._rows[id(found.entry)] = row
         group = found.entry.group_for(who.params)
-        # The fix planner's checks on the body as it is now (Keras' own functions are not read).
+        # The fix planner's checks on the body as it is now. Keras' own train/test/predict
+        # functions are not the user's code: their generalized data specs are Keras' contract.
         node = warmup.definition(function) if who.keras is None else None
         todo: list[Signature] = []
         for signature in group.warm if group is not None and not found.stale else ():
-            why = refusal(node, signature)
+            why = refusal(node, signature) if who.keras is None else None
             if why is None:
                 todo.append(signature)
             else:
@@ -272,7 +276,7 @@ class Prevention:
         with self._lock:
             met = list(self._rows.values())
         for row in met:
-            rows.append(_function_row(row, _recorded(session, row)))
+            rows.append(_function_row(row, _recorded(session, row), self._error))
             if row.fallback:
                 notes.append(f"{row.name}: {row.fallback}")
         # Profiled functions that retraced there and never ran here (eagerly) in this run.
@@ -285,48 +289,6 @@ class Prevention:
         )
 
 
-# Every prevention started and not stopped, oldest first: one call watcher serves them all, so
-# stopping one (a notebook cell re-run, ``p1.stop()`` after ``p2 = prevent(...)``) leaves the
-# others warming.
-_ACTIVE: list[Prevention] = []
-_PREVIOUS: list[Any] = [None]
-_ACTIVE_LOCK = threading.Lock()
-
-
-def _attach(prevention: Prevention) -> None:
-    from tfretrace._tf.counters import set_call_watch
-
-    with _ACTIVE_LOCK:
-        if not _ACTIVE:
-            _PREVIOUS[0] = set_call_watch(_dispatch)
-        _ACTIVE.append(prevention)
-
-
-def _detach(prevention: Prevention) -> None:
-    from tfretrace._tf.counters import set_call_watch
-
-    with _ACTIVE_LOCK:
-        if prevention in _ACTIVE:
-            _ACTIVE.remove(prevention)
-        if not _ACTIVE:
-            set_call_watch(_PREVIOUS[0])
-            _PREVIOUS[0] = None
-
-
-def _dispatch(function: Any, args: tuple[Any, ...], kwds: dict[str, Any]) -> Any:
-    afters = [after for p in tuple(_ACTIVE) if (after := p._watch(function, args, kwds)) is not None]
-    if not afters:
-        return None
-    if len(afters) == 1:
-        return afters[0]
-
-    def after_all() -> None:
-        for after in afters:
-            after()
-
-    return after_all
-
-
 def _recorded(session: Any, row: _Row) -> Any:
     """The session's record of the row's function (same name and place), or None."""
     if session is None:
@@ -337,7 +299,7 @@ def _recorded(session: Any, row: _Row) -> Any:
     return None
 
 
-def _function_row(row: _Row, recorded: Any = None) -> FunctionPrevention:
+def _function_row(row: _Row, recorded: Any = None, on_error: Any = None) -> FunctionPrevention:
     without = measured = after_warmup = outside = 0
     for obj in row.objects:
         function = obj.ref()
@@ -362,8 +324,12 @@ def _function_row(row: _Row, recorded: Any = None) -> FunctionPrevention:
         if recorded.keras is None and row.objects:
             from tfretrace.runtime.prevent.as_if_off import planned_off
 
-            plan_off, applied, least = planned_off(
-                recorded, [obj.calls for obj in row.objects], entry.creates_variables)
+            try:
+                plan_off, applied, least = planned_off(
+                    recorded, [obj.calls for obj in row.objects], entry.creates_variables)
+            except Exception as exc:  # the plan is extra: the report stands without it
+                if on_error is not None:
+                    on_error(exc)
     return FunctionPrevention(
         name=row.name,
         display_name=entry.display_name,
