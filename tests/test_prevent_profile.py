@@ -59,3 +59,46 @@ def test_match_exact_then_moved_then_edited() -> None:
     edited = find(profile, FunctionKey("app.train", "train_step", "def"))
     assert edited is not None and edited.fallback is not None
     assert find(profile, FunctionKey("app.other", "eval_step", "abc")) is None
+
+
+def _keyed(*signatures: tuple[object, ...], code: str = "abc") -> FunctionReport:
+    report = _report(*signatures)
+    return FunctionReport(**{**report.__dict__, "key": FunctionKey("app.train", "train_step", code)})
+
+
+def test_a_profile_only_widens_and_replaces_an_edited_function() -> None:
+    from sessions import session
+
+    profile = Profile.from_session(session(_keyed((tensor("x", 3),))), "p.json")
+    assert not profile.entries[0].warmable  # one size: nothing to warm yet
+    wider, added = profile.widened(session(_keyed((tensor("x", 5),))))
+    assert added == 1 and wider.entries[0].warmable
+    (general,) = wider.entries[0].groups[0].warm
+    assert general[0].shape == (None,)
+    same, added = wider.widened(session(_keyed((tensor("x", 3),))))
+    assert added == 0 and same.entries == wider.entries
+    edited, _ = wider.widened(session(_keyed((tensor("x", 9),), code="def")))
+    assert [e.key.code_hash for e in edited.entries] == ["def"]  # the stale entry is replaced
+
+
+def test_the_profile_file_round_trips_and_refuses_bad_input(tmp_path: object) -> None:
+    import json
+    from pathlib import Path
+
+    import pytest
+
+    from sessions import session
+    from tfretrace.records.session import SessionFormatError
+    from tfretrace.runtime.prevent.profile_file import read_profile, to_dict, write_profile
+
+    folder = Path(str(tmp_path))
+    profile = Profile.from_session(session(_keyed((tensor("x", 3),), (tensor("x", 5),))), str(folder / "p.json"))
+    write_profile(profile)
+    again = read_profile(str(folder / "p.json"))
+    assert again.entries == profile.entries and again.learnable
+    for bad in ({"tfretrace-profile": 2}, {"tfretrace-profile": 1, "functions": [{"key": 3}]},
+                {**to_dict(profile), "functions": [{**to_dict(profile)["functions"][0], "groups": "x"}]}):
+        (folder / "bad.json").write_text(json.dumps(bad), encoding="utf-8")
+        with pytest.raises(SessionFormatError) as caught:
+            read_profile(str(folder / "bad.json"))
+        assert "\n" not in str(caught.value) and "bad.json" in str(caught.value)
