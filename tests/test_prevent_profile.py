@@ -102,3 +102,18 @@ def test_the_profile_file_round_trips_and_refuses_bad_input(tmp_path: object) ->
         with pytest.raises(SessionFormatError) as caught:
             read_profile(str(folder / "bad.json"))
         assert "\n" not in str(caught.value) and "bad.json" in str(caught.value)
+
+
+def test_profile_show_lists_what_a_run_warms(tmp_path: object, capsys: object) -> None:
+    from pathlib import Path
+
+    from sessions import session
+    from tfretrace.cli.app import main
+    from tfretrace.runtime.prevent.profile_file import write_profile
+
+    path = Path(str(tmp_path)) / "p.json"
+    write_profile(Profile.from_session(session(_keyed((tensor("x", 3),), (tensor("x", 5),))), str(path)))
+    assert main(["profile", "show", str(path)]) == 0
+    out = capsys.readouterr().out  # type: ignore[attr-defined]
+    assert "app.train:train_step#abc" in out and "2 call signature(s), 1 to warm" in out
+    assert main(["profile", "show", str(path) + ".missing"]) == 2

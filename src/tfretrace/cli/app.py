@@ -183,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ns.command == "completion":
             return command_completion(ns, parser)
         if ns.command == "profile":
-            return profile_command.command_profile(ns, sys.stderr)
+            return profile_command.command_profile(ns, sys.stdout, sys.stderr)
         if ns.command == "fix":
             out = console_for(sys.stdout)
             width, color = out.width, colored(out)

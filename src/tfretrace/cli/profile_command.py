@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     show.add_argument("file", metavar="PROFILE.json")
 
 
-def command_profile(ns: argparse.Namespace, out: TextIO) -> int:
+def command_profile(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run ``profile merge`` or ``profile show``; a bad file is a one-line error (exit 2)."""
     from tfretrace.runtime.prevent.profile_file import merge_files, read_profile, write_profile
 
@@ -40,7 +40,7 @@ def command_profile(ns: argparse.Namespace, out: TextIO) -> int:
             raise UsageError(f"-o {ns.output!r}: {exc.strerror or exc}", hint=False) from None
         signatures = sum(len(g.recorded) for e in merged.entries for g in e.groups)
         print(f"tfretrace: wrote {ns.output} ({len(merged.entries)} function(s), {signatures} call signature(s), "
-              f"{merged.runs} run(s))", file=out)
+              f"{merged.runs} run(s))", file=err)
         return EXIT_OK
     if ns.action == "show":
         profile = read_profile(ns.file)
