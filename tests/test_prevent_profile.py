@@ -117,3 +117,20 @@ def test_profile_show_lists_what_a_run_warms(tmp_path: object, capsys: object) -
     out = capsys.readouterr().out  # type: ignore[attr-defined]
     assert "app.train:train_step#abc" in out and "2 call signature(s), 1 to warm" in out
     assert main(["profile", "show", str(path) + ".missing"]) == 2
+
+
+def test_learning_widens_the_file_as_it_is_now(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from sessions import session
+    from tfretrace.runtime.prevent.learn import learn
+    from tfretrace.runtime.prevent.profile_file import read_profile, write_profile
+
+    path = str(Path(str(tmp_path)) / "p.json")
+    write_profile(Profile.from_session(session(_keyed((tensor("x", 3),))), path))
+    loaded = read_profile(path)  # this run starts
+    write_profile(loaded.widened(session(_keyed((tensor("x", 5),))))[0])  # another run ends first
+    _, learned = learn(loaded, session(_keyed((tensor("x", 9),))))
+    assert learned.added == 1 and learned.written == path
+    (entry,) = read_profile(path).entries
+    assert [sig[0].shape for sig in entry.groups[0].recorded] == [(3,), (5,), (9,)]

@@ -25,8 +25,16 @@ def learn(profile: Profile, session: Session) -> tuple[Profile, Learned]:
     profile): the note says how to make a profile file of it. The profile only ever widens: no
     recorded call is forgotten, so a run never loses what an earlier run taught.
     """
-    from tfretrace.runtime.prevent.profile_file import write_profile
+    from tfretrace.records.session import SessionFormatError
+    from tfretrace.runtime.prevent.profile_file import read_profile, write_profile
 
+    if profile.learnable:
+        # Widen the file as it is now, not as this run read it: another process (a rank, a
+        # parallel job) may have widened it meanwhile, and its calls must not be lost.
+        try:
+            profile = read_profile(profile.path, missing_ok=True)
+        except SessionFormatError as exc:
+            return profile, Learned(0, None, f"profile not widened: {exc}")
     widened, added = profile.widened(session)
     if not profile.learnable:
         note = None
