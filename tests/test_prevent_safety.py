@@ -241,3 +241,26 @@ def test_a_budget_counts_what_traced_after_the_warm_up(tmp_path: Path) -> None:
     (report,) = [f for f in session.functions if f.name.endswith("score")]
     assert [e.warmup for e in report.events] == [False, True]
     assert report.retraces == 0
+
+
+def _rates(rates: tuple[float, ...]) -> Any:
+    import tensorflow as tf
+
+    @tf.function
+    def scaled(x: Any, lr: float) -> Any:
+        return tf.reduce_sum(x) * lr
+
+    for n, lr in zip((3, 5, 7), rates):
+        scaled(tf.ones([n]), lr)
+    return scaled
+
+
+def test_what_a_warm_up_cannot_prevent_is_counted_in_this_run(tmp_path: Path) -> None:
+    import tfretrace
+
+    profile = _record(lambda: _rates((0.1, 0.05, 0.025)), tmp_path / "profile.json")
+    with tfretrace.prevent(profile, learn=False) as prevention:
+        scaled = _rates((0.1, 0.1, 0.1))  # one learning rate this time: only shapes vary
+    (row,) = prevention.report().functions
+    assert row.traces_after_warmup == scaled.experimental_get_tracing_count() - row.warmups
+    assert row.unpreventable == ()  # the profile's python-value retraces did not happen here
