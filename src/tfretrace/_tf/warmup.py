@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfretrace._tf.counters import warming
-from tfretrace._tf.frames import innermost_code, short_path
+from tfretrace._tf.frames import call_site, innermost_code, short_path
 from tfretrace._tf.keras import KERAS_ROLES, is_keras_functions_file, keras_info, layer_names
 from tfretrace._tf.types import signature_leaves
 from tfretrace.records.events import CONTAINERS, PYTHON, SPEC, TENSOR, KerasInfo, Leaf
@@ -277,3 +277,8 @@ def _is_child(parent: str, path: str) -> bool:
 def caller_frame() -> Any:
     """The call hook's frame (above the watcher, its dispatcher and the first-call step)."""
     return sys._getframe(4)
+
+
+def user_site() -> str | None:
+    """``path:line`` of the user's call that reached the watcher (the innermost frame outside tfretrace and TF)."""
+    return call_site(sys._getframe(1))

@@ -12,15 +12,16 @@ from tfretrace.records.function_report import FunctionReport
 
 
 def as_if_off(
-    report: FunctionReport, objects: Sequence[Sequence[Signature]], creates_variables: bool
+    report: FunctionReport, objects: Sequence[Sequence[tuple[Signature, str | None]]], creates_variables: bool
 ) -> FunctionReport:
     """``report`` with the traces its calls make with no warm-up: one per call signature no earlier trace serves.
 
     ``objects``: per tf.function object, its distinct call signatures in the order they came
-    (prevention watched them). Each trace is explained by the analyzer against the earlier ones,
-    as the monitor would have; a function that creates variables makes its extra
-    variable-creation trace at its first call. The plan made from this record is the plan of
-    the program as written: prevention off, which is what ``fix --apply`` edits.
+    and where each was first called from (prevention watched them). Each trace is explained by
+    the analyzer against the earlier ones, as the monitor would have; a function that creates
+    variables makes its extra variable-creation trace at its first call. The plan made from this
+    record is the plan of the program as written: prevention off, which is what ``fix --apply``
+    edits.
     """
     real = [e for e in report.events if not e.earlier]
     base = real[0] if real else None
@@ -31,7 +32,7 @@ def as_if_off(
     priors: list[Prior] = []
     for number, calls in enumerate(objects, start=1):
         traced: list[Signature] = []
-        for signature in calls:
+        for signature, where in calls:
             if any(covers(t, signature) for t in traced):
                 continue  # served by an earlier concrete trace of this object
             explanation = explain(number, signature, context, priors)
@@ -41,7 +42,7 @@ def as_if_off(
             for cause in causes:
                 index = len(events) + 1
                 events.append(TraceEvent(
-                    index=index, cause=cause, seconds=seconds, time=0.0, call_site=site, signature=signature,
+                    index=index, cause=cause, seconds=seconds, time=0.0, call_site=where or site, signature=signature,
                     changes=explanation.changes if cause == explanation.cause else (),
                     closest=explanation.closest if cause == explanation.cause else (),
                     object_index=number, context=context, expected=cause in EXPECTED_CAUSES,
@@ -55,13 +56,20 @@ def as_if_off(
 
 
 def planned_off(
-    report: FunctionReport, objects: Sequence[Sequence[Signature]], creates_variables: bool
-) -> tuple[tuple[dict[str, object], ...], int | None, int]:
-    """The fix plan of the program as written, what ``fix --apply`` would leave, and the fewest traces it needs."""
+    report: FunctionReport,
+    objects: Sequence[Sequence[tuple[Signature, str | None]]] | None,
+    creates_variables: bool,
+) -> tuple[tuple[dict[str, object], ...] | None, int | None, int]:
+    """The plan of the program as written (None: the record's own), what ``fix --apply`` leaves, the fewest traces.
+
+    ``objects`` None: nothing was warmed, so the run's own record is the program as written.
+    """
     from tfretrace.fix.plan import predict_applied, with_plan
     from tfretrace.fix.source import SourceReader
 
-    off = as_if_off(report, objects, creates_variables)
     reader = SourceReader()
+    if objects is None:
+        return None, predict_applied(report, reader), report.traces - report.retraces
+    off = as_if_off(report, objects, creates_variables)
     planned = with_plan(off, reader)
     return planned.plan, predict_applied(off, reader), off.traces - off.retraces

@@ -39,6 +39,8 @@ class _Object:
     # The distinct call signatures, in the order they first came (what the replay needs).
     calls: list[Signature] = field(default_factory=list)
     seen: set[Signature] = field(default_factory=set)
+    # Where each distinct signature was first called from (the as-written plan's call sites).
+    sites: dict[Signature, str | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -240,6 +242,7 @@ class Prevention:
             return None
         obj.seen.add(signature)
         obj.calls.append(signature)
+        obj.sites[signature] = warmup.user_site()
 
         def after() -> None:
             obj.last_count = warmup.tracing_count(function)
@@ -324,9 +327,12 @@ def _function_row(row: _Row, recorded: Any = None, on_error: Any = None) -> Func
         if recorded.keras is None and row.objects:
             from tfretrace.runtime.prevent.as_if_off import planned_off
 
+            # Nothing warmed: the run's own record is the program as written, call sites and all.
+            warmed = any(obj.warm for obj in row.objects)
             try:
                 plan_off, applied, least = planned_off(
-                    recorded, [obj.calls for obj in row.objects], entry.creates_variables)
+                    recorded, [[(c, obj.sites.get(c)) for c in obj.calls] for obj in row.objects] if warmed else None,
+                    entry.creates_variables)
             except Exception as exc:  # the plan is extra: the report stands without it
                 if on_error is not None:
                     on_error(exc)
