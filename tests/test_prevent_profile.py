@@ -77,6 +77,8 @@ def test_a_profile_only_widens_and_replaces_an_edited_function() -> None:
     assert general[0].shape == (None,)
     same, added = wider.widened(session(_keyed((tensor("x", 3),))))
     assert added == 0 and same.entries == wider.entries
+    covered, added = wider.widened(session(_keyed((tensor("x", 7),))))
+    assert added == 0 and covered.entries == wider.entries  # the warm-up already serves it
     edited, _ = wider.widened(session(_keyed((tensor("x", 9),), code="def")))
     assert [e.key.code_hash for e in edited.entries] == ["def"]  # the stale entry is replaced
 
@@ -130,7 +132,7 @@ def test_learning_widens_the_file_as_it_is_now(tmp_path: object) -> None:
     write_profile(Profile.from_session(session(_keyed((tensor("x", 3),))), path))
     loaded = read_profile(path)  # this run starts
     write_profile(loaded.widened(session(_keyed((tensor("x", 5),))))[0])  # another run ends first
-    _, learned = learn(loaded, session(_keyed((tensor("x", 9),))))
+    _, learned = learn(loaded, session(_keyed((tensor("x", 9, 2),))))
     assert learned.added == 1 and learned.written == path
     (entry,) = read_profile(path).entries
-    assert [sig[0].shape for sig in entry.groups[0].recorded] == [(3,), (5,), (9,)]
+    assert [sig[0].shape for sig in entry.groups[0].recorded] == [(3,), (5,), (9, 2)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tfretrace.fix.predict import calls_of
-from tfretrace.fix.rules import Signature, common_signature
+from tfretrace.fix.rules import Signature, common_signature, covers
 from tfretrace.fix.specs import is_top
 from tfretrace.records.events import KerasInfo
 from tfretrace.records.function_key import FunctionKey
@@ -15,6 +15,8 @@ from tfretrace.records.session import Session, SessionFormatError
 
 # The one cause a general trace prevents: the rest need an edit (the function's fix plan).
 PREVENTABLE = frozenset({"shape-changed"})
+# Distinct call signatures kept per tf.function of a profile entry.
+_MAX_SIGNATURES = 512
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,13 @@ class Entry:
                 groups.append(group)
                 added += len(group.recorded)
                 continue
-            fresh = tuple(s for s in group.recorded if s not in groups[mine].recorded)
+            have = groups[mine]
+            # A call a warm-up signature already covers teaches nothing; past the bound the
+            # profile stops growing (a Python value that changes every step is the fix plan's).
+            room = max(0, _MAX_SIGNATURES - len(have.recorded))
+            fresh = tuple(
+                s for s in group.recorded if s not in have.recorded and not any(covers(w, s) for w in have.warm)
+            )[:room]
             if fresh:
                 groups[mine] = Group.of(group.params, groups[mine].recorded + fresh)
                 added += len(fresh)
@@ -192,7 +200,7 @@ def entry_of(report: FunctionReport) -> Entry:
         known = by_params.setdefault(params, [])
         if call.signature not in known:
             known.append(call.signature)
-    groups = tuple(Group.of(params, tuple(sigs)) for params, sigs in by_params.items())
+    groups = tuple(Group.of(params, tuple(sigs[:_MAX_SIGNATURES])) for params, sigs in by_params.items())
     counts: dict[str, int] = {}
     for event in calls:
         if event.is_retrace and event.cause not in PREVENTABLE:
