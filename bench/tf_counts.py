@@ -5,7 +5,9 @@ Usage: python bench/tf_counts.py OUT.json SCRIPT [ARG ...]
 Every tf.function object the program creates is kept (so a short-lived one still answers at the
 end), and OUT.json gets, per function qualname, the sum of ``experimental_get_tracing_count()``
 over its objects: the "measured" count of bench/fix_effect.py and the real-TensorFlow fix tests.
-The program runs as ``__main__`` from its own folder; its exit status is this script's.
+The program runs as ``__main__`` from its own folder; its exit status is this script's. With
+TF_COUNTS_REDUCE_RETRACING=1 every tf.function the program makes gets TensorFlow's own
+``reduce_retracing=True`` (bench/prevent_effect.py's "reduce_retracing" column).
 """
 
 from __future__ import annotations
@@ -27,9 +29,13 @@ def main(argv: list[str]) -> int:
 
     created: list[Any] = []
     init = pf.Function.__init__
+    force = os.environ.pop("TF_COUNTS_REDUCE_RETRACING", "") == "1"
 
     def keep(self: Any, *a: Any, **k: Any) -> None:
         init(self, *a, **k)
+        if force:
+            # Read when the function first traces (its tracing options), so setting it here counts.
+            self._reduce_retracing = True
         created.append(self)
 
     pf.Function.__init__ = keep  # type: ignore[method-assign]

@@ -95,7 +95,7 @@ def test_pytest_plugin_option(pytester: pytest.Pytester, monkeypatch: pytest.Mon
     prevented = pytester.runpytest_subprocess(
         "-p", "no:randomly", "-p", "no:cacheprovider", "--tfretrace-prevent", "profile.json")
     prevented.assert_outcomes(passed=1)
-    prevented.stdout.fnmatch_lines(["*tfretrace: prevention*", "*2 traces without -> 1 with*"])
+    prevented.stdout.fnmatch_lines(["*tfretrace: prevention*", "*traces as written 2, with --prevent 1*"])
 
 
 FIRST_LINES = """
@@ -175,3 +175,74 @@ def test_prevention_counts_a_saves_traces_and_names_functions_it_cannot_see(tmp_
     # inner (inside f's traces) and the map (by tf.data) did trace: not "not called".
     assert prevention["not_called"] == 0
     assert any("only inside other traces or by tf.data" in note for note in prevention["notes"])
+
+
+VARIABLES = """
+import tensorflow as tf
+
+
+class Model(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = None
+
+    @tf.function
+    def step(self, x):
+        if self.w is None:
+            self.w = tf.Variable(tf.ones([3]))
+        return tf.reduce_sum(x * self.w)
+
+
+model = Model()
+print([float(model.step(tf.ones([n, 3]))) for n in (32, 32, 32, 5)])
+print("TRACES", model.step.experimental_get_tracing_count())
+"""
+
+
+def _traces(result: subprocess.CompletedProcess[str]) -> int:
+    return int(next(line for line in result.stdout.splitlines() if line.startswith("TRACES")).split()[1])
+
+
+def test_a_prevented_run_gates_and_plans_as_the_program_is_written(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(VARIABLES, encoding="utf-8")
+    first = _tfretrace("run", "--save", "profile.json", "train.py", cwd=tmp_path)
+    assert _traces(first) == 3  # first, variable creation, the partial batch
+    # The variable-creating step's general warm-up is the warm-up's, not a retrace.
+    second = _tfretrace("run", "--prevent", "profile.json", "--no-learn", "--fail-on-retrace",
+                        "--save", "prevented.json", "train.py", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert _traces(second) == 2
+    saved = json.loads((tmp_path / "prevented.json").read_text(encoding="utf-8"))
+    (row,) = saved["prevention"]["functions"]
+    assert (row["traces_without"], row["traces_with"], row["traces_after_warmup"]) == (3, 2, 0)
+    (step,) = [f for f in saved["functions"] if f["name"] == "Model.step"]
+    assert step["retraces"] == 0 and step["plan"]  # planned as if prevention were off
+    # --verify measures the edited program without prevention: what the row predicted.
+    verified = _tfretrace("fix", "prevented.json", "--verify", "--", "python", "train.py", cwd=tmp_path)
+    assert verified.returncode == 0, verified.stderr
+    again = json.loads((tmp_path / "prevented.json").read_text(encoding="utf-8"))
+    (step_again,) = [f for f in again["functions"] if f["name"] == "Model.step"]
+    assert [s["verified"] for s in step_again["plan"] if "verified" in s] == [row["traces_fixed"]]
+    # The plan's edits, applied: the program as written now traces what the row predicted.
+    applied = _tfretrace("fix", "prevented.json", "--apply", cwd=tmp_path)
+    assert applied.returncode == 0, applied.stderr
+    plain = subprocess.run([sys.executable, "train.py"], capture_output=True, text=True, cwd=tmp_path,
+                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300, check=False)
+    assert _traces(plain) == row["traces_fixed"] < 3
+
+
+def test_verify_measures_the_program_without_prevention(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfretrace.fix.verify import verify
+    from tfretrace.records.session import load
+
+    (tmp_path / "train.py").write_text(PROGRAM, encoding="utf-8")
+    assert _tfretrace("run", "--save", "profile.json", "train.py", cwd=tmp_path).returncode == 0
+    # The project asks for prevention, and so does the environment: --verify measures neither.
+    (tmp_path / "pyproject.toml").write_text('[tool.tfretrace.run]\nprevent = "profile.json"\n', encoding="utf-8")
+    monkeypatch.setenv("TFRETRACE_PREVENT", "profile.json")
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+    result = verify(load(tmp_path / "profile.json"), [], ["python", "train.py"], tmp_path)
+    assert result.exit_status == 0 and result.session is not None
+    assert result.session.prevention is None
+    (step,) = result.session.functions
+    assert step.traces == 2  # the partial batch traced: nothing warmed it

@@ -37,3 +37,10 @@ def test_only_shape_changed_retraces_count_as_shape_driven() -> None:
     )
     report = FunctionReport("f", "a.py:1", 3, 3, 0.1, 1, events)
     assert prevent_effect.shape_retraces(session(report)) == 1
+
+
+def test_a_changed_output_is_announced_only_when_the_tool_said_so() -> None:
+    reference = prevent_effect.program_output("loss 0.5\nTRACES 3\n")
+    assert prevent_effect.judge(reference, "loss 0.5\nTRACES 1\n", announced=False) == "same"
+    assert prevent_effect.judge(reference, "loss 0.7\n", announced=True) == "announced"
+    assert prevent_effect.judge(reference, "loss 0.7\n", announced=False) == "CHANGED"

@@ -73,8 +73,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--tfretrace-prevent",
         default=None,
         metavar="PROFILE.json",
-        help="warm each tf.function whose calls varied in shape in PROFILE (a saved session) with one "
-        "general trace at its first call, for the whole test run (default: $TFRETRACE_PREVENT)",
+        help="warm each tf.function whose calls varied in shape in PROFILE (a profile file or a saved "
+        "session) with one general trace at its first call, for the whole test run; the calls met "
+        "outside it widen a profile file (default: $TFRETRACE_PREVENT)",
     )
 
 

@@ -7,6 +7,7 @@ import itertools
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 # One optional watcher of every call (prevention's warm-up): ``watch(function, args, kwds)``
@@ -19,6 +20,25 @@ def set_call_watch(watch: Any) -> Any:
     """Install ``watch`` (or None) as the call watcher; returns the one it replaced."""
     previous, _call_watch[0] = _call_watch[0], watch
     return previous
+
+
+# Depth of prevention warm-ups running on this thread: the traces they make are the warm-up's.
+_warming = threading.local()
+
+
+def warming_now() -> bool:
+    """True while this thread runs a prevention warm-up trace."""
+    return bool(getattr(_warming, "depth", 0))
+
+
+@contextlib.contextmanager
+def warming() -> Iterator[None]:
+    """Mark the traces this thread makes in the block as warm-up traces (not retraces)."""
+    _warming.depth = getattr(_warming, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _warming.depth -= 1
 
 
 def make_call_hook(orig: Any) -> Any:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import ast
 import inspect
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tfretrace._tf.frames import innermost_code, short_path
+from tfretrace._tf.counters import warming
+from tfretrace._tf.frames import call_site, innermost_code, short_path
 from tfretrace._tf.keras import KERAS_ROLES, is_keras_functions_file, keras_info, layer_names
 from tfretrace._tf.types import signature_leaves
 from tfretrace.records.events import CONTAINERS, PYTHON, SPEC, TENSOR, KerasInfo, Leaf
@@ -55,6 +57,22 @@ def identify(function: Any, frame: Any, root: str) -> Identity:
         jit_compile=bool(getattr(function, "_jit_compile", False)),
         reduce_retracing=bool(getattr(function, "_reduce_retracing", False)),
     )
+
+
+def definition(function: Any) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The def the tf.function traces, parsed from its source file; None where it cannot be read."""
+    code, _ = innermost_code(function._python_function)
+    if code is None:
+        return None
+    try:
+        lines, _ = inspect.getsourcelines(code)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError, IndexError, UnicodeDecodeError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return node
+    return None
 
 
 def eager() -> bool:
@@ -118,7 +136,9 @@ def warm(function: Any, signature: Sequence[Leaf]) -> float:
         # None): put TensorFlow's fields back so the user's call initializes it as it would have.
         saved = _first_call_state(function)
         try:
-            function.get_concrete_function(*args, **kwargs)
+            # Its traces are marked as the warm-up's: expected, never counted as retraces.
+            with warming():
+                function.get_concrete_function(*args, **kwargs)
         except Exception:
             if saved is not None:
                 _restore(function, saved)
@@ -255,5 +275,10 @@ def _is_child(parent: str, path: str) -> bool:
 
 
 def caller_frame() -> Any:
-    """The frame that called the tf.function (above the call hook and the watcher)."""
-    return sys._getframe(3)
+    """The call hook's frame (above the watcher, its dispatcher and the first-call step)."""
+    return sys._getframe(4)
+
+
+def user_site() -> str | None:
+    """``path:line`` of the user's call that reached the watcher (the innermost frame outside tfretrace and TF)."""
+    return call_site(sys._getframe(1))

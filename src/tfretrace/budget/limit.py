@@ -140,7 +140,7 @@ class Limit:
     def _check(self, state: FunctionState, event: TraceEvent) -> None:
         # pytest shows the test's own line and this error's explanation, not tfretrace's frame.
         __tracebackhide__ = True
-        if not self.armed or event.cause in UNCOUNTED or not self.matches(state):
+        if not self.armed or event.cause in UNCOUNTED or event.warmup or not self.matches(state):
             return
         with self._lock:
             count = self._met(state)
@@ -187,14 +187,14 @@ class Limit:
             if self.existing:
                 # Before this trace: the monitor's record, earlier traces read from the cache
                 # included, less the variable-creation traces no budget counts.
-                uncounted = sum(state.by_cause.get(c, 0) for c in UNCOUNTED)
+                uncounted = sum(state.by_cause.get(c, 0) for c in UNCOUNTED) + state.warmups
                 count = state.traces - recorded - uncounted - self.foreign.get(state.key, 0)
                 self.before[state.key] = count
             self.counts[state.key] = count
         return count
 
     def _record(self, state: FunctionState, event: TraceEvent) -> None:
-        if not self.armed or event.cause in UNCOUNTED or not self.covers(state):
+        if not self.armed or event.cause in UNCOUNTED or event.warmup or not self.covers(state):
             return
         with self._lock:
             if not self.matches(state):

@@ -16,7 +16,7 @@ from typing import NoReturn
 from tfretrace._util.config import ProjectConfigError
 from tfretrace._util.text import one_line
 from tfretrace._util.version import __version__
-from tfretrace.cli import compare_command, fix_command
+from tfretrace.cli import compare_command, fix_command, profile_command
 from tfretrace.cli.completion import SHELLS, options_by_command
 from tfretrace.cli.completion import script as completion_script
 from tfretrace.cli.output import UsageError, checked_outputs, colored, console_for, emit
@@ -32,7 +32,7 @@ from tfretrace.render import FORMATS, UnknownFormatError
 
 # What a shell reports for a process ended by SIGPIPE (128 + 13), the status `cat` gives in `| head`.
 EXIT_BROKEN_PIPE = 141
-COMMANDS = ("run", "report", "explain", "fix", "compare", "lint", "completion")
+COMMANDS = ("run", "report", "explain", "fix", "compare", "profile", "lint", "completion")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -78,9 +78,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--label", help="name of this process in merged reports (default workerN)")
     run.add_argument(
         "--prevent", metavar="PROFILE.json",
-        help="prevent the shape retraces PROFILE (a saved session) recorded: each function whose "
-        "recorded calls varied in shape is traced once, generally, at its first call "
+        help="prevent the shape retraces PROFILE (a profile file or a saved session) recorded: each "
+        "function whose recorded calls varied in shape is traced once, generally, at its first call; "
+        "the calls the run meets outside it widen a profile file (created when missing) "
         "(default: $TFRETRACE_PREVENT)",
+    )
+    run.add_argument(
+        "--no-learn", action="store_true",
+        help="with --prevent: use the profile as it is, never widen or create it",
+    )
+    run.add_argument(
+        "--no-prevent", action="store_true",
+        help="run without prevention, whatever $TFRETRACE_PREVENT or [tool.tfretrace.run] prevent say",
     )
     run.add_argument(
         "--fix-plan", action="store_true",
@@ -103,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     fix_command.add_parser(sub)
     compare_command.add_parser(sub)
+    profile_command.add_parser(sub)
     sub.add_parser("lint", help="check source files statically (see 'tfretrace lint --help')")
     completion = sub.add_parser("completion", help="print a shell completion script: bash, zsh or fish")
     completion.add_argument("shell", choices=SHELLS)
@@ -174,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return compare_command.command_compare(ns, sys.stdout)
         if ns.command == "completion":
             return command_completion(ns, parser)
+        if ns.command == "profile":
+            return profile_command.command_profile(ns, sys.stdout, sys.stderr)
         if ns.command == "fix":
             from tfretrace.fix.apply import FixError  # the fixer loads only for `fix`
 

@@ -70,9 +70,12 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
         ns.baseline = _configured(settings.baseline, "baseline", "--save-baseline")
     gate = compare_command.RunGate.from_args(ns, own)
     prevent = ns.prevent
-    if prevent is None and not os.environ.get("TFRETRACE_PREVENT"):
+    no_prevent, no_learn = getattr(ns, "no_prevent", False), getattr(ns, "no_learn", False)
+    if prevent is None and not os.environ.get("TFRETRACE_PREVENT") and not no_prevent:
         prevent = _configured(settings.prevent, "prevent", "--save")
-    profile = planned_prevention(prevent)
+    if no_prevent and ns.prevent is not None:
+        raise UsageError("--prevent and --no-prevent contradict each other")
+    profile = None if no_prevent else planned_prevention(prevent, learn=not no_learn)
     monitor = importlib.import_module("tfretrace.runtime.monitor")
     strict = importlib.import_module("tfretrace.budget").strict_from_env
     # Before the XLA log tap may take fd 2: the status line's terminal, the program's streams.
@@ -147,30 +150,34 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
 class _Planned:
     """A checked profile, loaded before the program runs, started once the monitor is."""
 
-    def __init__(self, profile: Any) -> None:
+    def __init__(self, profile: Any, learn: bool) -> None:
         self._profile = profile
+        self._learn = learn
         self._prevention: Any = None
 
     def start(self, monitor: Any) -> _Planned:
         from tfretrace.runtime.prevent import Prevention
 
-        self._prevention = Prevention(self._profile, monitor).start()
+        self._prevention = Prevention(self._profile, monitor, learn=self._learn).start()
         return self
 
     def stop(self, session: Session) -> Session:
         prevention = self._prevention
         prevention.stop_watching()
-        return prevention.finish(session)  # type: ignore[no-any-return]
+        return prevention.finish(session, final=True)  # type: ignore[no-any-return]
 
 
-def planned_prevention(path: str | None) -> _Planned | None:
-    """The --prevent profile (else $TFRETRACE_PREVENT), read before the program runs; bad file: exit 2."""
+def planned_prevention(path: str | None, *, learn: bool = True) -> _Planned | None:
+    """The --prevent profile (else $TFRETRACE_PREVENT), read before the program runs; bad file: exit 2.
+
+    With ``learn`` a profile file that does not exist yet is an empty one this run records.
+    """
     from tfretrace.runtime.prevent import load_profile, profile_from_env
 
     path = path if path is not None else profile_from_env()
     if path is None:
         return None
-    return _Planned(load_profile(path))
+    return _Planned(load_profile(path, missing_ok=learn), learn)
 
 
 def _configured(path: Path | None, key: str, writer: str) -> str | None:

@@ -199,3 +199,79 @@ def random_draw(node: ast.AST) -> str | None:
         if head == "random" or head.endswith(".random") or dotted.endswith("nn.dropout"):
             return dotted
     return None
+
+
+def size_reads(node: ast.AST, param: str) -> tuple[frozenset[int], bool]:
+    """The dimensions of ``param`` the body reads as Python numbers, and whether some read's dimension is unknown.
+
+    ``param.shape[1]`` reads dimension 1, ``len(param)`` dimension 0; ``param.shape`` used any
+    other way (``param.shape.as_list()``, ``tuple(param.shape)``) may read any of them. Under a
+    trace with that dimension open the number is None: the body computes something else or fails.
+    """
+    parents: dict[int, ast.AST] = {}
+    for parent in ast.walk(node):
+        for child in ast.iter_child_nodes(parent):
+            parents[id(child)] = parent
+    dims: set[int] = set()
+    unknown = False
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "len":
+            if any(isinstance(a, ast.Name) and a.id == param for a in sub.args):
+                dims.add(0)
+            continue
+        is_shape = (
+            isinstance(sub, ast.Attribute)
+            and sub.attr in ("shape", "get_shape")
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == param
+        )
+        if not is_shape:
+            continue
+        up = parents.get(id(sub))
+        if isinstance(up, ast.Subscript) and up.value is sub:
+            index = _constant_index(up.slice)
+            if index is None:
+                unknown = True
+            else:
+                dims.add(index)
+        elif isinstance(up, ast.Attribute) and up.attr in ("rank", "ndims"):
+            continue  # the rank is known under an open dimension
+        else:
+            unknown = True
+    return frozenset(dims), unknown
+
+
+def _constant_index(index: ast.expr) -> int | None:
+    # ``2`` or ``-1``: a constant dimension; anything else (a slice, a name) is not known here.
+    sign = 1
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        sign, index = -1, index.operand
+    value = index.value if isinstance(index, ast.Constant) else None
+    return sign * value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+_MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault"})
+
+
+def trace_time_effect(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The first Python-side effect the body has at trace time (``print(...)``, ``log.append(...)``), or None.
+
+    Python code in a tf.function body runs once per trace, not per call: fewer traces print less
+    and append less. ``tf.print`` is an op and runs per call; a container the body made itself,
+    or a parameter, is not the program's state.
+    """
+    local = {a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)}
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.comprehension)):
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            local.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    for sub in ast.walk(node):
+        if not isinstance(sub, ast.Call):
+            continue
+        if isinstance(sub.func, ast.Name) and sub.func.id == "print":
+            return "print(...)"
+        func = sub.func
+        outer = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id not in local
+        if outer and isinstance(func, ast.Attribute) and func.attr in _MUTATORS and isinstance(func.value, ast.Name):
+            return f"{func.value.id}.{func.attr}(...)"
+    return None

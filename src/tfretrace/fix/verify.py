@@ -163,6 +163,9 @@ def verify(
         write_all(changes, base=copy)
         saved = Path(tmp) / "after.json"
         env = dict(os.environ)
+        # The edited program is measured as written: no prevention from the environment or the
+        # project's settings (--no-prevent below), or the count would be the warm-up's, not the fix's.
+        env.pop("TFRETRACE_PREVENT", None)
         # The copy runs the same tfretrace as this process, whatever the program's folder holds.
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
@@ -174,7 +177,7 @@ def verify(
             raise FixError(f"{log}: cannot write the program's log ({exc.strerror or exc})") from None
         with out:
             proc = subprocess.Popen(
-                [sys.executable, *flags, "-m", "tfretrace", "run", "--save", str(saved), *args],
+                [sys.executable, *flags, "-m", "tfretrace", "run", "--no-prevent", "--save", str(saved), *args],
                 cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,  # one process group: stopped as a whole, Ctrl-C included
             )
@@ -208,15 +211,20 @@ def _compare(before: Session, after: Session | None, root: Path) -> tuple[Outcom
     partners = _partners(before.functions, after.functions if after is not None else ())
     out = []
     reader = SourceReader(root)
+    # A session saved from a prevented run: its prevented functions are planned as written, so
+    # their "before" is the count without prevention (the row's as-written replay).
+    written = {(f.name, f.location): f.traces_without for f in before.prevention.functions} \
+        if before.prevention is not None else {}
     for index, report in enumerate(before.functions):
-        if report.retraces == 0:
+        as_written = written.get((report.name, report.location))
+        if report.retraces == 0 and not (as_written is not None and report.plan):
             continue
         now = partners.get(index)
         out.append(
             Outcome(
                 name=report.display_name(),
                 location=report.location,
-                traces_before=report.traces,
+                traces_before=as_written if as_written is not None else report.traces,
                 traces_after=now.traces if now is not None else None,
                 predicted=_predicted(report, reader),
                 seconds_before=report.trace_seconds,

@@ -203,6 +203,9 @@ class TraceEvent:
     # Traced before the monitor met the tf.function: read from TensorFlow's cache, so no call
     # site, cost, calls or thread are known (time 0: at or before the session's start).
     earlier: bool = False
+    # Made by a prevention warm-up (tfretrace run --prevent), not by a call: expected, and never
+    # counted by budgets or --fail-on-retrace.
+    warmup: bool = False
 
     @property
     def total_seconds(self) -> float:
@@ -241,6 +244,7 @@ class TraceEvent:
             "keras": None if self.keras is None else self.keras.to_dict(),
             "expected": self.expected,
             "earlier": self.earlier,
+            "warmup": self.warmup,
         }
 
     @classmethod
@@ -273,6 +277,7 @@ class TraceEvent:
             inclusive_seconds=None if data.get("inclusive_seconds") is None
             else C.seconds(data.get("inclusive_seconds"), f"{where}.inclusive_seconds"),
             earlier=C.flag(data.get("earlier", False), f"{where}.earlier"),
+            warmup=C.flag(data.get("warmup", False), f"{where}.warmup"),
         )
 
 

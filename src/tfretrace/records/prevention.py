@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tfretrace._util import checked as C
@@ -37,6 +37,19 @@ class FunctionPrevention:
     failures: tuple[str, ...] = ()
     jit_compile: bool = False
     matched: str = "exact"
+    # Signatures the fix planner's checks (or the rebuild) kept from warming, and why.
+    not_warmed: tuple[str, ...] = ()
+    # What the warm-up changes in the results besides the count, each ``code: detail``
+    # (``random-stream: ...``: fewer traces draw other random numbers than a run without it).
+    changes: tuple[str, ...] = ()
+    # The function's code changed since the profile recorded it: not warmed.
+    stale: bool = False
+    # The fix plan of the program as written (prevention off): the traces ``fix --apply`` is
+    # predicted to leave (None: not predicted), and the fewest traces the calls need.
+    traces_fixed: int | None = None
+    traces_minimum: int | None = None
+    # That plan itself, put on the session's function record (not part of this row's JSON).
+    plan_off: tuple[dict[str, Any], ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def prevented(self) -> int:
@@ -63,6 +76,11 @@ class FunctionPrevention:
             "failures": list(self.failures),
             "jit_compile": self.jit_compile,
             "matched": self.matched,
+            "not_warmed": list(self.not_warmed),
+            "changes": list(self.changes),
+            "stale": self.stale,
+            "traces_fixed": self.traces_fixed,
+            "traces_minimum": self.traces_minimum,
         }
 
     @classmethod
@@ -93,6 +111,11 @@ class FunctionPrevention:
             failures=C.texts(data.get("failures", []), f"{where}.failures"),
             jit_compile=C.flag(data.get("jit_compile", False), f"{where}.jit_compile"),
             matched=C.text(data.get("matched", "exact"), f"{where}.matched"),
+            not_warmed=C.texts(data.get("not_warmed", []), f"{where}.not_warmed"),
+            changes=C.texts(data.get("changes", []), f"{where}.changes"),
+            stale=C.flag(data.get("stale", False), f"{where}.stale"),
+            traces_fixed=C.optional_count(data.get("traces_fixed"), f"{where}.traces_fixed"),
+            traces_minimum=C.optional_count(data.get("traces_minimum"), f"{where}.traces_minimum"),
         )
 
 
@@ -105,6 +128,9 @@ class PreventionReport:
     functions: tuple[FunctionPrevention, ...]
     notes: tuple[str, ...] = ()
     not_called: int = 0
+    # Call signatures this run added to the profile file, and the file written (learning).
+    learned: int = 0
+    written: str | None = None
 
     @property
     def prevented(self) -> int:
@@ -120,6 +146,8 @@ class PreventionReport:
             "notes": list(self.notes),
             "not_called": self.not_called,
             "prevented": self.prevented,
+            "learned": self.learned,
+            "written": self.written,
         }
 
     @classmethod
@@ -132,6 +160,8 @@ class PreventionReport:
             functions=C.each(data.get("functions", []), f"{where}.functions", FunctionPrevention.from_dict),
             notes=C.texts(data.get("notes", []), f"{where}.notes"),
             not_called=C.count(data.get("not_called", 0), f"{where}.not_called"),
+            learned=C.count(data.get("learned", 0), f"{where}.learned"),
+            written=C.optional_text(data.get("written"), f"{where}.written"),
         )
 
 
@@ -139,20 +169,34 @@ def render(report: PreventionReport) -> str:
     """The terminal section ``tfretrace run --prevent`` prints after the report."""
     lines = [f"Prevention (profile {report.profile}): {report.prevented} traces prevented"]
     for f in report.functions:
+        # One truth per function, the four counts side by side: as written (TensorFlow's rules
+        # replayed over this run's calls), with --prevent (TensorFlow's own count), with the fix
+        # plan's edits applied (predicted, prevention off), and the fewest the calls need.
+        fixed = "?" if f.traces_fixed is None else str(f.traces_fixed)
+        least = "?" if f.traces_minimum is None else str(f.traces_minimum)
         lines.append(
-            f"  {f.display_name} ({f.location}): {f.traces_without} traces without -> {f.traces_with} with "
-            f"({f.warmups} warm-up, {f.warmup_seconds * 1000:.1f} ms); "
-            f"{f.traces_after_warmup} traced after the warm-up, {f.calls_outside} call(s) outside the profile"
+            f"  {f.display_name} ({f.location}): traces as written {f.traces_without}, with --prevent "
+            f"{f.traces_with}, with fix --apply {fixed}, minimum {least}"
+        )
+        lines.append(
+            f"    {f.warmups} warm-up trace(s) ({f.warmup_seconds * 1000:.1f} ms), {f.traces_after_warmup} traced "
+            f"after the warm-up, {f.calls_outside} call(s) outside the profile"
         )
         for cause, n, fix in f.unpreventable:
             advice = f"; fix plan: {fix}" if fix else f"; see its fix plan (tfretrace explain {cause})"
-            lines.append(f"    cannot prevent {n} {cause} retrace(s) without an edit{advice}")
+            lines.append(f"    {n} {cause} retrace(s) in this run a warm-up cannot prevent{advice}")
+        for change in f.changes:
+            lines.append(f"    changes the results: {change}")
+        for why in f.not_warmed:
+            lines.append(f"    {why}")
         for failure in f.failures:
             lines.append(f"    {failure}")
         if f.jit_compile:
             lines.append(f"    {XLA_NOTE}")
     if report.not_called:
         lines.append(f"  {report.not_called} profiled function(s) that retraced there were not traced in this run")
+    if report.written is not None:
+        lines.append(f"  profile widened: {report.learned} call signature(s) added to {report.written}")
     for note in report.notes:
         lines.append(f"  note: {note}")
     return "\n".join(lines) + "\n"

@@ -25,6 +25,11 @@ from tfretrace.runtime.state import (
     note_alongside,
 )
 
+WARMUP_NOTE = (
+    "prevention warm-up: one general trace made at the function's first call from the profile "
+    "(tfretrace run --prevent); not a retrace"
+)
+
 
 @dataclass
 class Pending:
@@ -38,6 +43,7 @@ class Pending:
     note: str | None = None
     index: int = 0
     expected: bool | None = None
+    warmup: bool = False
 
 
 class CallCounting:
@@ -152,12 +158,18 @@ def prepare(
         explanation, note, expected = _library_object(raw.library_site, object_index)
     elif _per_replica(explanation):
         note = "expected: under a distribution strategy a function called from replica code traces once per device"
+    from tfretrace._tf.counters import warming_now
+
+    warmup = warming_now()
+    if warmup:
+        # tfretrace's own general trace (prevention): expected, whatever it differs in.
+        note, expected = WARMUP_NOTE, True
     calls_total = state.calls(read)
     # Calls since an earlier trace (made before the monitor met the object) are unknown.
     since = calls_total - state.last_calls_total if state.traces and not state.after_earlier else None
     # No fix at trace time: a fix is shown only once the plan has checked it against every
     # call of the run (Session's events carry it, from the plan).
-    return Pending(state, explanation, calls_total, since, object_index, note, index, expected)
+    return Pending(state, explanation, calls_total, since, object_index, note, index, expected, warmup)
 
 
 def _library_object(site: str | None, object_index: int) -> tuple[Explanation, str, bool]:
@@ -207,4 +219,5 @@ def make_event(raw: Any, pending: Pending, seconds: float, inclusive: float, at:
         keras=raw.keras,
         note=pending.note,
         expected=expected_by_default(explanation) if pending.expected is None else pending.expected,
+        warmup=pending.warmup,
     )

@@ -72,6 +72,8 @@ class FunctionState:
     earlier: int = 0
     after_earlier: bool = False
     by_cause: dict[str, int] = field(default_factory=dict)
+    # Of ``traces``, those a prevention warm-up made (no budget counts them).
+    warmups: int = 0
     # Which function this is across runs (tfretrace.records.function_key.FunctionKey), made at its first trace.
     function_key: Any = None
     # keras-new-model traces: (trace number, the other models' call counters and their values
@@ -89,6 +91,7 @@ class FunctionState:
         """Count a finished trace and keep it: its event, and its key to compare later traces with."""
         self.traces += 1
         self.retraces += event.is_retrace
+        self.warmups += event.warmup
         self.count_cause(event.cause)
         self.priors.append(prior)
         self.add_event(event)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from tfretrace.runtime.prevent.profile import Profile, load_profile
+from tfretrace.runtime.prevent.profile import Profile
+from tfretrace.runtime.prevent.profile_file import load_profile
 from tfretrace.runtime.prevent.runtime import Prevention
 
 ENV = "TFRETRACE_PREVENT"
@@ -13,20 +14,22 @@ ENV = "TFRETRACE_PREVENT"
 __all__ = ["ENV", "Prevention", "Profile", "load_profile", "prevent", "profile_from_env"]
 
 
-def prevent(profile: str | os.PathLike[str], *, monitor: Any = None) -> Prevention:
-    """Start preventing the shape retraces a saved session recorded; also a context manager.
+def prevent(profile: str | os.PathLike[str], *, monitor: Any = None, learn: bool = True) -> Prevention:
+    """Start preventing the shape retraces a profile (or a saved session) recorded; also a context manager.
 
-    ``tfretrace.prevent("run.json")`` works for the rest of the process (``.stop()`` returns the
-    session with its report); ``with tfretrace.prevent("run.json") as p:`` for a block. With no
-    ``monitor``, the process-wide one is used if installed, else a quiet one of its own.
+    ``tfretrace.prevent("profile.json")`` works for the rest of the process (``.stop()`` returns
+    the session with its report); ``with tfretrace.prevent("profile.json") as p:`` for a block.
+    With no ``monitor``, the process-wide one is used if installed, else a quiet one of its own.
+    ``learn``: at stop, widen the profile file with the calls the run met outside it (a profile
+    that does not exist yet is recorded); a saved session used as a profile is never rewritten.
     """
     from tfretrace.runtime.monitor import current
 
-    loaded = load_profile(profile)
+    loaded = load_profile(profile, missing_ok=learn)
     if monitor is None:
         process = current()
         monitor = process if process is not None and process.active else None
-    return Prevention(loaded, monitor).start()
+    return Prevention(loaded, monitor, learn=learn).start()
 
 
 def profile_from_env(environ: dict[str, str] | None = None) -> str | None:

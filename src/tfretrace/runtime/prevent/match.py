@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfretrace.records.function_key import EXACT, MOVED, FunctionKey
-from tfretrace.records.matching import match, record_key
+from tfretrace.records.function_key import EDITED, EXACT, MOVED, FunctionKey
+from tfretrace.records.matching import match
 from tfretrace.runtime.prevent.profile import Entry, Profile
 
 
@@ -15,6 +15,9 @@ class Found:
 
     entry: Entry
     fallback: str | None = None
+    # The function's code differs from the code the profile recorded (both hashes known): its
+    # recorded calls may not fit the code as it is now, so it is not warmed.
+    stale: bool = False
 
 
 def find(profile: Profile, key: FunctionKey) -> Found | None:
@@ -24,7 +27,7 @@ def find(profile: Profile, key: FunctionKey) -> Found | None:
     same module and name (the code was edited, or the profile predates recorded keys).
     """
     def key_of(item: Entry | FunctionKey) -> FunctionKey:
-        return item if isinstance(item, FunctionKey) else record_key(item.report)
+        return item if isinstance(item, FunctionKey) else item.key
 
     candidates: list[Entry | FunctionKey] = list(profile.entries)
     matching = match(candidates, [key], key=key_of)
@@ -35,7 +38,11 @@ def find(profile: Profile, key: FunctionKey) -> Found | None:
     assert isinstance(entry, Entry)
     if pair.how == EXACT:
         return Found(entry)
-    recorded = entry.report.location
+    recorded = entry.location
     if pair.how == MOVED:
         return Found(entry, f"matched by name and code: moved from {recorded}")
-    return Found(entry, f"matched by module and name (recorded at {recorded}; its code differs or was not recorded)")
+    was = key_of(entry).code_hash
+    if pair.how == EDITED and was is not None and key.code_hash is not None and was != key.code_hash:
+        return Found(entry, f"stale: its code changed since the profile recorded it at {recorded}; not warmed", True)
+    return Found(entry, f"matched by module and name (recorded at {recorded}; its code could not be compared: "
+                        "the profile predates code keys or the source is unreadable)")

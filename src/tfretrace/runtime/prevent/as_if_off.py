@@ -1,0 +1,75 @@
+"""A prevented function's record as the same run without prevention would have made it: what its fix plan reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from tfretrace.explain.analyzer import Prior, explain
+from tfretrace.fix.rules import Signature, covers
+from tfretrace.records.events import EXPECTED_CAUSES, TraceEvent
+from tfretrace.records.function_report import FunctionReport
+
+
+def as_if_off(
+    report: FunctionReport, objects: Sequence[Sequence[tuple[Signature, str | None]]], creates_variables: bool
+) -> FunctionReport:
+    """``report`` with the traces its calls make with no warm-up: one per call signature no earlier trace serves.
+
+    ``objects``: per tf.function object, its distinct call signatures in the order they came
+    and where each was first called from (prevention watched them). Each trace is explained by
+    the analyzer against the earlier ones, as the monitor would have; a function that creates
+    variables makes its extra variable-creation trace at its first call. The plan made from this
+    record is the plan of the program as written: prevention off, which is what ``fix --apply``
+    edits.
+    """
+    real = [e for e in report.events if not e.earlier]
+    base = real[0] if real else None
+    context = base.context if base is not None else ()
+    site = base.call_site if base is not None else None
+    seconds = report.trace_seconds / len(report.events) if report.events else 0.0
+    events: list[TraceEvent] = []
+    priors: list[Prior] = []
+    for number, calls in enumerate(objects, start=1):
+        traced: list[Signature] = []
+        for signature, where in calls:
+            if any(covers(t, signature) for t in traced):
+                continue  # served by an earlier concrete trace of this object
+            explanation = explain(number, signature, context, priors)
+            causes = [explanation.cause]
+            if not traced and creates_variables:
+                causes.append("variable-creation")
+            for cause in causes:
+                index = len(events) + 1
+                events.append(TraceEvent(
+                    index=index, cause=cause, seconds=seconds, time=0.0, call_site=where or site, signature=signature,
+                    changes=explanation.changes if cause == explanation.cause else (),
+                    closest=explanation.closest if cause == explanation.cause else (),
+                    object_index=number, context=context, expected=cause in EXPECTED_CAUSES,
+                ))
+                priors.append(Prior(index, number, signature, context))
+            traced.append(signature)
+    return replace(
+        report, events=tuple(events), traces=len(events), retrace_count=None, dropped_events=0, plan=(),
+        objects=max(report.objects, len(objects)),
+    )
+
+
+def planned_off(
+    report: FunctionReport,
+    objects: Sequence[Sequence[tuple[Signature, str | None]]] | None,
+    creates_variables: bool,
+) -> tuple[tuple[dict[str, object], ...] | None, int | None, int]:
+    """The plan of the program as written (None: the record's own), what ``fix --apply`` leaves, the fewest traces.
+
+    ``objects`` None: nothing was warmed, so the run's own record is the program as written.
+    """
+    from tfretrace.fix.plan import predict_applied, with_plan
+    from tfretrace.fix.source import SourceReader
+
+    reader = SourceReader()
+    if objects is None:
+        return None, predict_applied(report, reader), report.traces - report.retraces
+    off = as_if_off(report, objects, creates_variables)
+    planned = with_plan(off, reader)
+    return planned.plan, predict_applied(off, reader), off.traces - off.retraces
