@@ -49,6 +49,8 @@ class Candidate:
     final: bool = False
     pinned: str | None = None  # an input_signature's dims that stay pinned, and why
     python_use: str | None = None  # a statement: the body's uses that need the Python value
+    safety: str | None = None  # fix.safety's class, set by the planner
+    unsafe_reason: str | None = None
 
 
 @dataclass
@@ -60,6 +62,7 @@ class FunctionContext:
     definition: DefInfo | None
     short: str
     calls_seen: dict[str, CallInfo | None] = field(default_factory=dict)
+    random: str | None = None  # a random draw in the body: every step that removes traces is unsafe
 
     @property
     def tf(self) -> str:

@@ -16,7 +16,7 @@ from tfretrace.records.xla_events import RECOMPILE, XlaEvent
 _STEP_FIELDS: dict[str, Any] = {
     "cause": C.text, "kind": C.text, "summary": C.text, "code": C.optional_text,
     "traces_before": C.count, "traces_after": C.count, "seconds_saved": C.seconds,
-    "verified": C.optional_count, "final": C.flag,
+    "verified": C.optional_count, "final": C.flag, "safety": C.optional_text, "unsafe_reason": C.optional_text,
 }
 _EDIT_FIELDS: dict[str, Any] = {
     "path": C.text, "text": C.text, "line": C.count, "col": C.count, "end_line": C.count,
@@ -85,6 +85,9 @@ class FunctionReport:
     earlier_traces: int = 0
     # Which function this is across runs (tfretrace.records.function_key); None in older sessions.
     key: FunctionKey | None = None
+    # The plan's predicted traces after `tfretrace fix --apply` and after `--apply --unsafe-fixes`
+    # (None: nothing predicted); None for a report planned by no tfretrace that knew safety classes.
+    fix_counts: tuple[int | None, int | None] | None = None
 
     @property
     def retraces(self) -> int:
@@ -185,6 +188,9 @@ class FunctionReport:
             "xla_events": [e.to_dict() for e in self.xla_events],
             "megamorphic": list(self.megamorphic),
             "key": None if self.key is None else self.key.to_dict(),
+            **({} if self.fix_counts is None else {
+                "fix_counts": {"apply": self.fix_counts[0], "unsafe_fixes": self.fix_counts[1]}
+            }),
         }
 
     @classmethod
@@ -214,4 +220,13 @@ class FunctionReport:
             xla_events=C.each(data.get("xla_events", []), f"{where}.xla_events", XlaEvent.from_dict),
             megamorphic=C.texts(data.get("megamorphic", []), f"{where}.megamorphic"),
             key=None if data.get("key") is None else FunctionKey.from_dict(data["key"], f"{where}.key"),
+            fix_counts=_fix_counts(data.get("fix_counts"), f"{where}.fix_counts"),
         )
+
+
+def _fix_counts(value: Any, where: str) -> tuple[int | None, int | None] | None:
+    if value is None:
+        return None
+    data = C.mapping(value, where)
+    return (C.optional_count(data.get("apply"), f"{where}.apply"),
+            C.optional_count(data.get("unsafe_fixes"), f"{where}.unsafe_fixes"))
