@@ -400,9 +400,9 @@ def test_verify_with_a_read_only_session_still_applies(tmp_path: Path) -> None:
     try:
         if os.access(moved, os.W_OK):
             pytest.skip("running as root: permissions do not stop this process from writing")
-        done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(moved), "--apply", "--unsafe-fixes", "--verify", "--",
-                               "python", "train.py"], cwd=project, capture_output=True, text=True, timeout=120,
-                              env=_env(), check=False)
+        done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(moved), "--apply", "--unsafe-fixes",
+                               "--verify", "--", "python", "train.py"], cwd=project, capture_output=True,
+                              text=True, timeout=120, env=_env(), check=False)
     finally:
         os.chmod(folder, 0o755)
     assert "Traceback" not in done.stderr
@@ -461,9 +461,9 @@ def _project(tmp_path: Path, extra: str) -> tuple[Path, Path]:
 
 
 def _verify(project: Path, saved: Path, *options: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved), "--unsafe-fixes", *options, "--verify", "--",
-                           "python", "train.py"], cwd=project, capture_output=True, text=True, timeout=timeout,
-                          env=_env(), check=False)
+    return subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved), "--unsafe-fixes", *options,
+                           "--verify", "--", "python", "train.py"], cwd=project, capture_output=True, text=True,
+                          timeout=timeout, env=_env(), check=False)
 
 
 def _can_clone(folder: Path) -> bool:

@@ -153,7 +153,18 @@ def _bound_by(statement: ast.stmt) -> set[str]:
         targets = [i.optional_vars for i in statement.items if i.optional_vars is not None]
     elif isinstance(statement, ast.Delete):
         targets = list(statement.targets)
-    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return {name for t in targets for name in _target_names(t)}
+
+
+def _target_names(target: ast.expr) -> set[str]:
+    # The names a target binds: `a`, `a, b`, `*rest`; never `d` of `d[k] = ...` or `obj.x = ...`.
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return {name for e in target.elts for name in _target_names(e)}
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return set()
 
 
 def _local_names(function: _FunctionNode) -> set[str]:
