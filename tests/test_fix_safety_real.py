@@ -67,12 +67,12 @@ def after(applied: Applied) -> str:
 @pytest.mark.parametrize(("module", "kind"), UNSAFE, ids=[m for m, _k in UNSAFE])
 def test_apply_leaves_a_program_an_unsafe_edit_would_change(applied: Applied, after: str, module: str,
                                                            kind: str) -> None:
+    assert lines_of(applied.before, _prefix(module))
+    assert lines_of(after, _prefix(module)) == lines_of(applied.before, _prefix(module))
+    assert not applied.edited(module)
     steps = [s for s in applied.function(module)["plan"] if s["kind"] == kind]
     assert steps, f"{module}: no {kind} step offered"
     assert steps[0]["safety"] == "unsafe" and steps[0]["unsafe_reason"]
-    assert not applied.edited(module)
-    assert lines_of(after, _prefix(module)) == lines_of(applied.before, _prefix(module))
-    assert lines_of(applied.before, _prefix(module))
 
 
 @pytest.mark.parametrize(("module", "kind"), SAFE, ids=[m for m, _k in SAFE])
