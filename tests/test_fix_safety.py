@@ -109,3 +109,19 @@ def test_the_catalogue_lists_every_kind_and_every_program_it_must_leave_unchange
         assert ("unsafe" in rows[kind]) == (declared.never_safe is not None), kind
     for program in sorted(PROGRAMS.glob("p*.py")):
         assert f"`{program.name}`" in text, program.name
+
+
+@pytest.mark.parametrize(
+    ("text", "safe"),
+    [
+        ("import tensorflow as tf\nmodel = tf.keras.Sequential([])\nmodel.build((None, 2))\n"
+         "def f(x):\n    return model(x)\n", True),
+        ("CFG = dict(k=1.0)\ndef f(x):\n    return x * CFG['k']\nfor s in (1.0, 2.0):\n    CFG.update(k=s)\n", False),
+        ("class C:\n    pass\nCFG = C()\ndef anneal(c):\n    c.k = 2.0\ndef f(x):\n    return x * CFG.k\n"
+         "anneal(CFG)\n", False),
+    ],
+    ids=["model-built-once", "dict-updated", "passed-to-a-helper"],
+)
+def test_an_object_bound_once_is_safe_only_if_the_file_never_changes_it(text: str, safe: bool) -> None:
+    tree, function = _def(text, "f")
+    assert (move_checks.frozen_reads(tree, function) is None) == safe

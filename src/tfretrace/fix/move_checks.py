@@ -67,10 +67,12 @@ def _binding_risk(tree: ast.Module, name: str, bindings: list[ast.stmt], seen: s
             f"it reads the class {name}, whose attribute {assigned} the program assigns: traced once, "
             "it keeps the value of the first trace"
         )
-    if isinstance(binding, ast.Assign) and (_constant(binding.value) or _variable(binding.value)) and not _mutated(
-        tree, name
-    ):
-        return None  # a constant, or a tf.Variable: a graph reads a variable's value when it runs
+    if isinstance(binding, ast.Assign) and not isinstance(binding.value, (ast.Dict, ast.List, ast.Set)) and (
+        _constant(binding.value) or _variable(binding.value) or isinstance(binding.value, ast.Call)
+    ) and not _mutated(tree, name):
+        # A constant; a tf.Variable (a graph reads its value when it runs); an object built once
+        # (a model) that the file never changes in place: the same at every trace.
+        return None
     return (
         f"it reads the module name {name} (line {binding.lineno}), which a pass can change: traced once, "
         "every pass computes with the value of the first trace"
@@ -91,9 +93,27 @@ def _variable(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "Variable"
 
 
+# Methods that change a dict, list or set in place.
+_MUTATING = frozenset({
+    "update", "append", "extend", "insert", "pop", "popitem", "clear", "setdefault", "remove", "add", "discard",
+    "__setitem__", "__setattr__", "sort", "reverse",
+})
+
+
 def _mutated(tree: ast.Module, name: str) -> bool:
-    # An attribute or item stored on it, or setattr(name, ...): the object changes in place.
+    # An attribute or item stored on it, setattr(name, ...), a mutating method called on it, or
+    # the object passed to a def of this file (a helper may change it): it changes in place.
+    helpers = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Attribute) and func.attr in _MUTATING and isinstance(func.value, ast.Name) \
+                    and func.value.id == name:
+                return True
+            if isinstance(func, ast.Name) and func.id in helpers and any(
+                isinstance(a, ast.Name) and a.id == name for a in (*node.args, *(k.value for k in node.keywords))
+            ):
+                return True
         stored = isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del))
         if stored and isinstance(node.value, ast.Name) and node.value.id == name:  # type: ignore[attr-defined]
             return True
