@@ -125,3 +125,15 @@ def test_the_catalogue_lists_every_kind_and_every_program_it_must_leave_unchange
 def test_an_object_bound_once_is_safe_only_if_the_file_never_changes_it(text: str, safe: bool) -> None:
     tree, function = _def(text, "f")
     assert (move_checks.frozen_reads(tree, function) is None) == safe
+
+
+def test_a_saved_signature_is_safe_only_where_tensorflow_traced_it() -> None:
+    from tfretrace.fix.step import PlanStep
+
+    edit = {"path": "p.py", "line": 1, "col": 0, "end_line": 1, "end_col": 1, "text": "x"}
+    saved = {"cause": "shape-changed", "kind": "input-signature", "summary": "s", "edits": [edit],
+             "traces_before": 3, "traces_after": 1, "safety": "safe"}
+    assert PlanStep.from_dict(saved).safety == UNSAFE
+    checked = PlanStep.from_dict({**saved, "checked": "tensorflow"})
+    assert (checked.safety, checked.tier) == (SAFE, 0)
+    assert checked.to_dict()["checked"] == "tensorflow"

@@ -13,7 +13,7 @@ from tfretrace.fix.origin_advice import origin_steps
 from tfretrace.fix.plan_notes import dropped, unaddressed, unpredictable
 from tfretrace.fix.predict import calls_of, count, mean_seconds
 from tfretrace.fix.restored import link_restored
-from tfretrace.fix.safety import ADVICE
+from tfretrace.fix.safety import ADVICE, TF_CHECKED
 from tfretrace.fix.safety_plan import TIER_HAND, TIER_SAFE, TIER_UNSAFE, admitted, classified
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.step import (
@@ -35,6 +35,10 @@ __all__ = [
 ]
 
 # Fix kinds tried at every step, each for one root cause.
+# Traces a function of the run with a signature text (the file's tensorflow alias given): None
+# where TensorFlow's outputs match the run's traces, else why not.
+Probe = Callable[[FunctionReport, str, str], "str | None"]
+
 _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
     callsite.python_numbers,
     callsite.dtypes,
@@ -52,7 +56,11 @@ _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
 
 
 def plan_for(
-    report: FunctionReport, reader: SourceReader | None = None, *, applied_only: bool = False
+    report: FunctionReport,
+    reader: SourceReader | None = None,
+    *,
+    applied_only: bool = False,
+    probe: Probe | None = None,
 ) -> tuple[PlanStep, ...]:
     """The ranked, checked plan for one function; empty when nothing retraced or nothing can be predicted.
 
@@ -69,6 +77,8 @@ def plan_for(
     short = report.name.rsplit(".", 1)[-1]
     definition = reader.function_at(report.location, short) if report.keras is None else None
     ctx = FunctionContext(report, reader, definition, short)
+    if probe is not None:
+        ctx.probe = lambda signature: probe(report, signature, ctx.tf)
     replay = calls_of(report)
     state = State(replay, first_config(report, definition))
     recorded = len(report.events)
@@ -250,12 +260,13 @@ def _step(candidate: Candidate, before: int, after: int, per_trace: float) -> Pl
         python_use=candidate.python_use,
         safety=candidate.safety if candidate.safety is not None else (ADVICE if candidate.state is not None else None),
         unsafe_reason=candidate.unsafe_reason,
+        checked=TF_CHECKED if candidate.tf_check == TF_CHECKED else None,
     )
 
 
-def with_plan(report: FunctionReport, reader: SourceReader | None = None) -> FunctionReport:
+def with_plan(report: FunctionReport, reader: SourceReader | None = None, probe: Probe | None = None) -> FunctionReport:
     """The report with its plan, and each retrace's ``fix`` taken from the checked step for its cause."""
-    steps = (*plan_for(report, reader), *xla_steps(report))
+    steps = (*plan_for(report, reader, probe=probe), *xla_steps(report))
     fixes: dict[str, str] = {}
     for step in steps:
         if step.code and step.kind != "statement" and step.traces_after < step.traces_before:
@@ -300,12 +311,16 @@ class PlanCache:
     """Plans for a live monitor's sessions: made once per function and trace count, never fatal."""
 
     def __init__(self) -> None:
-        self._known: dict[tuple[str, str, str], tuple[tuple[int, int], FunctionReport]] = {}
+        self._known: dict[tuple[str, str, str], tuple[tuple[int, int, bool], FunctionReport]] = {}
 
     def planned(
-        self, functions: tuple[FunctionReport, ...], on_error: Callable[[BaseException], None]
+        self, functions: tuple[FunctionReport, ...], on_error: Callable[[BaseException], None],
+        probe: Probe | None = None,
     ) -> tuple[FunctionReport, ...]:
-        """Each report with its plan; an error inside planning is reported and the report kept plain."""
+        """Each report with its plan; an error inside planning is reported and the report kept plain.
+
+        ``probe``: TensorFlow traces a generalized signature (given once the program has finished).
+        """
         # Plans read the user's source and replay every recorded call, so they are cached; the
         # source is read once per session() call.
         reader = SourceReader()
@@ -313,15 +328,15 @@ class PlanCache:
         for report in functions:
             key = (report.name, report.location, report.display_name())
             known = self._known.get(key)
-            if known is not None and known[0] == (report.traces, report.xla_compiles):
+            if known is not None and known[0] == (report.traces, report.xla_compiles, probe is not None):
                 out.append(replace(report, plan=known[1].plan, events=known[1].events, fix_counts=known[1].fix_counts))
                 continue
             try:
-                planned = with_plan(report, reader)
+                planned = with_plan(report, reader, probe)
             except Exception as exc:
                 on_error(exc)
                 planned = report
-            self._known[key] = ((report.traces, report.xla_compiles), planned)
+            self._known[key] = ((report.traces, report.xla_compiles, probe is not None), planned)
             out.append(planned)
         try:
             return link_restored(tuple(out))

@@ -26,18 +26,28 @@ ADVICE = "advice"
 SAFETIES = (SAFE, UNSAFE, ADVICE)
 
 
+# A generalized signature that TensorFlow traced with the same outputs (the step's ``checked``).
+TF_CHECKED = "tensorflow"
+
+
 @dataclass(frozen=True)
 class KindSafety:
-    """A kind's class: ``never_safe`` is the reason it is always unsafe, None where its checks can prove it safe."""
+    """A kind's class: ``never_safe`` is the reason it is unsafe, None where its checks can prove it safe.
+
+    ``probed``: safe only where TensorFlow traced the generalized signature with the outputs of
+    every trace of the run (``never_safe`` is then the reason where it did not or could not).
+    """
 
     never_safe: str | None
     argument: str
+    probed: bool = False
 
 
 _GENERALIZES = (
     "the body sees None where each call had a size, and a dimension constant in this run is pinned: "
     "code reading a static shape (x.shape[1], tf.random.normal(shape=x.shape)) may fail or take another "
-    "branch, and a call of another size is refused; TensorFlow was not asked to trace the generalized signature"
+    "branch, and a call of another size is refused; TensorFlow did not trace the open signature (no live "
+    "function to probe)"
 )
 
 KINDS: dict[str, KindSafety] = {
@@ -79,7 +89,13 @@ KINDS: dict[str, KindSafety] = {
         "level (a loop variable would be frozen at its first value) whose reads cannot change between calls",
     ),
     "saved-signature": KindSafety(None, "no edit of its own: as safe as the saving function's signature step"),
-    "input-signature": KindSafety(_GENERALIZES, "one signature: one trace for every call it accepts"),
+    "input-signature": KindSafety(
+        _GENERALIZES,
+        "every dimension open, and TensorFlow traced the body with that signature (a fresh tf.function of "
+        "the same Python function, in the recorded run) to outputs of the structure, dtypes and ranks of every "
+        "trace of the run, each static size open or the same: it accepts every input the original did",
+        probed=True,
+    ),
     "element-spec": KindSafety(_GENERALIZES, "the distributed dataset's own spec, open where its batches vary"),
     "reduce-retracing": KindSafety(
         "TensorFlow traces with None dimensions after a shape changes: code reading a static shape may "
@@ -107,11 +123,16 @@ KINDS: dict[str, KindSafety] = {
 }
 
 
-def kind_floor(kind: str) -> str | None:
-    """Why a kind is unsafe whatever a session file says (None: its steps' recorded class stands)."""
+def kind_floor(kind: str, checked: str | None = None) -> str | None:
+    """Why a kind is unsafe whatever a session file says (None: its steps' recorded class stands).
+
+    ``checked``: the step says TensorFlow traced its generalized signature (probed kinds only).
+    """
     found = KINDS.get(kind)
     if found is None:
         return f"tfretrace has no safety argument for the kind {kind!r}"
+    if found.probed and checked == TF_CHECKED:
+        return None
     return found.never_safe
 
 
@@ -123,17 +144,20 @@ def classify(
     names: tuple[str, ...] = (),
     traced: ast.FunctionDef | ast.AsyncFunctionDef | None = None,
     random: str | None = None,
+    tf_check: str | None = None,
 ) -> tuple[str, str | None]:
     """A step's class and, for an unsafe one, why: ``(safety, unsafe_reason)``.
 
     ``names``: the names the function is called by (an object made once must only be passed to
-    them); ``traced``: the def its traces run; ``random``: a random draw in its body.
+    them); ``traced``: the def its traces run; ``random``: a random draw in its body; ``tf_check``:
+    what TensorFlow said of a generalized signature (TF_CHECKED, or why it differs).
     """
     if not edits and kind != "saved-signature":
         return ADVICE, None
-    floor = kind_floor(kind)
+    floor = kind_floor(kind, tf_check)
     if floor is not None:
-        return UNSAFE, floor
+        probed = KINDS[kind].probed if kind in KINDS else False
+        return UNSAFE, (tf_check if probed and tf_check else floor)
     if random is not None:
         return UNSAFE, f"the body draws random numbers ({random}): fewer traces draw other numbers"
     reason = _move_reason(kind, edits, reader, names, traced)
@@ -147,7 +171,7 @@ def _move_reason(
     names: tuple[str, ...],
     traced: ast.FunctionDef | ast.AsyncFunctionDef | None,
 ) -> str | None:
-    if kind in ("neutral-key", "saved-signature"):
+    if kind in ("neutral-key", "saved-signature") or (kind in KINDS and KINDS[kind].probed):
         return None
     if kind == "wrap-vectorized-map":
         return _vectorized_reason(edits, reader)

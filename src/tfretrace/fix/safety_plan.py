@@ -20,7 +20,8 @@ def classified(ctx: FunctionContext, candidate: Candidate) -> Candidate:
         return candidate  # a statement: nothing to class
     node = ctx.definition.node if ctx.definition is not None else None
     random = ctx.random if candidate.edits else None
-    safety, reason = classify(candidate.kind, candidate.edits, ctx.reader, names=ctx.names, traced=node, random=random)
+    safety, reason = classify(candidate.kind, candidate.edits, ctx.reader, names=ctx.names, traced=node, random=random,
+                              tf_check=candidate.tf_check)
     return replace(candidate, safety=safety, unsafe_reason=reason)
 
 

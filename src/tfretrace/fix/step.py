@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tfretrace.fix.safety import ADVICE, SAFE, SAFETIES, UNSAFE, kind_floor
+from tfretrace.fix.safety import ADVICE, SAFE, SAFETIES, TF_CHECKED, UNSAFE, kind_floor
 from tfretrace.fix.source import Replacement, Span
 
 # Who makes a step (the session's ``by``): tfretrace's own edit, or a person.
@@ -71,6 +71,8 @@ class PlanStep:
     # only safe steps; ``--unsafe-fixes`` adds the unsafe ones, printing each ``unsafe_reason``.
     safety: str | None = None
     unsafe_reason: str | None = None
+    # "tensorflow": the generalized signature was traced by TensorFlow with the run's outputs.
+    checked: str | None = None
 
     @property
     def by(self) -> str | None:
@@ -105,6 +107,8 @@ class PlanStep:
             out["safety"] = self.safety
         if self.unsafe_reason is not None:
             out["unsafe_reason"] = self.unsafe_reason
+        if self.checked is not None:
+            out["checked"] = self.checked
         if self.compiles_before is not None:
             out["compiles_before"] = self.compiles_before
             out["compiles_after"] = self.compiles_after
@@ -152,24 +156,27 @@ class PlanStep:
         )
 
 
-def _safety(data: dict[str, Any]) -> dict[str, str | None]:
+def _safety(data: dict[str, Any]) -> dict[str, Any]:
     """A saved step's class, never safer than its kind allows (a session file is data from elsewhere).
 
     A step with edits saved before steps had a class, or with a class no kind may have, is unsafe.
     """
+    checked = TF_CHECKED if data.get("checked") == TF_CHECKED else None
     if data.get("kind") == "statement":
-        return {"safety": None, "unsafe_reason": None}
+        return {"safety": None, "unsafe_reason": None, "checked": None}
     edits = bool(data.get("edits")) or data.get("kind") in THROUGH_ANOTHER
     if not edits:
-        return {"safety": ADVICE, "unsafe_reason": None}
+        return {"safety": ADVICE, "unsafe_reason": None, "checked": checked}
     saved, reason = data.get("safety"), data.get("unsafe_reason")
-    floor = kind_floor(str(data.get("kind", "")))
+    floor = kind_floor(str(data.get("kind", "")), checked)
     if saved == SAFE and floor is None:
-        return {"safety": SAFE, "unsafe_reason": None}
+        return {"safety": SAFE, "unsafe_reason": None, "checked": checked}
     if saved not in SAFETIES or saved == ADVICE:
         floor = floor or "the session does not say this edit is safe (recorded before tfretrace classed its edits)"
-    text = floor if floor is not None else (str(reason) if reason is not None else "unsafe as recorded")
-    return {"safety": UNSAFE, "unsafe_reason": text}
+    if saved == UNSAFE and isinstance(reason, str) and reason:
+        return {"safety": UNSAFE, "unsafe_reason": reason, "checked": checked}  # the recorded reason
+    text = floor if floor is not None else "unsafe as recorded"
+    return {"safety": UNSAFE, "unsafe_reason": text, "checked": checked}
 
 
 def _edit_dict(edit: Replacement) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from tfretrace.records.events import TraceEvent
 from tfretrace.records.session import Session
 from tfretrace.runtime.dispatch import dispatch
 from tfretrace.runtime.intake import CallCounting, Pending, make_event, prepare
+from tfretrace.runtime.probe import probe_live
 from tfretrace.runtime.state import COMPARE_WINDOW, DEFAULT_MAX_EVENTS, HEAD_EVENTS, FunctionState, report_of
 from tfretrace.runtime.xla_watch import build_event
 
@@ -146,7 +147,10 @@ class Monitor:
         dispatch.xla.sync()  # compiles TensorFlow logged before now are recorded
         with self._lock:
             functions = tuple(report_of(s, counters.counter_value) for s in self._functions.values())
-        functions = self._plans.planned(functions, self.internal_error)
+        # Once the program has finished, TensorFlow traces each generalized signature (fix.signature):
+        # the probe runs the body's Python once more, which a running program must not see.
+        probe = None if self.active else probe_live(self._root)
+        functions = self._plans.planned(functions, self.internal_error, probe)
         tf_version, keras_version = versions.loaded_versions()
         return Session(
             functions=functions,
