@@ -113,6 +113,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
         # run's status line, report and --save belong to the process `run` started, never to a
         # copy (a child that outlives its parent would replace the parent's session).
         if os.getpid() == parent:
+            installed.program_done = True  # the planner may now ask TensorFlow (runtime.probe)
             if progress is not None:
                 installed.remove_listener(progress)
                 progress.detach()

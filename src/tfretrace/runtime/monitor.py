@@ -79,6 +79,9 @@ class Monitor:
         self.active = False
         # Set by `tfretrace run`: tfretrace.stop() called by the program does not end it.
         self.pinned = False
+        # Set by `tfretrace run` once the program has ended: only then may the planner trace the
+        # program's functions again (the probe runs their Python), never while it runs.
+        self.program_done = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -149,7 +152,7 @@ class Monitor:
             functions = tuple(report_of(s, counters.counter_value) for s in self._functions.values())
         # Once the program has finished, TensorFlow traces each generalized signature (fix.signature):
         # the probe runs the body's Python once more, which a running program must not see.
-        probe = None if self.active else probe_live(self._root)
+        probe = probe_live(self._root) if self.program_done and not self.active else None
         functions = self._plans.planned(functions, self.internal_error, probe)
         tf_version, keras_version = versions.loaded_versions()
         return Session(
