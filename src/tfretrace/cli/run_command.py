@@ -265,6 +265,8 @@ def emit_plans(session: Session, console: Console, saved: str | None, target: Ta
             command = printable(shlex.join(["python", *program, *target.args]))
             lines.append(f"Check: tfretrace fix {quoted} --verify -- {command}")
         lines.append(f"Apply: tfretrace fix {quoted} --apply")
+        if any(step.get("safety") == "unsafe" for f in session.functions for step in f.plan):
+            lines.append("  (safe edits only; --unsafe-fixes adds those that may change results, each with its reason)")
         print("\n" + "\n".join(lines), file=stream)
     stream.flush()
 
