@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfretrace.fix.plan import saved_prediction
+from tfretrace.fix.plan import plan_steps, saved_prediction
 from tfretrace.fix.restored import RESTORED_SUFFIX
 from tfretrace.fix.source import SourceReader
 from tfretrace.records.function_report import FunctionReport
@@ -120,7 +120,7 @@ def tf_measure(folder: Path, script: str) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Row:
-    """One retracing function of one example."""
+    """One retracing function of one example: after `fix --apply`, and after `--apply --unsafe-fixes`."""
 
     example: str
     function: str
@@ -131,6 +131,10 @@ class Row:
     hand: bool
     output: str
     by_tf: bool = True  # measured by TensorFlow's counter (False: by tfretrace's report)
+    # With --unsafe-fixes (the same as above where the plan has no unsafe step).
+    predicted_unsafe: int | None = None
+    after_unsafe: int | None = None
+    output_unsafe: str = ""
 
 
 def _by_name(functions: Sequence[FunctionReport]) -> dict[str, list[FunctionReport]]:
@@ -142,6 +146,65 @@ def _by_name(functions: Sequence[FunctionReport]) -> dict[str, list[FunctionRepo
 
 def _line(report: FunctionReport) -> int:
     return int(report.location.rpartition(":")[2] or 0)
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One copy of the examples after `tfretrace fix --apply` (with or without --unsafe-fixes), run again."""
+
+    status: int
+    output: str
+    after: dict[str, list[FunctionReport]]
+    counted: dict[str, int]
+
+
+def apply_and_run(folder: Path, rel: str, before: Session, out_before: str, out_again: str, unsafe: bool) -> Applied:
+    """Apply the saved plan in ``folder`` (``unsafe``: --unsafe-fixes too), run the program, judge its output."""
+    fix = subprocess.run(
+        [sys.executable, "-m", "tfretrace", "fix", "before.json", "--apply", *(["--unsafe-fixes"] if unsafe else [])],
+        cwd=folder, capture_output=True, text=True, check=False,
+    )
+    status_after, out_after, why_after = run(folder, rel, "after.json")
+    after = _by_name(load(folder / "after.json").functions) if status_after == 0 else {}
+    counted = tf_measure(folder, rel) if status_after == 0 else {}
+    top = 1 if unsafe else 0
+    applied = {
+        str(s.changes) for f in before.functions for s in plan_steps(f)
+        if s.edits and s.changes and s.tier is not None and s.tier <= top
+    }
+    output = judge(out_before, out_again, out_after, applied)
+    if fix.returncode != 0:
+        output = f"fix refused (exit {fix.returncode}): {fix.stderr.strip()[:60]}"
+    elif status_after != 0:
+        output = f"FAILED (exit {status_after}): {why_after}"
+    return Applied(status_after, output, after, counted)
+
+
+def _measured(f: FunctionReport, before: Session, done: Applied) -> tuple[int | None, bool]:
+    """TensorFlow's count of one recorded function after the fix (else tfretrace's), and whether TF's."""
+    # A def moved out of its function to module level loses the "outer.<locals>." prefix.
+    short = f.name.rsplit(".", 1)[-1]
+    same = done.after.get(f.name) or done.after.get(short, [])
+    # By name; by place only between rows of one name (an edit above them shifts lines).
+    now = same[0] if len(same) == 1 else next((g for g in same if g.location == f.location), None)
+    peers = sorted((g for g in before.functions if g.name == f.name), key=_line)
+    if now is None and len(same) == len(peers) > 1:
+        # An edit moved one of them (a pipeline built before its loop): match in line order.
+        now = sorted(same, key=_line)[peers.index(f)]
+    # TensorFlow's counter by qualname: one row per name (two rows of one name share it).
+    tf_name = f.name if f.name in done.counted else short
+    restored = [g for g in before.functions if g.name.endswith(RESTORED_SUFFIX)]
+    if f.name.endswith(RESTORED_SUFFIX) and len(restored) == 1:
+        tf_name = RESTORED_BODY  # every restored function traces TensorFlow's one body function
+    by_tf = tf_name in done.counted and len(same) <= 1 and f.keras is None
+    measured = done.counted[tf_name] if by_tf else (now.traces if now else None)
+    if measured is None and done.status == 0:
+        measured = 0  # the edited program ran and never traced it (a model called, not predict)
+    return measured, by_tf
+
+
+def _has_unsafe(before: Session) -> bool:
+    return any(s.tier == 1 for f in before.functions for s in plan_steps(f))
 
 
 def measure(script: Path) -> list[Row]:
@@ -157,45 +220,27 @@ def measure(script: Path) -> list[Row]:
         reader = SourceReader(folder)
         # Keyed by name and place: two pipelines may map the same function (one row each).
         predicted = {(f.name, f.location): saved_prediction(f, reader) for f in before.functions}
-        fix = subprocess.run(
-            [sys.executable, "-m", "tfretrace", "fix", "before.json", "--apply"],
-            cwd=folder, capture_output=True, text=True, check=False,
-        )
-        status_after, out_after, why_after = run(folder, rel, "after.json")
-        after = _by_name(load(folder / "after.json").functions) if status_after == 0 else {}
-        counted = tf_measure(folder, rel) if status_after == 0 else {}
-        applied = {str(s["changes"]) for f in before.functions for s in f.plan if s.get("edits") and s.get("changes")}
-        output = judge(out_before, out_again, out_after, applied)
-        if fix.returncode != 0:
-            output = f"fix refused (exit {fix.returncode}): {fix.stderr.strip()[:60]}"
-        elif status_after != 0:
-            output = f"FAILED (exit {status_after}): {why_after}"
+        predicted_unsafe = {(f.name, f.location): saved_prediction(f, reader, unsafe=True) for f in before.functions}
+        unsafe_done = None
+        if _has_unsafe(before):
+            # A second copy of the unedited examples, with the same session: --unsafe-fixes there.
+            other = Path(tmp) / "unsafe" / "examples"
+            shutil.copytree(EXAMPLES, other, ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copy(folder / "before.json", other / "before.json")
+            unsafe_done = apply_and_run(other, rel, before, out_before, out_again, unsafe=True)
+        done = apply_and_run(folder, rel, before, out_before, out_again, unsafe=False)
         rows = []
         for f in before.functions:
             if f.retraces == 0:
                 continue
-            # A def moved out of its function to module level loses the "outer.<locals>." prefix.
-            short = f.name.rsplit(".", 1)[-1]
-            same = after.get(f.name) or after.get(short, [])
-            # By name; by place only between rows of one name (an edit above them shifts lines).
-            now = same[0] if len(same) == 1 else next((g for g in same if g.location == f.location), None)
-            peers = sorted((g for g in before.functions if g.name == f.name), key=_line)
-            if now is None and len(same) == len(peers) > 1:
-                # An edit moved one of them (a pipeline built before its loop): match in line order.
-                now = sorted(same, key=_line)[peers.index(f)]
             plan = list(f.plan)
-            # TensorFlow's counter by qualname: one row per name (two rows of one name share it).
-            tf_name = f.name if f.name in counted else short
-            restored = [g for g in before.functions if g.name.endswith(RESTORED_SUFFIX)]
-            if f.name.endswith(RESTORED_SUFFIX) and len(restored) == 1:
-                tf_name = RESTORED_BODY  # every restored function traces TensorFlow's one body function
-            by_tf = tf_name in counted and len(same) <= 1 and f.keras is None
-            measured = counted[tf_name] if by_tf else (now.traces if now else None)
-            if measured is None and status_after == 0:
-                measured = 0  # the edited program ran and never traced it (a model called, not predict)
+            measured, by_tf = _measured(f, before, done)
+            measured_unsafe = _measured(f, before, unsafe_done)[0] if unsafe_done is not None else measured
             rows.append(Row(
                 rel, f.display_name(), f.traces, predicted.get((f.name, f.location)), measured,
-                minimum(plan, f.traces - f.retraces), by_hand(plan), output, by_tf,
+                minimum(plan, f.traces - f.retraces), by_hand(plan), done.output, by_tf,
+                predicted_unsafe.get((f.name, f.location)), measured_unsafe,
+                unsafe_done.output if unsafe_done is not None else done.output,
             ))
         return rows
 
@@ -213,7 +258,8 @@ def main(argv: list[str]) -> int:
         [*EXAMPLES.glob("*.py"), *EXAMPLES.glob("wild/*.py")]
     )
     header = (
-        f"{'example':32} {'function':44} {'before':>6} {'pred':>5} {'after':>5} {'min':>4} {'hand':>4}  output"
+        f"{'example':32} {'function':44} {'before':>6} {'pred':>5} {'after':>5} {'unsafe':>11} {'min':>4} "
+        f"{'hand':>4}  output"
     )
     print(header)
     print("-" * len(header))
@@ -221,29 +267,50 @@ def main(argv: list[str]) -> int:
     for script in scripts:
         for r in measure(script):
             rows.append(r)
+            unsafe = f"{r.predicted_unsafe!s}/{r.after_unsafe!s}"
+            extra = "" if r.output_unsafe == r.output else f"; with --unsafe-fixes: {r.output_unsafe}"
             print(
-                f"{r.example:32} {r.function[:44]:44} {r.before:>6} {r.predicted!s:>5} {r.after!s:>5} "
-                f"{r.minimum:>4} {'yes' if r.hand else '':>4}  {r.output}" + ("" if r.by_tf else "  (tfretrace count)"),
+                f"{r.example:32} {r.function[:44]:44} {r.before:>6} {r.predicted!s:>5} {r.after!s:>5} {unsafe:>11} "
+                f"{r.minimum:>4} {'yes' if r.hand else '':>4}  {r.output}{extra}"
+                + ("" if r.by_tf else "  (tfretrace count)"),
                 flush=True,
             )
+    summarize(rows)
+    return 0
+
+
+def summarize(rows: list[Row]) -> None:
+    """The shares, for --apply (safe edits) and for --apply --unsafe-fixes."""
     counted = [r for r in rows if r.after is not None]
     reached = [r for r in counted if r.after is not None and r.after <= r.minimum]
     exact = sum(1 for r in counted if r.predicted == r.after)
     broken = {r.example for r in rows if r.output == "CHANGED" or r.output.startswith(("FAILED", "fix refused"))}
     by_design = {r.example for r in rows if r.output.startswith("changed as")}
+    counted_unsafe = [r for r in rows if r.after_unsafe is not None]
+    reached_unsafe = [r for r in counted_unsafe if r.after_unsafe is not None and r.after_unsafe <= r.minimum]
+    exact_unsafe = sum(1 for r in counted_unsafe if r.predicted_unsafe == r.after_unsafe)
+    broken_unsafe = {
+        r.example for r in rows if r.output_unsafe == "CHANGED" or r.output_unsafe.startswith(("FAILED", "fix refused"))
+    }
     print(f"\nfunctions that retraced: {len(rows)}; measured after the fix: {len(counted)} "
           f"({sum(r.by_tf for r in counted)} by TensorFlow's counter)")
     if counted:
         share = f"{len(reached)}/{len(counted)} = {len(reached) / len(counted):.0%}"
-        print(f"reached the minimum with --apply alone: {share}")
+        print(f"reached the minimum with --apply alone (safe edits): {share}")
         short = [r for r in counted if r not in reached]
         print(f"  of the {len(short)} that did not: {sum(r.hand for r in short)} need a step applied by hand (advice)")
         print(f"prediction equal to the measurement: {exact}/{len(counted)} = {exact / len(counted):.0%}")
+    if counted_unsafe:
+        share = f"{len(reached_unsafe)}/{len(counted_unsafe)} = {len(reached_unsafe) / len(counted_unsafe):.0%}"
+        print(f"reached the minimum with --apply --unsafe-fixes: {share}; prediction equal to the measurement: "
+              f"{exact_unsafe}/{len(counted_unsafe)}")
+        named = f" ({', '.join(sorted(broken_unsafe))})" if broken_unsafe else ""
+        print(f"  programs whose output changed unannounced, that failed, or whose fix was refused with "
+              f"--unsafe-fixes: {len(broken_unsafe)}{named}")
     print(f"programs whose output changed as an applied step says it will: {len(by_design)}"
           + (f" ({', '.join(sorted(by_design))})" if by_design else ""))
     print(f"programs whose output changed unannounced, that failed, or whose fix was refused: {len(broken)}"
           + (f" ({', '.join(sorted(broken))})" if broken else ""))
-    return 0
 
 
 if __name__ == "__main__":

@@ -405,9 +405,9 @@ def _is_named(report: Any, name: str) -> bool:
     return bool(report.name == name)
 
 
-def measure(folder: Path, name: str) -> tuple[int, dict[str, Any], int | None]:
+def measure(folder: Path, name: str) -> tuple[int, dict[str, Any], tuple[int | None, int | None]]:
     """Run folder/prog.py under the monitor from inside folder: traces of ``name``, its report, the
-    traces predicted with only the mechanical edits applied."""
+    traces predicted with only the mechanical edits applied (the safe ones; with the unsafe ones)."""
     here = os.getcwd()
     os.chdir(folder)
     try:
@@ -415,11 +415,11 @@ def measure(folder: Path, name: str) -> tuple[int, dict[str, Any], int | None]:
             runpy.run_path("prog.py", run_name="__main__")
         session = monitor.session()
         found = [f for f in session.functions if _is_named(f, name)]
-        applied = predict_applied(found[0]) if found else None
+        applied = (predict_applied(found[0]), predict_applied(found[0], unsafe=True)) if found else (None, None)
     finally:
         os.chdir(here)
     if not found:
-        return 0, {}, None
+        return 0, {}, (None, None)
     return found[0].traces, found[0].to_dict(), applied
 
 
@@ -452,7 +452,8 @@ def main(out: Path) -> None:
             "measured": measured,
             "edited": edited,
             "main_cause": report.get("main_cause"),
-            "applied_only": applied,
+            "applied_only": applied[0],
+            "applied_unsafe": applied[1],
             "report": report,  # as recorded, with the folder its paths start from
             "folder": str(before_dir),
         }

@@ -105,11 +105,11 @@ def test_fix_takes_its_root_from_the_project(tmp_path: Path, monkeypatch: pytest
     # Called from a subfolder, fix looks for train.py there: it is not.
     (checkout / "scripts").mkdir()
     monkeypatch.chdir(checkout / "scripts")
-    assert cli.main(["fix", "../run.json", "--apply"]) == cli.EXIT_USAGE
+    assert cli.main(["fix", "../run.json", "--apply", "--unsafe-fixes"]) == cli.EXIT_USAGE
     assert "reduce_retracing=True" not in (checkout / "train.py").read_text()
     # The project's setting, relative to its pyproject.toml, names the folder the program is in.
     (checkout / "pyproject.toml").write_text('[tool.tfretrace.fix]\nroot = "."\n', encoding="utf-8")
-    assert cli.main(["fix", "../run.json", "--apply"]) == 0
+    assert cli.main(["fix", "../run.json", "--apply", "--unsafe-fixes"]) == 0
     assert "reduce_retracing=True" in (checkout / "train.py").read_text()
 
 

@@ -51,11 +51,11 @@ BATCH = Replacement(Span("data.py", 3, 38, 3, 38), ", drop_remainder=True")
 
 def test_shows_the_diff_and_changes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     saved = recorded(tmp_path, [step((SIGNATURE,)), step((CALL,), kind="tensor-argument")], {"train.py": TRAIN})
-    assert main(["fix", str(saved)]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes"]) == 0
     out = capsys.readouterr().out
     assert "-@tf.function  # step" in out and "+@tf.function(reduce_retracing=True)  # step" in out
     assert "+out = train_step(x, tf.constant(lr))" in out
-    assert f"tfretrace fix {saved} --apply" in out
+    assert f"tfretrace fix {saved} --apply --unsafe-fixes" in out
     assert (tmp_path / "train.py").read_text() == TRAIN
 
 
@@ -64,11 +64,11 @@ def test_apply_writes_every_file_and_then_refuses_the_changed_ones(
 ) -> None:
     saved = recorded(tmp_path, [step((SIGNATURE,)), step((BATCH,), before=2, after=1, kind="drop-remainder")],
                      {"train.py": TRAIN, "data.py": DATA})
-    assert main(["fix", str(saved), "--apply"]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 0
     assert "@tf.function(reduce_retracing=True)  # step" in (tmp_path / "train.py").read_text()
     assert (tmp_path / "data.py").read_text().endswith(".batch(4, drop_remainder=True)\n")
     capsys.readouterr()
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "changed since the session was recorded" in err
 
@@ -77,7 +77,7 @@ def test_a_later_step_replaces_an_earlier_edit_of_the_same_place(tmp_path: Path)
     final = Replacement(SIGNATURE.span, "tf.function(input_signature=[tf.TensorSpec([None])])")
     saved = recorded(tmp_path, [step((SIGNATURE,), after=3), step((final,), before=3, kind="input-signature")],
                      {"train.py": TRAIN})
-    assert main(["fix", str(saved), "--apply"]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 0
     text = (tmp_path / "train.py").read_text()
     assert "input_signature" in text and "reduce_retracing" not in text
 
@@ -86,7 +86,7 @@ def test_one_bad_edit_writes_no_file(tmp_path: Path, capsys: pytest.CaptureFixtu
     wrong = Replacement(Span("train.py", 9, 19, 9, 22), "tf.constant(lr)")  # not one whole expression
     saved = recorded(tmp_path, [step((BATCH,), kind="drop-remainder"), step((wrong,), kind="tensor-argument")],
                      {"train.py": TRAIN, "data.py": DATA})
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 2
     assert "train.py:9" in capsys.readouterr().err
     assert (tmp_path / "data.py").read_text() == DATA and (tmp_path / "train.py").read_text() == TRAIN
 
@@ -96,12 +96,12 @@ def test_edits_into_library_code_or_unhashed_files_are_refused(
 ) -> None:
     keras_edit = Replacement(Span("keras/src/trainer.py", 1, 0, 1, 1), "x")
     saved = recorded(tmp_path, [step((keras_edit,))], {"train.py": TRAIN})
-    assert main(["fix", str(saved)]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes"]) == 2
     assert "outside the program" in capsys.readouterr().err
     saved = recorded(tmp_path, [step((SIGNATURE,))], {"train.py": TRAIN})
     session = Session(functions=(replace(storm(), plan=(step((SIGNATURE,)),)),), wall_seconds=1.0, root=str(tmp_path))
     session.save(saved)
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 2
     assert "no hash" in capsys.readouterr().err
     assert (tmp_path / "train.py").read_text() == TRAIN
 
@@ -117,14 +117,14 @@ def test_a_session_cannot_steer_edits_outside_the_program(
     saved = recorded(root, [step((hostile,))], {"train.py": TRAIN})
     session = Session.from_dict({**json.loads(saved.read_text()), "sources": {target: "0" * 64}})
     session.save(saved)
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 2
     assert "outside the program's folder" in capsys.readouterr().err
     assert not victim.exists() or victim.read_text() != TRAIN
 
 
 def test_verify_needs_a_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     saved = recorded(tmp_path, [step((SIGNATURE,))], {"train.py": TRAIN})
-    assert main(["fix", str(saved), "--verify"]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes", "--verify"]) == 2
     assert "--verify needs the command" in capsys.readouterr().err
 
 
@@ -149,7 +149,7 @@ def test_verify_then_apply_on_real_tensorflow(tmp_path: Path) -> None:
     recorded = tfretrace("run", "--save", "s.json", "main.py")
     assert recorded.returncode == 0
     originals = {n: (tmp_path / n).read_text() for n in ("partial_batch.py", "none_state.py")}
-    verified = tfretrace("fix", "s.json", "--verify", "--", "python", "main.py")
+    verified = tfretrace("fix", "s.json", "--unsafe-fixes", "--verify", "--", "python", "main.py")
     assert verified.returncode == 0, verified.stderr
     assert {n: (tmp_path / n).read_text() for n in originals} == originals  # --verify edits a copy only
     data = json.loads((tmp_path / "s.json").read_text())
@@ -158,7 +158,7 @@ def test_verify_then_apply_on_real_tensorflow(tmp_path: Path) -> None:
         steps = [s for s in by_name[name]["plan"] if s["edits"]]
         assert by_name[name]["traces"] == 2
         assert steps[-1]["traces_after"] == steps[-1]["verified"] == 1
-    applied = tfretrace("fix", "s.json", "--apply")
+    applied = tfretrace("fix", "s.json", "--apply", "--unsafe-fixes")
     assert applied.returncode == 0, applied.stderr
     assert "drop_remainder" not in (tmp_path / "partial_batch.py").read_text()  # a signature keeps every example
     rerun = tfretrace("run", "--save", "after.json", "main.py")

@@ -13,15 +13,16 @@ from tfretrace.fix.step import applied_count, render_counts
 from tfretrace.fix.verify import _compare
 
 
-def _step(kind: str, before: int, after: int, edits: bool) -> PlanStep:
+def _step(kind: str, before: int, after: int, edits: bool, safety: str | None = None) -> PlanStep:
     from tfretrace.fix.source import Replacement, Span
 
     made = (Replacement(Span("a.py", 1, 0, 1, 1), "x"),) if edits else ()
-    return PlanStep("shape-changed", kind, "s", None, made, before, after, 0.1)
+    safety = safety or ("safe" if edits else "advice")
+    return PlanStep("shape-changed", kind, "s", None, made, before, after, 0.1, safety=safety)
 
 
 def test_headline_gives_the_apply_count_then_the_steps_by_hand() -> None:
-    steps = (_step("tensor-argument", 24, 8, True), _step("input-signature", 8, 3, True), _step("advice", 3, 1, False))
+    steps = (_step("hoist-def", 24, 8, True), _step("neutral-key", 8, 3, True), _step("advice", 3, 1, False))
     assert [s.by for s in steps] == ["tfretrace", "tfretrace", "hand"]
     assert render_counts(steps) == "24 traces -> 3 with tfretrace fix --apply, -> 1 with step 3 by hand"
     assert applied_count(steps) == 3
@@ -31,6 +32,30 @@ def test_headline_gives_the_apply_count_then_the_steps_by_hand() -> None:
     # A session saved before the order (a step by hand first): --apply's count is not knowable.
     old = (_step("advice", 24, 8, False), _step("input-signature", 8, 1, True))
     assert applied_count(old) is None and render_counts(old) == "24 traces -> 8 -> 1"
+
+
+def test_headline_gives_the_safe_count_then_the_unsafe_one() -> None:
+    steps = (
+        _step("hoist-def", 12, 3, True), _step("input-signature", 3, 1, True, "unsafe"), _step("advice", 1, 1, False)
+    )
+    assert [s.tier for s in steps] == [0, 1, 2]
+    assert render_counts(steps) == "12 traces -> 3 with tfretrace fix --apply (-> 1 with --unsafe-fixes)"
+    assert (applied_count(steps), applied_count(steps, unsafe=True)) == (3, 1)
+    # No safe step: --apply alone leaves every trace.
+    assert render_counts(steps[1:2]) == "3 traces -> 3 with tfretrace fix --apply (-> 1 with --unsafe-fixes)"
+    # An unsafe step before a safe one (not an order the planner writes): no count is claimed.
+    assert applied_count((steps[1], replace(steps[0], traces_before=1, traces_after=0))) is None
+
+
+def test_a_saved_step_is_never_safer_than_its_kind_allows() -> None:
+    forged = _step("tensor-argument", 3, 1, True, "safe").to_dict()
+    loaded = PlanStep.from_dict(forged)
+    assert (loaded.safety, loaded.tier) == ("unsafe", 1) and loaded.unsafe_reason
+    # Saved before steps had a class: unsafe, never written by --apply alone.
+    old = _step("hoist-def", 3, 1, True).to_dict()
+    del old["safety"]
+    assert PlanStep.from_dict(old).tier == 1
+    assert PlanStep.from_dict(_step("hoist-def", 3, 1, True).to_dict()).tier == 0
 
 
 def test_by_is_saved_and_a_statement_has_none() -> None:
@@ -50,8 +75,13 @@ def test_apply_prediction_is_the_first_count_and_never_counts_a_step_by_hand(tmp
         objects += [obj, obj]
     rep = report(sigs, location=f"{path}:12", name="run.<locals>.inner", sites=[f"{path}:19"], objects=objects)
     steps = plan_for(rep, SourceReader())
-    assert applied_count(steps) == predict_applied(rep, SourceReader()) == 5
-    assert render_counts(steps).startswith("10 traces -> 5 with tfretrace fix --apply, -> 1 with step 2 by hand")
+    # The signature is unsafe (no probe said the body traces the same with open dimensions): only
+    # --unsafe-fixes makes it.
+    assert applied_count(steps) == predict_applied(rep, SourceReader()) == 10
+    assert applied_count(steps, unsafe=True) == predict_applied(rep, SourceReader(), unsafe=True) == 5
+    assert render_counts(steps).startswith(
+        "10 traces -> 10 with tfretrace fix --apply (-> 5 with --unsafe-fixes), -> 1 with step 2 by hand"
+    )
 
 
 def test_verify_never_compares_one_keras_method_with_another(tmp_path: Path) -> None:

@@ -98,7 +98,7 @@ def test_two_factories_moved_before_one_loop_are_both_written_there(tmp_path: Pa
     for name, line in (("f", 6), ("g", lines.index("    def g(x):") + 1)):
         found = factory_edits(reader, reader.function_at(f"prog.py:{line}", name), f"prog.py:{site}")
         assert found is not None, name
-        step = PlanStep("new-function-object", "hoist-factory-call", "once", None, found[1], 3, 1, 0.01)
+        step = PlanStep("new-function-object", "hoist-factory-call", "once", None, found[1], 3, 1, 0.01, safety="safe")
         events = tuple(
             replace(event(i + 1, "first-trace" if i == 0 else "new-function-object", time=i, calls_total=i + 1,
                           object_index=i + 1), call_site=f"prog.py:{site}")

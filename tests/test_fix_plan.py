@@ -144,8 +144,9 @@ def test_plan_ranks_steps_and_ends_with_one_signature(tmp_path: Path) -> None:
     sigs[1] = (t("x", 4, 5), py("lr", 0.9))
     rep = report(sigs, location=f"{path}:4", sites=[f"{path}:10"])
     steps = plan_for(rep, SourceReader())
-    assert render_counts(steps) == "4 traces -> 1 with tfretrace fix --apply"
+    assert render_counts(steps) == "4 traces -> 4 with tfretrace fix --apply (-> 1 with --unsafe-fixes)"
     assert [s.by for s in steps] == ["tfretrace", "tfretrace"]
+    assert [s.safety for s in steps] == ["unsafe", "unsafe"] and all(s.unsafe_reason for s in steps)
     assert [s.kind for s in steps] == ["tensor-argument", "input-signature"]
     assert steps[0].cause == "python-value-changed" and steps[-1].final
     assert steps[-1].cause == "shape-changed"
@@ -375,9 +376,9 @@ def test_reports_lead_each_function_with_its_plan(tmp_path: Path) -> None:
     )
     session = Session(functions=(rep,), wall_seconds=2.0)
     text = TextRenderer(width=200).render(session)
-    assert text.index("Fix plan: 3 traces -> 1") < text.index("#1 first-trace")
+    assert text.index("Fix plan: 3 traces -> 3 with tfretrace fix --apply (-> 1") < text.index("#1 first-trace")
     assert text.count("tf.TensorSpec(shape=[None, None], dtype=tf.float32)") == 1  # shown once, in the plan
-    assert "Fix plan: 3 traces -> 1" in render_plans(session, width=200)
+    assert "(-> 1 with --unsafe-fixes)" in render_plans(session, width=200)
     html = HtmlRenderer().render(session)
     assert html.index('class="plan"') < html.index('class="events"')
 

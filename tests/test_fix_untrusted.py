@@ -106,7 +106,7 @@ def test_the_sessions_root_cannot_move_the_writes_out_of_the_working_directory(
     saved = recorded(project, [step("reduce-retracing", (edit,))], {}, session_root=hostile_root,
                      hashes={edit.span.path: sha(PROGRAM.encode())}, location=f"{edit.span.path}:5")
     monkeypatch.chdir(project)
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 2
     one_line_error(capsys.readouterr().err)
     assert (elsewhere / "train.py").read_text() == PROGRAM
 
@@ -136,7 +136,7 @@ def test_a_symbolic_link_out_of_the_root_is_not_written_through(
     saved = recorded(project, [step("reduce-retracing", (DECORATOR,))], {},
                      hashes={"train.py": sha(PROGRAM.encode())})
     monkeypatch.chdir(project)
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 2
     one_line_error(capsys.readouterr().err)
     assert outside.read_text() == PROGRAM
 
@@ -146,7 +146,7 @@ def test_root_option_is_where_the_edits_land(tmp_path: Path, monkeypatch: pytest
     project.mkdir()
     saved = recorded(project, [step("reduce-retracing", (DECORATOR,))], {"train.py": PROGRAM}, session_root="/")
     monkeypatch.chdir(tmp_path)
-    assert main(["fix", str(saved), "--apply", "--root", str(project)]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply", "--root", str(project)]) == 0
     assert "@function(reduce_retracing=True)" in (project / "train.py").read_text()
 
 
@@ -186,7 +186,7 @@ def test_edits_off_the_plans_anchors_or_of_another_kind_are_refused(
         files = {"train.py": "import tensorflow as tf\nPORT = 8080\n\n@tf.function  # step\n"
                  "def train_step(x, lr):\n    return x * lr\n"}
     saved = recorded(tmp_path, [step(kind, (edit,))], files, location="train.py:4")
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 2
     one_line_error(capsys.readouterr().err)
     assert (tmp_path / "train.py").read_text() == files["train.py"]
 
@@ -197,7 +197,7 @@ def test_edits_at_their_anchors_with_their_kinds_text_are_made(tmp_path: Path) -
     saved = recorded(tmp_path, [step("reduce-retracing", (TF_DECORATOR,), after=3),
                                 step("input-signature", (signature,), before=3),
                                 step("tensor-argument", (TF_CALL,))], {"train.py": TRAIN}, location="train.py:4")
-    assert main(["fix", str(saved), "--apply"]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 0
     text = (tmp_path / "train.py").read_text()
     assert "@tf.function(input_signature=[tf.TensorSpec(shape=[None, 3]" in text
     assert "train_step(x, tf.constant(lr, dtype=tf.float32))" in text
@@ -218,7 +218,7 @@ def test_huge_or_deeply_nested_edit_texts_are_one_line_errors(tmp_path: Path, te
     saved = recorded(tmp_path, [step("input-signature", (Replacement(TF_DECORATOR.span, text),))],
                      {"train.py": TRAIN}, location="train.py:4")
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved)], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved), "--unsafe-fixes"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120, check=False,
                           env={**os.environ, "PYTHONPATH": str(Path(apply_mod.__file__).parents[2])})
     assert done.returncode == 2, done.stderr[-2000:]
@@ -231,7 +231,7 @@ def test_a_closing_insertion_is_a_one_line_error(tmp_path: Path, capsys: pytest.
     insertion = Replacement(Span("data.py", 3, 38, 3, 38), "), print(1")
     saved = recorded(tmp_path, [step("drop-remainder", (insertion,))], {"data.py": data, "train.py": TRAIN},
                      location="train.py:4")
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 2
     one_line_error(capsys.readouterr().err)
     assert (tmp_path / "data.py").read_text() == data
 
@@ -252,7 +252,7 @@ def test_edit_paths_that_are_not_regular_files_are_refused(tmp_path: Path, speci
     edit = Replacement(Span(rel, 1, 0, 1, 1), "tf.constant(x)")
     saved = recorded(tmp_path, [step("tensor-argument", (edit,))], {"train.py": TRAIN}, location="train.py:4",
                      hashes={rel: "0" * 64})
-    done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved)], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved), "--unsafe-fixes"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60, check=False,
                           env={**os.environ, "PYTHONPATH": str(Path(apply_mod.__file__).parents[2])})
     assert done.returncode == 2
@@ -278,7 +278,7 @@ def test_apply_rolls_back_on_keyboard_interrupt(tmp_path: Path, monkeypatch: pyt
 
     monkeypatch.setattr(apply_mod, "atomic_write_text", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        main(["fix", str(saved), "--apply"])
+        main(["fix", str(saved), "--unsafe-fixes", "--apply"])
     assert (tmp_path / "data.py").read_text() == data and (tmp_path / "train.py").read_text() == TRAIN
 
 
@@ -286,7 +286,7 @@ def test_apply_keeps_crlf_line_endings(tmp_path: Path, capsys: pytest.CaptureFix
     crlf = TRAIN.replace("\n", "\r\n").encode()
     saved = recorded(tmp_path, [step("reduce-retracing", (TF_DECORATOR,))], {"train.py": crlf},
                      location="train.py:4")
-    assert main(["fix", str(saved), "--apply"]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 0
     after = (tmp_path / "train.py").read_bytes()
     assert after == crlf.replace(b"@tf.function  #", b"@tf.function(reduce_retracing=True)  #")
 
@@ -296,7 +296,7 @@ def test_the_hash_check_sees_line_endings(tmp_path: Path, capsys: pytest.Capture
     # The session hashed the LF text; the file on disk now has CRLF endings: it changed.
     saved = recorded(tmp_path, [step("reduce-retracing", (TF_DECORATOR,))], {"train.py": crlf},
                      location="train.py:4", hashes={"train.py": sha(TRAIN.encode())})
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 2
     assert "changed since" in capsys.readouterr().err
     assert (tmp_path / "train.py").read_bytes() == crlf
 
@@ -308,7 +308,7 @@ def test_the_hash_check_sees_line_endings(tmp_path: Path, capsys: pytest.Capture
 def test_line_separators_inside_strings_do_not_shift_the_edits(tmp_path: Path, odd: str) -> None:
     text = TRAIN.replace("\n\n\n@tf", f'\nNAME = "a{odd}b"\n\n@tf', 1)
     saved = recorded(tmp_path, [step("tensor-argument", (TF_CALL,))], {"train.py": text}, location="train.py:4")
-    assert main(["fix", str(saved), "--apply"]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 0
     assert (tmp_path / "train.py").read_bytes().decode() == text.replace(
         "train_step(x, lr)\n", "train_step(x, tf.constant(lr, dtype=tf.float32))\n")
 
@@ -326,7 +326,7 @@ def test_a_bom_or_a_coding_cookie_reads_like_python(tmp_path: Path, prefix: byte
     edit = Replacement(replace(TF_DECORATOR.span, line=4 + shift, end_line=4 + shift), TF_DECORATOR.text)
     saved = recorded(tmp_path, [step("reduce-retracing", (edit,))], {"train.py": data},
                      location=f"train.py:{4 + shift}")
-    assert main(["fix", str(saved), "--apply"]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 0
     after = (tmp_path / "train.py").read_bytes()
     assert after == data.replace(b"@tf.function  #", b"@tf.function(reduce_retracing=True)  #")
 
@@ -337,7 +337,7 @@ def test_a_deeply_nested_valid_file_is_a_one_line_error_not_a_crash(
     text = TRAIN + "DEEP = " + "[" * 150 + "]" * 150 + "\n"
     saved = recorded(tmp_path, [step("reduce-retracing", (TF_DECORATOR,))], {"train.py": text},
                      location="train.py:4")
-    assert main(["fix", str(saved), "--apply"]) in (0, 2)
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) in (0, 2)
     err = capsys.readouterr().err
     assert not err or err.count("\n") == 1
 
@@ -401,9 +401,9 @@ def test_verify_with_a_read_only_session_still_applies(tmp_path: Path) -> None:
     try:
         if os.access(moved, os.W_OK):
             pytest.skip("running as root: permissions do not stop this process from writing")
-        done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(moved), "--apply", "--verify", "--",
-                               "python", "train.py"], cwd=project, capture_output=True, text=True, timeout=120,
-                              env=_env(), check=False)
+        done = subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(moved), "--apply", "--unsafe-fixes",
+                               "--verify", "--", "python", "train.py"], cwd=project, capture_output=True,
+                              text=True, timeout=120, env=_env(), check=False)
     finally:
         os.chmod(folder, 0o755)
     assert "Traceback" not in done.stderr
@@ -426,7 +426,7 @@ def test_verify_records_into_a_session_it_cannot_replace_without_a_traceback(
     monkeypatch.setattr(fix_command, "atomic_write_text", refuse)
     monkeypatch.chdir(project)
     monkeypatch.setenv("PYTHONPATH", str(Path(apply_mod.__file__).parents[2]))
-    assert main(["fix", str(saved), "--apply", "--verify", "--", "python", "train.py"]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply", "--verify", "--", "python", "train.py"]) == 0
     assert "@function(reduce_retracing=True)" in (project / "train.py").read_text()
     assert "run.json" in capsys.readouterr().err
 
@@ -462,9 +462,9 @@ def _project(tmp_path: Path, extra: str) -> tuple[Path, Path]:
 
 
 def _verify(project: Path, saved: Path, *options: str, timeout: int = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved), *options, "--verify", "--",
-                           "python", "train.py"], cwd=project, capture_output=True, text=True, timeout=timeout,
-                          env=_env(), check=False)
+    return subprocess.run([sys.executable, "-m", "tfretrace", "fix", str(saved), "--unsafe-fixes", *options,
+                           "--verify", "--", "python", "train.py"], cwd=project, capture_output=True, text=True,
+                          timeout=timeout, env=_env(), check=False)
 
 
 def _can_clone(folder: Path) -> bool:
@@ -589,7 +589,7 @@ def test_call_form_functions_take_call_site_edits_at_the_name_they_are_bound_to(
     report = json.loads(saved.read_text())
     report["functions"][0]["name"] = "f"
     saved.write_text(json.dumps(report))
-    assert main(["fix", str(saved), "--apply"]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 0
     assert "out = tf_f(x, tf.constant(3, dtype=tf.int32))" in (tmp_path / "train.py").read_text()
 
 
@@ -706,7 +706,7 @@ def _moves_session(tmp_path: Path, kind: str, edits: tuple[Replacement, ...]) ->
 def test_the_new_kinds_edits_at_their_anchors_are_made(tmp_path: Path, kind: str) -> None:
     (tmp_path / "prog.py").write_text(MOVES_PROGRAM)
     saved = _moves_session(tmp_path, kind, _derived(kind))
-    assert main(["fix", str(saved), "--apply"]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 0
     assert (tmp_path / "prog.py").read_text() != MOVES_PROGRAM
 
 
@@ -771,7 +771,7 @@ def test_the_new_kinds_edits_off_their_anchors_or_with_foreign_text_are_refused(
     (tmp_path / "prog.py").write_text(MOVES_PROGRAM)
     edits = make()
     saved = _moves_session(tmp_path, kind, edits)
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 2
     one_line_error(capsys.readouterr().err)
     assert (tmp_path / "prog.py").read_text() == MOVES_PROGRAM
     # Refused by the anchors (not by a later parse): the check itself says no.
@@ -796,7 +796,7 @@ def test_a_def_longer_than_an_edit_text_is_moved_whole(tmp_path: Path) -> None:
     report = replace(storm(name="outer.<locals>.step"), location="prog.py:15", plan=(step("hoist-def", edits),))
     saved = Session(functions=(report,), wall_seconds=1.0, root=".", sources=(("prog.py", sha(program.encode())),)
                     ).save(tmp_path / "run.json")
-    assert main(["fix", str(saved), "--apply"]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 0
     text = (tmp_path / "prog.py").read_text()
     assert text.index("\ndef step(x):") < text.index("\ndef outer(n):") and text.count("x = x + 149") == 1
     # The same size of text of the session's own is still refused.
@@ -805,7 +805,7 @@ def test_a_def_longer_than_an_edit_text_is_moved_whole(tmp_path: Path) -> None:
     report = replace(report, plan=(step("hoist-def", (edits[0], hostile)),))
     saved = Session(functions=(report,), wall_seconds=1.0, root=".", sources=(("prog.py", sha(program.encode())),)
                     ).save(tmp_path / "run.json")
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--unsafe-fixes", "--apply"]) == 2
     assert (tmp_path / "prog.py").read_text() == program
 
 

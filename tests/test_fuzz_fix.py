@@ -120,7 +120,9 @@ def test_random_plan_edits_never_write_outside_the_root_and_never_raise(
         saved.write_text(json.dumps(session.to_dict()))
         os.chdir(root)
         try:
-            for argv in (["fix", str(saved)], ["fix", str(saved), "--apply"]):
+            # --unsafe-fixes: every kind's edits are tried, not only the safe ones.
+            for argv in (["fix", str(saved)], ["fix", str(saved), "--apply"],
+                         ["fix", str(saved), "--apply", "--unsafe-fixes"]):
                 err = io.StringIO()
                 with redirect_stdout(io.StringIO()), redirect_stderr(err):
                     code = main(argv)
@@ -147,5 +149,5 @@ def test_the_example_attack_is_refused(tmp_path: Path, monkeypatch: pytest.Monke
                       sources=((path, _sha(VICTIM.encode())),))
     saved = session.save(tmp_path / "run.json")
     monkeypatch.chdir(root)
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--apply", "--unsafe-fixes"]) == 2
     assert all(p.read_bytes() == d for p, d in protected.items())

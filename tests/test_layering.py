@@ -36,7 +36,7 @@ TOP = len(LAYERS) - 1
 ADAPTER = SRC / "_tf"
 ADAPTER_ORDER = [
     "__init__", "logfilter", "versions", "frames", "counters", "types", "import_watch", "keras", "data_source",
-    "origins", "reading", "earlier", "cache_hits", "loglevel", "xla_log", "xla", "relay", "hooks", "warmup",
+    "origins", "reading", "earlier", "cache_hits", "loglevel", "xla_log", "xla", "relay", "hooks", "warmup", "probe",
 ]
 
 

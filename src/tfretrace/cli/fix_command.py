@@ -26,14 +26,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     fix = sub.add_parser(
         "fix",
         help="show, apply or verify the checked fix plans of a saved session",
-        usage="tfretrace fix SESSION.json [--apply] [--root DIR] [--timeout S] [--link-data PATH] "
-        "[--also-run 'command ...'] [--verify -- command ...]",
-        description="Print each function's fix plan and a unified diff of the edits tfretrace can make "
-        "itself. --apply writes them (all files or none); --verify applies them to a copy of the "
-        "program, runs the command there under the monitor and compares the traces.",
+        usage="tfretrace fix SESSION.json [--apply] [--unsafe-fixes] [--root DIR] [--timeout S] "
+        "[--link-data PATH] [--also-run 'command ...'] [--verify -- command ...]",
+        description="Print each function's fix plan and a unified diff of the safe edits tfretrace can make "
+        "itself. --apply writes them (all files or none); --unsafe-fixes adds the edits that may change "
+        "results, each with its reason; --verify applies them to a copy of the program, runs the command "
+        "there under the monitor and compares the traces.",
     )
     fix.add_argument("session", metavar="SESSION.json")
-    fix.add_argument("--apply", action="store_true", help="write the edits into the program's files")
+    fix.add_argument("--apply", action="store_true", help="write the safe edits into the program's files")
+    fix.add_argument(
+        "--unsafe-fixes", action="store_true",
+        help="also make the unsafe edits (they may change results in cases tfretrace cannot rule out; "
+        "each one's reason is printed)",
+    )
     fix.add_argument(
         "--root", metavar="DIR",
         help="the program's folder: the session's paths start there and no edit leaves it (default: here)",
@@ -107,14 +113,14 @@ def command_fix(
     root = Path(ns.root or configured or Path.cwd())
     if not root.is_dir():
         raise FixError(f"--root {printable(str(root))}: not a folder")
-    changes, advice = prepare(session, root)
+    changes, advice = prepare(session, root, unsafe=ns.unsafe_fixes)
     out.write(render_plans(as_written(session), width=width, color=color).rstrip() + "\n")
     _print_changes(changes, advice, out)
     if command is not None:
         if not command:
             raise FixError("--verify needs the command that runs the program: --verify -- python train.py")
         result = verify(session, changes, command, root.resolve(), log=log_path(ns.session), timeout=ns.timeout,
-                        link_data=ns.link_data, status=err)
+                        link_data=ns.link_data, status=err, unsafe=ns.unsafe_fixes)
         _print_verification(result, out)
         _record(ns.session, result, err)
         if result.changed_data:
@@ -136,7 +142,8 @@ def command_fix(
         written = write_all(changes)
         out.write(f"\nApplied: {len(written)} file(s) changed: {', '.join(printable(c.path) for c in changes)}\n")
     elif changes and command is None:
-        out.write(f"\nApply: {tfretrace_command()} fix {printable(shlex.quote(ns.session))} --apply\n")
+        extra = " --unsafe-fixes" if ns.unsafe_fixes else ""
+        out.write(f"\nApply: {tfretrace_command()} fix {printable(shlex.quote(ns.session))} --apply{extra}\n")
     return 0
 
 
@@ -186,10 +193,21 @@ def _print_changes(changes: list[FileChange], advice: list[Advice], out: TextIO)
         out.write("\n" + printable(unified_diff(changes)))
     else:
         out.write("\nNo edit tfretrace can make by itself.\n")
-    if advice:
+    hand = [a for a in advice if a.unsafe_reason is None]
+    if hand:
         out.write("\nBy hand (not in the diff):\n")
-        for item in advice:
+        for item in hand:
             out.write(f"  {printable(item.where)}: {printable(item.function)}: {printable(item.summary)}\n")
+    unsafe = [a for a in advice if a.unsafe_reason is not None]
+    if unsafe:
+        applied = unsafe[0].applied
+        out.write(
+            "\nUnsafe, in the diff (--unsafe-fixes): each may change results:\n" if applied else
+            f"\n{len(unsafe)} unsafe edit(s) not in the diff; --unsafe-fixes makes them (each may change results):\n"
+        )
+        for item in unsafe:
+            out.write(f"  {printable(item.where)}: {printable(item.function)}: {printable(item.summary)}\n"
+                      f"      unsafe: {printable(str(item.unsafe_reason))}\n")
 
 
 def _print_verification(result: Verification, out: TextIO) -> None:

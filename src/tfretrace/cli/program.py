@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from tfretrace._tf.probe import remember_program
 from tfretrace._util.tracebacks import PACKAGE_DIR, unlink_frames
 from tfretrace.cli.notebook_run import run_notebook
 
@@ -65,7 +66,7 @@ def execute(target: Target) -> int:
         if target.module is not None:
             sys.argv = [target.module, *target.args]  # run_module puts the file path here
             _set_path0(os.getcwd())
-            runpy.run_module(target.module, run_name="__main__", alter_sys=True)
+            remember_program(runpy.run_module(target.module, run_name="__main__", alter_sys=True))
         else:
             assert target.script is not None
             sys.argv = [target.script, *target.args]
@@ -77,7 +78,7 @@ def execute(target: Target) -> int:
             elif script.is_file() and script.suffix != ".pyc" and not zipfile.is_zipfile(script):
                 _run_file(target.script)
             else:  # a folder or zip with __main__.py: runpy finds it, its __file__ is absolute
-                runpy.run_path(target.script, run_name="__main__")
+                remember_program(runpy.run_path(target.script, run_name="__main__"))
         return EXIT_OK
     except SystemExit as exc:
         _restore_streams(streams)
@@ -115,6 +116,9 @@ def _run_file(script: str) -> None:
     try:
         exec(code, main.__dict__)
     finally:
+        # The planner traces the program's module-level tf.functions afresh once it has run
+        # (tfretrace._tf.probe): python would drop this module now.
+        remember_program(main.__dict__)
         if saved is not None:
             sys.modules["__main__"] = saved
 

@@ -114,6 +114,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
         # run's status line, report and --save belong to the process `run` started, never to a
         # copy (a child that outlives its parent would replace the parent's session).
         if os.getpid() == parent:
+            installed.program_done = True  # the planner may now ask TensorFlow (runtime.probe)
             if progress is not None:
                 installed.remove_listener(progress)
                 progress.detach()
@@ -277,6 +278,8 @@ def emit_plans(session: Session, console: Console, saved: str | None, target: Ta
             command = printable(" ".join([python_command(), shlex.join([*program, *target.args])]))
             lines.append(f"Check: {tool} fix {quoted} --verify -- {command}")
         lines.append(f"Apply: {tool} fix {quoted} --apply")
+        if any(step.get("safety") == "unsafe" for f in session.functions for step in f.plan):
+            lines.append("  (safe edits only; --unsafe-fixes adds those that may change results, each with its reason)")
         print("\n" + "\n".join(lines), file=stream)
     stream.flush()
 

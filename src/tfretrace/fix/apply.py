@@ -48,6 +48,9 @@ class Advice:
     function: str
     summary: str
     where: str
+    # An unsafe step (fix.safety): why it may change results; ``applied`` with --unsafe-fixes.
+    unsafe_reason: str | None = None
+    applied: bool = False
 
 
 def user_place(report: FunctionReport) -> str:
@@ -102,12 +105,14 @@ _CALL_SITE_KINDS = frozenset({"tensor-argument", "cast-dtype"})
 
 
 def edits_by_file(
-    session: Session, reader: SourceReader | None = None
+    session: Session, reader: SourceReader | None = None, *, unsafe: bool = False
 ) -> tuple[dict[str, list[Replacement]], list[Advice]]:
     """The mechanical edits of every plan, per file, and the steps (or call sites) left to the user.
 
-    Steps are cumulative: a later step's edit of the same place (the final input_signature after a
-    reduce_retracing on one decorator) replaces the earlier one. A call-site step that reaches only
+    Only safe steps are edited unless ``unsafe`` (``--unsafe-fixes``); each unsafe step is listed
+    with its reason, as applied or not. Steps are cumulative: a later step's edit of the same
+    place (the final input_signature after a reduce_retracing on one decorator) replaces the
+    earlier one. A call-site step that reaches only
     some of the recorded call sites lists each of the others as advice.
     """
     reader = reader or SourceReader()
@@ -119,6 +124,11 @@ def edits_by_file(
                 if step.by == BY_HAND and step.traces_after < step.traces_before:
                     advice.append(Advice(report.display_name(), step.summary, user_place(report)))
                 continue
+            if step.tier == 1:
+                advice.append(Advice(report.display_name(), step.summary, report.location,
+                                     step.unsafe_reason or "unsafe", unsafe))
+                if not unsafe:
+                    continue
             if _clashes(files, owner, step.edits):
                 # Another function's edit is at the same place: made alone, this step could
                 # undo half of that one's move. Left to the user, said as such.
@@ -183,8 +193,12 @@ def _overlaps(a: Replacement, b: Replacement) -> bool:
     return start_a <= end_b and start_b <= end_a
 
 
-def prepare(session: Session, root: str | os.PathLike[str] | None = None) -> tuple[list[FileChange], list[Advice]]:
+def prepare(
+    session: Session, root: str | os.PathLike[str] | None = None, *, unsafe: bool = False
+) -> tuple[list[FileChange], list[Advice]]:
     """Every file's new text, checked against the session's hashes; FixError before anything is written.
+
+    ``unsafe``: the unsafe steps' edits too (``--unsafe-fixes``); otherwise only the safe ones.
 
     ``root`` (default: the working directory) is where the program is: the session's own ``root``
     is data from elsewhere and never decides where files are written.
@@ -194,7 +208,7 @@ def prepare(session: Session, root: str | os.PathLike[str] | None = None) -> tup
 
     base = Path(root if root is not None else ".")
     recorded = dict(session.sources)
-    files, advice = edits_by_file(session, SourceReader(base))
+    files, advice = edits_by_file(session, SourceReader(base), unsafe=unsafe)
     sources = {}
     for path, edits in sorted(files.items()):
         if not is_user_path(path):
@@ -220,7 +234,7 @@ def prepare(session: Session, root: str | os.PathLike[str] | None = None) -> tup
         if digest_bytes(source.data) != expected:
             raise FixError(f"{path}: changed since the session was recorded; record the run again")
         sources[path] = (disk, source)
-    _check_anchors(session, SourceReader(base))
+    _check_anchors(session, SourceReader(base), unsafe)
     changes = []
     for path, edits in sorted(files.items()):
         disk, source = sources[path]
@@ -234,10 +248,10 @@ def prepare(session: Session, root: str | os.PathLike[str] | None = None) -> tup
     return changes, advice
 
 
-def _check_anchors(session: Session, reader: SourceReader) -> None:
-    """FixError unless every edit of every plan sits at an anchor of its step's kind (see fix.anchors)."""
+def _check_anchors(session: Session, reader: SourceReader, unsafe: bool) -> None:
+    """FixError unless every edit that is made sits at an anchor of its step's kind (see fix.anchors)."""
     for report in session.functions:
-        steps = [s for s in plan_steps(report) if s.edits]
+        steps = [s for s in plan_steps(report) if s.edits and (unsafe or s.tier == 0)]
         if not steps:
             continue
         anchors = anchors_for(report, reader)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from tfretrace.fix.defs import callee_name
@@ -49,6 +49,11 @@ class Candidate:
     final: bool = False
     pinned: str | None = None  # an input_signature's dims that stay pinned, and why
     python_use: str | None = None  # a statement: the body's uses that need the Python value
+    safety: str | None = None  # fix.safety's class, set by the planner
+    # A generalized signature traced by TensorFlow (fix.safety): "tensorflow" where the probe found
+    # the same outputs, else what TensorFlow said; None where no probe ran (no live function).
+    tf_check: str | None = None
+    unsafe_reason: str | None = None
 
 
 @dataclass
@@ -60,6 +65,10 @@ class FunctionContext:
     definition: DefInfo | None
     short: str
     calls_seen: dict[str, CallInfo | None] = field(default_factory=dict)
+    random: str | None = None  # a random draw in the body: every step that removes traces is unsafe
+    # Traces the live function with a signature text and says why it differs (None: the same);
+    # only in the recorded run, once the program has finished (runtime.monitor).
+    probe: Callable[[str], str | None] | None = None
 
     @property
     def tf(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tfretrace.fix.hoist import pipeline_edits, vectorized_edits
 from tfretrace.fix.rules import fold_all
+from tfretrace.fix.safety import classify
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.specs import spec_text
 from tfretrace.fix.step import OPEN_FRAMEWORK_CODE, PlanStep
@@ -128,6 +129,7 @@ def _origin_step(cause: str, summary: str, code: str, report: FunctionReport, re
         moved = pipeline_edits(reader, site)
         if moved is not None:
             rebuilt = sum(1 for e in report.events if e.cause == "data-pipeline-rebuilt")
+            safety, reason = classify("hoist-pipeline", moved, reader)
             return PlanStep(
                 cause="data-pipeline-rebuilt",
                 kind="hoist-pipeline",
@@ -138,6 +140,8 @@ def _origin_step(cause: str, summary: str, code: str, report: FunctionReport, re
                 traces_before=traces,
                 traces_after=traces - rebuilt,
                 seconds_saved=rebuilt * (report.trace_seconds / max(traces, 1)),
+                safety=safety,
+                unsafe_reason=reason,
             )
     if cause == "pfor-per-call" and len(sites) == 1 and None not in sites:
         site = str(next(iter(sites)))
@@ -145,6 +149,7 @@ def _origin_step(cause: str, summary: str, code: str, report: FunctionReport, re
         if wrapped is not None:
             name, edits = wrapped
             shapes = len({e.signature for e in report.events})
+            safety, reason = classify("wrap-vectorized-map", edits, reader)
             return PlanStep(
                 cause="pfor-per-call",
                 kind="wrap-vectorized-map",
@@ -156,6 +161,8 @@ def _origin_step(cause: str, summary: str, code: str, report: FunctionReport, re
                 traces_before=traces,
                 traces_after=0,
                 seconds_saved=report.trace_seconds * (1 - shapes / max(traces, 1)),
+                safety=safety,
+                unsafe_reason=reason,
             )
     return PlanStep(
         cause=cause,

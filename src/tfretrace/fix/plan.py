@@ -10,16 +10,16 @@ from tfretrace.fix import callsite, declare, keras_fixes, neutral_key, objects, 
 from tfretrace.fix.body import random_draw
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
 from tfretrace.fix.origin_advice import origin_steps
+from tfretrace.fix.plan_notes import dropped, unaddressed, unpredictable
 from tfretrace.fix.predict import calls_of, count, mean_seconds
 from tfretrace.fix.restored import announce_serving, link_restored
+from tfretrace.fix.safety import ADVICE, TF_CHECKED
+from tfretrace.fix.safety_plan import TIER_HAND, TIER_SAFE, TIER_UNSAFE, admitted, classified
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.step import (
     CHANGES_DTYPE,
     CHANGES_EXAMPLES,
     CHANGES_RANDOM,
-    OPEN_EVENTS_DROPPED,
-    OPEN_NO_CHECKED_FIX,
-    OPEN_REPLAY_DIFFERS,
     UNPREDICTED,
     PlanStep,
     applied_count,
@@ -36,9 +36,11 @@ __all__ = [
     "with_plan",
 ]
 
-_UNPREDICTABLE = "no fix is predicted"  # prose only: code reads the step's ``open``
-
 # Fix kinds tried at every step, each for one root cause.
+# Traces a function of the run with a signature text (the file's tensorflow alias given): None
+# where TensorFlow's outputs match the run's traces, else why not.
+Probe = Callable[[FunctionReport, str, str], "str | None"]
+
 _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
     callsite.python_numbers,
     callsite.dtypes,
@@ -65,12 +67,17 @@ _CALL_SITE_KINDS = frozenset({
 
 
 def plan_for(
-    report: FunctionReport, reader: SourceReader | None = None, *, applied_only: bool = False
+    report: FunctionReport,
+    reader: SourceReader | None = None,
+    *,
+    applied_only: bool = False,
+    probe: Probe | None = None,
 ) -> tuple[PlanStep, ...]:
     """The ranked, checked plan for one function; empty when nothing retraced or nothing can be predicted.
 
-    ``applied_only`` keeps only the steps ``tfretrace fix --apply`` makes (those with edits): what
-    the program traces once the mechanical edits are applied and the advice is not.
+    ``applied_only`` keeps only the steps ``tfretrace fix --apply`` makes, ``--unsafe-fixes`` or not
+    (those with edits): what the program traces once the mechanical edits are applied and the
+    advice is not.
     """
     if report.retraces == 0:
         return ()
@@ -81,25 +88,29 @@ def plan_for(
     short = report.name.rsplit(".", 1)[-1]
     definition = reader.function_at(report.location, short) if report.keras is None else None
     ctx = FunctionContext(report, reader, definition, short)
+    if probe is not None:
+        ctx.probe = lambda signature: probe(report, signature, ctx.tf)
     replay = calls_of(report)
     state = State(replay, first_config(report, definition))
     recorded = len(report.events)
     baseline = count(replay, state.config)
     if baseline != recorded:
         # The replay does not reproduce what TensorFlow did: predictions would be guesses.
-        return (_unpredictable(report, baseline, recorded),)
+        return (unpredictable(report, baseline, recorded),)
     per_trace = mean_seconds(replay)
     steps: list[PlanStep] = []
     statements: list[PlanStep] = []
     said: set[tuple[str, str]] = set()
-    # First what tfretrace fix --apply makes (steps with edits), then what a person adds by hand:
-    # the count after the first part is what --apply delivers, the count after both the minimum.
-    state, current, _ = _phase(ctx, state, baseline, per_trace, steps, statements, said, by_tool=True)
-    if not applied_only:
-        state, current, _ = _phase(ctx, state, current, per_trace, steps, statements, said, by_tool=False)
+    # First what tfretrace fix --apply makes (safe steps with edits), then what --unsafe-fixes
+    # adds, then what a person adds by hand: the count after the first part is what --apply
+    # delivers, after the second what --unsafe-fixes delivers, after all three the minimum.
+    ctx.random = random_draw(definition.node) if definition is not None and definition.node is not None else None
+    current = baseline
+    for tier in (TIER_SAFE, TIER_UNSAFE, TIER_HAND)[: 2 if applied_only else 3]:
+        state, current, _ = _phase(ctx, state, current, per_trace, steps, statements, said, tier=tier)
     if report.dropped_events and steps:
-        statements.append(_dropped(report))
-    statements.extend(_unaddressed(report, steps, statements, current))
+        statements.append(dropped(report))
+    statements.extend(unaddressed(report, steps, statements, current))
     return tuple([_with_changes(ctx, step) for step in steps] + statements)
 
 
@@ -129,18 +140,19 @@ def _phase(
     statements: list[PlanStep],
     said: set[tuple[str, str]],
     *,
-    by_tool: bool,
+    tier: int,
 ) -> tuple[State, int, bool]:
     """Greedy steps of one kind of maker, then the final declaration: the state, count, and whether one was made.
 
-    ``by_tool``: only candidates with edits; otherwise any candidate, its edits dropped (a step
-    that only helps after a step by hand is made by hand too, or ``--apply`` would not do what
-    its first count says).
+    ``tier``: TIER_SAFE, only safe candidates with edits; TIER_UNSAFE, any candidate with edits;
+    TIER_HAND, any candidate, its edits dropped (a step that only helps after a step by hand is
+    made by hand too, or ``--apply`` would not do what its first count says).
     """
     report = ctx.report
+    by_tool = tier != TIER_HAND
     for _ in range(8):
         best: tuple[int, Candidate] | None = None
-        for candidate in _candidates(ctx, state, by_tool):
+        for candidate in _candidates(ctx, state, tier):
             if candidate.state is None:
                 if (candidate.kind, candidate.summary) not in said:
                     said.add((candidate.kind, candidate.summary))
@@ -151,7 +163,7 @@ def _phase(
             after = count(candidate.state.replay, candidate.state.config)
             if after is None or after >= current:
                 continue  # a fix predicted to remove nothing is not offered
-            if candidate.kind in _DROPS_DATA and _declared_now(ctx, state, current, by_tool, after):
+            if candidate.kind in _DROPS_DATA and _declared_now(ctx, state, current, tier, after):
                 continue  # the declaration removes as many traces and keeps every example
             if best is None or after < best[0]:
                 best = (after, candidate)
@@ -163,11 +175,11 @@ def _phase(
         state, current = chosen.state, after
     # The second phase declares again only where its steps let a declaration remove more (an
     # input_signature by hand after tfretrace's reduce_retracing).
-    final = _final(ctx, state, current, by_tool)
+    final = _final(ctx, state, current, tier)
     if final is None:
         # A step that removes nothing alone but lets one declaration cover every call (a list
         # stacked into one tensor whose length the signature then leaves open).
-        enabling = _enabling(ctx, state, current, by_tool)
+        enabling = _enabling(ctx, state, current, tier)
         if enabling is not None:
             candidate, final = enabling
             note = " (removes nothing alone; the last step needs it)"
@@ -188,44 +200,20 @@ def _phase(
 _DROPS_DATA = frozenset({"drop-remainder"})
 
 
-def _declared_now(ctx: FunctionContext, state: State, current: int, by_tool: bool, after: int) -> bool:
-    final = _final(ctx, state, current, by_tool)
+def _declared_now(ctx: FunctionContext, state: State, current: int, tier: int, after: int) -> bool:
+    final = _final(ctx, state, current, tier)
     return final is not None and final[0] <= after
 
 
 def _by_hand(candidate: Candidate, by_tool: bool) -> Candidate:
-    # Past the first phase nothing is edited: the step relies on a step made by hand.
+    # Past the tool's phases nothing is edited: the step relies on a step made by hand.
     if by_tool or not candidate.edits:
         return candidate
-    return replace(candidate, edits=(), summary=candidate.summary + " (by hand: its count assumes the steps before it)")
+    return replace(candidate, edits=(), summary=candidate.summary + " (by hand: its count assumes the steps before it)",
+                   safety=ADVICE, unsafe_reason=None)
 
 
-def _unaddressed(report: FunctionReport, steps: list[PlanStep], said: list[PlanStep], left: int) -> list[PlanStep]:
-    # Every cause that retraced gets a line: a fix, a statement, or this one saying none is known.
-    if steps and left <= min(s.traces_after for s in steps) and steps[-1].final:
-        return []
-    covered = {s.cause for s in (*steps, *said)}
-    counts: dict[str, int] = {}
-    for event in report.events:
-        if event.is_retrace and event.cause not in covered:
-            counts[event.cause] = counts.get(event.cause, 0) + 1
-    return [
-        PlanStep(
-            cause=cause,
-            kind="statement",
-            summary=f"{n} {cause} retrace(s) have no fix tfretrace can check; see tfretrace explain {cause}",
-            code=None,
-            edits=(),
-            traces_before=left,
-            traces_after=left,
-            seconds_saved=0.0,
-            open=OPEN_NO_CHECKED_FIX,
-        )
-        for cause, n in sorted(counts.items())
-    ]
-
-
-def _candidates(ctx: FunctionContext, state: State, applied_only: bool = False) -> list[Candidate]:
+def _candidates(ctx: FunctionContext, state: State, tier: int) -> list[Candidate]:
     out: list[Candidate] = []
     for kind in _KINDS:
         found = kind(ctx, state)
@@ -233,9 +221,7 @@ def _candidates(ctx: FunctionContext, state: State, applied_only: bool = False) 
         if kind in _CALL_SITE_KINDS and ctx.report.concrete_python_sites:
             made = [_unseen_path(ctx, c) for c in made]
         out.extend(made)
-    if applied_only:
-        out = [c for c in out if c.edits]
-    return out
+    return [c for c in (classified(ctx, c) for c in out) if admitted(c, tier)]
 
 
 def _unseen_path(ctx: FunctionContext, candidate: Candidate) -> Candidate:
@@ -252,29 +238,33 @@ def _unseen_path(ctx: FunctionContext, candidate: Candidate) -> Candidate:
 
 
 def _enabling(
-    ctx: FunctionContext, state: State, current: int, applied_only: bool
+    ctx: FunctionContext, state: State, current: int, tier: int
 ) -> tuple[Candidate, tuple[int, Candidate]] | None:
     best: tuple[Candidate, tuple[int, Candidate]] | None = None
-    for candidate in _candidates(ctx, state, applied_only):
+    for candidate in _candidates(ctx, state, tier):
         if candidate.state is None or count(candidate.state.replay, candidate.state.config) != current:
             continue
-        final = _final(ctx, candidate.state, current, applied_only)
+        final = _final(ctx, candidate.state, current, tier)
         if final is not None and (best is None or final[0] < best[1][0]):
             best = (candidate, final)
     return best
 
 
-def _final(ctx: FunctionContext, state: State, current: int, applied_only: bool) -> tuple[int, Candidate] | None:
+def _final(ctx: FunctionContext, state: State, current: int, tier: int) -> tuple[int, Candidate] | None:
     # The last step: one declaration covering every call; reduce_retracing where none can be written.
     for make in (declare.element_spec, signature.final_signature, declare.reduce_retracing):
         candidate = make(ctx, state)
-        if candidate is None or candidate.state is None or (applied_only and not candidate.edits):
+        if candidate is None or candidate.state is None:
+            continue
+        candidate = classified(ctx, candidate)
+        if not admitted(candidate, tier) or candidate.state is None:
             continue
         after = count(candidate.state.replay, candidate.state.config)
         if after is not None and after < current:
             if state.signature_advice and candidate.edits:
                 note = " (after the advice above: it assumes the calls pass what that advice says)"
-                candidate = replace(candidate, edits=(), summary=candidate.summary + note)
+                candidate = replace(candidate, edits=(), summary=candidate.summary + note, safety=ADVICE,
+                                    unsafe_reason=None)
             return after, replace(candidate, final=True)
     return None
 
@@ -292,31 +282,15 @@ def _step(candidate: Candidate, before: int, after: int, per_trace: float) -> Pl
         final=candidate.final,
         pinned=candidate.pinned,
         python_use=candidate.python_use,
+        safety=candidate.safety if candidate.safety is not None else (ADVICE if candidate.state is not None else None),
+        unsafe_reason=candidate.unsafe_reason,
+        checked=TF_CHECKED if candidate.tf_check == TF_CHECKED else None,
     )
 
 
-def _unpredictable(report: FunctionReport, baseline: int | None, recorded: int) -> PlanStep:
-    why = (
-        "events were dropped from the bounded history"
-        if report.dropped_events
-        else (f"replaying the recorded calls through TensorFlow's rules gives {baseline} traces, not {recorded}")
-    )
-    return PlanStep(
-        cause=report.main_cause or "unexplained",
-        kind="statement",
-        summary=f"{_UNPREDICTABLE} for {report.display_name()}: {why}",
-        code=None,
-        edits=(),
-        traces_before=report.traces,
-        traces_after=report.traces,
-        seconds_saved=0.0,
-        open=OPEN_EVENTS_DROPPED if report.dropped_events else OPEN_REPLAY_DIFFERS,
-    )
-
-
-def with_plan(report: FunctionReport, reader: SourceReader | None = None) -> FunctionReport:
+def with_plan(report: FunctionReport, reader: SourceReader | None = None, probe: Probe | None = None) -> FunctionReport:
     """The report with its plan, and each retrace's ``fix`` taken from the checked step for its cause."""
-    steps = (*plan_for(report, reader), *xla_steps(report))
+    steps = (*plan_for(report, reader, probe=probe), *xla_steps(report))
     fixes: dict[str, str] = {}
     for step in steps:
         if step.code and step.kind != "statement" and step.traces_after < step.traces_before:
@@ -324,10 +298,11 @@ def with_plan(report: FunctionReport, reader: SourceReader | None = None) -> Fun
     events = tuple(
         replace(e, fix=fixes.get(e.cause) if e.is_retrace else None) for e in report.events
     )
-    return replace(report, plan=tuple(s.to_dict() for s in steps), events=events)
+    counts = (applied_count(steps), applied_count(steps, unsafe=True)) if steps else None
+    return replace(report, plan=tuple(s.to_dict() for s in steps), events=events, fix_counts=counts)
 
 
-def predict_applied(report: FunctionReport, reader: SourceReader | None = None) -> int | None:
+def predict_applied(report: FunctionReport, reader: SourceReader | None = None, *, unsafe: bool = False) -> int | None:
     """Traces predicted once every mechanical edit of the plan is applied (steps by hand left undone).
 
     None when the replay cannot predict this function. This is the number ``tfretrace fix
@@ -339,30 +314,37 @@ def predict_applied(report: FunctionReport, reader: SourceReader | None = None) 
         return report.traces
     if any(s.open in UNPREDICTED for s in steps):
         return None
-    found = applied_count(steps)
+    found = applied_count(steps, unsafe=unsafe)
     return len(report.events) if found is None else found
 
 
-def saved_prediction(report: FunctionReport, reader: SourceReader | None = None) -> int | None:
-    """What ``tfretrace fix --apply`` is predicted to leave: the saved plan's own count, else a new plan's.
+def saved_prediction(
+    report: FunctionReport, reader: SourceReader | None = None, *, unsafe: bool = False
+) -> int | None:
+    """What ``tfretrace fix --apply`` (``unsafe``: with ``--unsafe-fixes``) is predicted to leave.
 
-    The saved plan knows what a session-wide pass added (a restored function's count through the
-    saving function's step); a session saved without a plan is planned now, applied edits only.
+    The saved plan's own count, else a new plan's. The saved plan knows what a session-wide pass
+    added (a restored function's count through the saving function's step); a session saved
+    without a plan is planned now, applied edits only.
     """
-    saved = applied_count(plan_steps(report))
-    return saved if saved is not None else predict_applied(report, reader)
+    saved = applied_count(plan_steps(report), unsafe=unsafe)
+    return saved if saved is not None else predict_applied(report, reader, unsafe=unsafe)
 
 
 class PlanCache:
     """Plans for a live monitor's sessions: made once per function and trace count, never fatal."""
 
     def __init__(self) -> None:
-        self._known: dict[tuple[str, str, str], tuple[tuple[int, int], FunctionReport]] = {}
+        self._known: dict[tuple[str, str, str], tuple[tuple[int, int, bool], FunctionReport]] = {}
 
     def planned(
-        self, functions: tuple[FunctionReport, ...], on_error: Callable[[BaseException], None]
+        self, functions: tuple[FunctionReport, ...], on_error: Callable[[BaseException], None],
+        probe: Probe | None = None,
     ) -> tuple[FunctionReport, ...]:
-        """Each report with its plan; an error inside planning is reported and the report kept plain."""
+        """Each report with its plan; an error inside planning is reported and the report kept plain.
+
+        ``probe``: TensorFlow traces a generalized signature (given once the program has finished).
+        """
         # Plans read the user's source and replay every recorded call, so they are cached; the
         # source is read once per session() call.
         reader = SourceReader()
@@ -370,15 +352,15 @@ class PlanCache:
         for report in functions:
             key = (report.name, report.location, report.display_name())
             known = self._known.get(key)
-            if known is not None and known[0] == (report.traces, report.xla_compiles):
-                out.append(replace(report, plan=known[1].plan, events=known[1].events))
+            if known is not None and known[0] == (report.traces, report.xla_compiles, probe is not None):
+                out.append(replace(report, plan=known[1].plan, events=known[1].events, fix_counts=known[1].fix_counts))
                 continue
             try:
-                planned = with_plan(report, reader)
+                planned = with_plan(report, reader, probe)
             except Exception as exc:
                 on_error(exc)
                 planned = report
-            self._known[key] = ((report.traces, report.xla_compiles), planned)
+            self._known[key] = ((report.traces, report.xla_compiles, probe is not None), planned)
             out.append(planned)
         try:
             return link_restored(tuple(out))
@@ -392,18 +374,3 @@ def fix_for(report: FunctionReport, event: TraceEvent, reader: SourceReader | No
     history = (*(e for e in report.events if e.index != event.index), event)
     planned = with_plan(replace(report, events=history, traces=len(history)), reader)
     return planned.events[-1].fix
-
-
-def _dropped(report: FunctionReport) -> PlanStep:
-    kept = len(report.events)
-    return PlanStep(
-        cause=report.main_cause or "unexplained",
-        kind="statement",
-        summary=f"the counts are for the {kept} traces kept of {kept + report.dropped_events} "
-        "(bounded history): the dropped ones were not checked against this plan",
-        code=None,
-        edits=(),
-        traces_before=kept,
-        traces_after=kept,
-        seconds_saved=0.0,
-    )

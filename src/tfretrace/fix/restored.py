@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tfretrace.fix.step import BY_TOOL, CHANGES_SAVED_SIGNATURE, PlanStep, numbered
+from tfretrace.fix.step import BY_TOOL, CHANGES_SAVED_SIGNATURE, PlanStep, fix_counts, numbered
 from tfretrace.records.events import Leaf
 from tfretrace.records.function_report import FunctionReport
 
@@ -60,12 +60,11 @@ def link_restored(functions: tuple[FunctionReport, ...]) -> tuple[FunctionReport
         uncovered = [functions[i] for i in linked if not _covered(saver, functions[i])]
         if uncovered:
             # One restored row the signature might refuse is enough: no row counts on it.
-            out[j] = replace(saver, plan=tuple(
-                (_by_hand(s, uncovered[0]) if s is step else s).to_dict() for s in steps
-            ))
+            plan = tuple((_by_hand(s, uncovered[0]) if s is step else s).to_dict() for s in steps)
+            out[j] = replace(saver, plan=plan, fix_counts=fix_counts(plan))
             continue
         for i in linked:
-            out[i] = _with_step(out[i], saver, number)
+            out[i] = _with_step(out[i], saver, number, step)
     return tuple(out)
 
 
@@ -96,7 +95,7 @@ def _covered(saver: FunctionReport, restored: FunctionReport) -> bool:
     return all(_key(e.signature) in seen for e in restored.events)
 
 
-def _with_step(restored: FunctionReport, saver: FunctionReport, number: int) -> FunctionReport:
+def _with_step(restored: FunctionReport, saver: FunctionReport, number: int, made: PlanStep) -> FunctionReport:
     if any(s.get("kind") == SAVED_SIGNATURE for s in restored.plan):
         return restored
     new = sum(1 for e in restored.events if e.cause == "restored-new-signature")
@@ -116,8 +115,12 @@ def _with_step(restored: FunctionReport, saver: FunctionReport, number: int) -> 
         traces_after=traces - new,
         seconds_saved=new * per_trace,
         changes=CHANGES_SAVED_SIGNATURE,
+        # Made through the saving function's step: as safe as that step.
+        safety=made.safety,
+        unsafe_reason=None if made.unsafe_reason is None else f"through step {number}: {made.unsafe_reason}",
     )
-    return replace(restored, plan=(step.to_dict(), *restored.plan))
+    plan = (step.to_dict(), *restored.plan)
+    return replace(restored, plan=plan, fix_counts=fix_counts(plan))
 
 
 def _by_hand(step: PlanStep, restored: FunctionReport) -> PlanStep:
@@ -126,4 +129,6 @@ def _by_hand(step: PlanStep, restored: FunctionReport) -> PlanStep:
         edits=(),
         summary=step.summary + f" (by hand: {restored.display_name()} is called at {restored.location} with input "
         "signatures this function never was; check the signature accepts them before declaring it)",
+        safety="advice",
+        unsafe_reason=None,
     )

@@ -10,6 +10,7 @@ from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_p
 from tfretrace.fix.declare import decorator_edit
 from tfretrace.fix.predict import Call, Config, count
 from tfretrace.fix.rules import fold_all
+from tfretrace.fix.safety import TF_CHECKED
 from tfretrace.fix.specs import NUMBER_DTYPES, is_top, signature_specs
 from tfretrace.records.events import PYTHON, TENSOR, Leaf
 
@@ -54,6 +55,7 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
     specs = signature_specs(general, ctx.definition.params, ctx.tf)
     if specs is None:
         return None
+    general, specs, pinned, tf_check = _probed(ctx, folded, general, specs, pinned)
     config = Config(reduce_retracing=state.config.reduce_retracing, input_signature=general)
     new_state = replace(
         state.map_calls({c.index: replace(c, signature=s) for c, s in zip(calls, converted)}), config=config
@@ -77,7 +79,34 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
         new_state,
         final=True,
         pinned=pinned or None,
+        tf_check=tf_check,
     )
+
+
+def _probed(
+    ctx: FunctionContext, folded: tuple[Leaf, ...], general: tuple[Leaf, ...], specs: list[str], pinned: str
+) -> tuple[tuple[Leaf, ...], list[str], str, str | None]:
+    """Every dimension open where TensorFlow traces the body so to the run's outputs; else the signature as it was.
+
+    A dimension is pinned only where the body needs it static, never because it was constant in
+    one run: the probe (the recorded run's live function, traced afresh) decides. Returns the
+    signature, its spec texts, the pinned line and what TensorFlow said (TF_CHECKED or why not);
+    None where no probe ran.
+    """
+    if ctx.probe is None or ctx.definition is None:
+        return general, specs, pinned, None
+    open_all = tuple(
+        replace(leaf, shape=tuple(None for _ in leaf.shape)) if leaf.kind == TENSOR and leaf.shape else leaf
+        for leaf in folded
+    )
+    open_specs = signature_specs(open_all, ctx.definition.params, ctx.tf)
+    if open_specs is None:
+        return general, specs, pinned, None
+    said = ctx.probe("[" + ", ".join(open_specs) + "]")
+    if said is not None:
+        return general, specs, pinned, said
+    line = "every dimension open: TensorFlow traced the body so, to the outputs of every trace of this run"
+    return open_all, open_specs, line, TF_CHECKED
 
 
 def _open_batch_dims(

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tfretrace.fix.safety import ADVICE, SAFE, SAFETIES, TF_CHECKED, UNSAFE, kind_floor
 from tfretrace.fix.source import Replacement, Span
 
 # Who makes a step (the session's ``by``): tfretrace's own edit, or a person.
@@ -68,6 +69,12 @@ class PlanStep:
     open: str | None = None
     # What the step changes in the results besides the trace count: one of CHANGES, or None.
     changes: str | None = None
+    # ``safe``, ``unsafe`` or ``advice`` (fix.safety); None on a statement. ``fix --apply`` writes
+    # only safe steps; ``--unsafe-fixes`` adds the unsafe ones, printing each ``unsafe_reason``.
+    safety: str | None = None
+    unsafe_reason: str | None = None
+    # "tensorflow": the generalized signature was traced by TensorFlow with the run's outputs.
+    checked: str | None = None
 
     @property
     def by(self) -> str | None:
@@ -75,6 +82,15 @@ class PlanStep:
         if self.kind == "statement":
             return None
         return BY_TOOL if self.edits or self.kind in THROUGH_ANOTHER else BY_HAND
+
+    @property
+    def tier(self) -> int | None:
+        """0: ``fix --apply`` makes it; 1: only with ``--unsafe-fixes``; 2: by hand; None for a statement."""
+        if self.by is None:
+            return None
+        if self.by == BY_HAND:
+            return 2
+        return 0 if self.safety == SAFE else 1
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (schema 1, additive)."""
@@ -89,6 +105,12 @@ class PlanStep:
             out["open"] = self.open
         if self.changes is not None:
             out["changes"] = self.changes
+        if self.safety is not None:
+            out["safety"] = self.safety
+        if self.unsafe_reason is not None:
+            out["unsafe_reason"] = self.unsafe_reason
+        if self.checked is not None:
+            out["checked"] = self.checked
         if self.compiles_before is not None:
             out["compiles_before"] = self.compiles_before
             out["compiles_after"] = self.compiles_after
@@ -132,7 +154,31 @@ class PlanStep:
             python_use=None if data.get("python_use") is None else str(data["python_use"]),
             open=data.get("open") if data.get("open") in OPEN_REASONS else None,
             changes=data.get("changes") if data.get("changes") in CHANGES else None,
+            **_safety(data),
         )
+
+
+def _safety(data: dict[str, Any]) -> dict[str, Any]:
+    """A saved step's class, never safer than its kind allows (a session file is data from elsewhere).
+
+    A step with edits saved before steps had a class, or with a class no kind may have, is unsafe.
+    """
+    checked = TF_CHECKED if data.get("checked") == TF_CHECKED else None
+    if data.get("kind") == "statement":
+        return {"safety": None, "unsafe_reason": None, "checked": None}
+    edits = bool(data.get("edits")) or data.get("kind") in THROUGH_ANOTHER
+    if not edits:
+        return {"safety": ADVICE, "unsafe_reason": None, "checked": checked}
+    saved, reason = data.get("safety"), data.get("unsafe_reason")
+    floor = kind_floor(str(data.get("kind", "")), checked)
+    if saved == SAFE and floor is None:
+        return {"safety": SAFE, "unsafe_reason": None, "checked": checked}
+    if saved not in SAFETIES or saved == ADVICE:
+        floor = floor or "the session does not say this edit is safe (recorded before tfretrace classed its edits)"
+    if saved == UNSAFE and isinstance(reason, str) and reason:
+        return {"safety": UNSAFE, "unsafe_reason": reason, "checked": checked}  # the recorded reason
+    text = floor if floor is not None else "unsafe as recorded"
+    return {"safety": UNSAFE, "unsafe_reason": text, "checked": checked}
 
 
 def _edit_dict(edit: Replacement) -> dict[str, Any]:
@@ -162,27 +208,39 @@ def _changing(steps: Sequence[PlanStep]) -> list[tuple[int, PlanStep]]:
     ]
 
 
-def applied_count(steps: Sequence[PlanStep]) -> int | None:
-    """Traces predicted once ``tfretrace fix --apply`` made this plan's edits (its ``tfretrace`` steps).
+def applied_count(steps: Sequence[PlanStep], *, unsafe: bool = False) -> int | None:
+    """Traces predicted once ``tfretrace fix --apply`` made this plan's edits (its safe ``tfretrace`` steps).
 
-    None when no step changes the count (then the plan predicts nothing to compare).
+    ``unsafe``: with ``--unsafe-fixes`` (the unsafe steps with edits too). None when no step
+    changes the count (then the plan predicts nothing to compare), or when the steps are not in
+    the order safe, unsafe, by hand (a session saved before that order).
     """
     changing = _changing(steps)
-    if not changing or not _tool_first(changing):
+    if not changing or not _ordered(changing):
         return None
-    tool = [s for _n, s in changing if s.by == BY_TOOL]
-    return tool[-1].traces_after if tool else changing[0][1].traces_before
+    top = 1 if unsafe else 0
+    made = [s for _n, s in changing if s.tier is not None and s.tier <= top]
+    return made[-1].traces_after if made else changing[0][1].traces_before
 
 
-def _tool_first(changing: list[tuple[int, PlanStep]]) -> bool:
-    # Plans record tfretrace's steps before the ones by hand; a session saved before that order
-    # (a step by hand first) does not tell what --apply alone leaves.
-    makers = [s.by for _n, s in changing]
-    return BY_TOOL not in makers[makers.index(BY_HAND):] if BY_HAND in makers else True
+def fix_counts(plan: Sequence[dict[str, Any]]) -> tuple[int | None, int | None]:
+    """A saved plan's two predictions: after ``fix --apply``, and after ``--apply --unsafe-fixes``."""
+    steps = [PlanStep.from_dict(dict(s)) for s in plan]
+    return applied_count(steps), applied_count(steps, unsafe=True)
+
+
+def _ordered(changing: list[tuple[int, PlanStep]]) -> bool:
+    # Plans record the safe steps, then the unsafe ones, then those by hand: each count assumes
+    # only the steps before it.
+    tiers = [s.tier if s.tier is not None else 2 for _n, s in changing]
+    return tiers == sorted(tiers)
 
 
 def render_counts(steps: Sequence[PlanStep]) -> str:
-    """``24 traces -> 3 with tfretrace fix --apply, -> 1 with step 3 by hand`` (hand part only when there is one)."""
+    """``24 traces -> 3 with tfretrace fix --apply (-> 2 with --unsafe-fixes), -> 1 with step 3 by hand``.
+
+    The unsafe part only when some step is unsafe, the hand part only when some step is by hand.
+    """
     changing = _changing(steps)
     if not changing:
         return ""
@@ -190,6 +248,8 @@ def render_counts(steps: Sequence[PlanStep]) -> str:
     if applied is None:
         return f"{changing[0][1].traces_before} traces -> " + " -> ".join(str(s.traces_after) for _n, s in changing)
     text = f"{changing[0][1].traces_before} traces -> {applied} with tfretrace fix --apply"
+    if any(s.tier == 1 for _n, s in changing):
+        text += f" (-> {applied_count(steps, unsafe=True)} with --unsafe-fixes)"
     hand = [(n, s) for n, s in changing if s.by != BY_TOOL]
     if hand:
         numbers = ", ".join(str(n) for n, _s in hand)

@@ -128,6 +128,7 @@ def verify(
     timeout: float | None = None,
     link_data: Sequence[str] = (),
     status: TextIO | None = None,
+    unsafe: bool = False,
 ) -> Verification:
     """Copy ``root`` (see fix.workcopy), apply ``changes`` in the copy, run ``command`` there monitored.
 
@@ -195,7 +196,7 @@ def verify(
         changed = tuple(str(p) for p, was in snapshot(linked).items() if was != before.get(p))
     return Verification(
         proc.returncode if not timed_out else 124,
-        _compare(session, after, root),
+        _compare(session, after, root, unsafe),
         after,
         _tail(log),
         log,
@@ -205,7 +206,7 @@ def verify(
     )
 
 
-def _compare(before: Session, after: Session | None, root: Path) -> tuple[Outcome, ...]:
+def _compare(before: Session, after: Session | None, root: Path, unsafe: bool = False) -> tuple[Outcome, ...]:
     # Edits move line numbers (a decorator grows), so functions match by name and file, and Keras
     # rows by their method too: fit's train function is never compared with evaluate's.
     partners = _partners(before.functions, after.functions if after is not None else ())
@@ -226,7 +227,7 @@ def _compare(before: Session, after: Session | None, root: Path) -> tuple[Outcom
                 location=report.location,
                 traces_before=as_written if as_written is not None else report.traces,
                 traces_after=now.traces if now is not None else None,
-                predicted=_predicted(report, reader),
+                predicted=_predicted(report, reader, unsafe),
                 seconds_before=report.trace_seconds,
                 seconds_after=now.trace_seconds if now is not None else 0.0,
             )
@@ -278,11 +279,12 @@ def row_key(report: FunctionReport) -> tuple[str, str, str | None]:
     return report.name, report.location.rpartition(":")[0], method
 
 
-def _predicted(report: FunctionReport, reader: SourceReader) -> int | None:
-    # The saved plan's own tfretrace steps are exactly what was applied: their count, never a
-    # step by hand. A session saved without a plan is planned now, applied edits only.
+def _predicted(report: FunctionReport, reader: SourceReader, unsafe: bool) -> int | None:
+    # The saved plan's own tfretrace steps are exactly what was applied (the unsafe ones too with
+    # --unsafe-fixes): their count, never a step by hand. A session saved without a plan is
+    # planned now, applied edits only.
     try:
-        return saved_prediction(report, reader)
+        return saved_prediction(report, reader, unsafe=unsafe)
     except Exception:  # a prediction is extra information; the measurement stands without it
         return None
 

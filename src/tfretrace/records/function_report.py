@@ -16,7 +16,8 @@ from tfretrace.records.xla_events import RECOMPILE, XlaEvent
 _STEP_FIELDS: dict[str, Any] = {
     "cause": C.text, "kind": C.text, "summary": C.text, "code": C.optional_text,
     "traces_before": C.count, "traces_after": C.count, "seconds_saved": C.seconds,
-    "verified": C.optional_count, "final": C.flag,
+    "verified": C.optional_count, "final": C.flag, "safety": C.optional_text, "unsafe_reason": C.optional_text,
+    "checked": C.optional_text,
 }
 _EDIT_FIELDS: dict[str, Any] = {
     "path": C.text, "text": C.text, "line": C.count, "col": C.count, "end_line": C.count,
@@ -88,6 +89,9 @@ class FunctionReport:
     # ``get_concrete_function`` call sites of the user's that passed Python values (a number, a
     # bool, a string): cached calls no trace shows, which an edit at the call sites can make trace.
     concrete_python_sites: tuple[str, ...] = ()
+    # The plan's predicted traces after `tfretrace fix --apply` and after `--apply --unsafe-fixes`
+    # (None: nothing predicted); None for a report planned by no tfretrace that knew safety classes.
+    fix_counts: tuple[int | None, int | None] | None = None
 
     @property
     def retraces(self) -> int:
@@ -189,6 +193,9 @@ class FunctionReport:
             "megamorphic": list(self.megamorphic),
             "key": None if self.key is None else self.key.to_dict(),
             "concrete_python_sites": list(self.concrete_python_sites),
+            **({} if self.fix_counts is None else {
+                "fix_counts": {"apply": self.fix_counts[0], "unsafe_fixes": self.fix_counts[1]}
+            }),
         }
 
     @classmethod
@@ -219,4 +226,13 @@ class FunctionReport:
             megamorphic=C.texts(data.get("megamorphic", []), f"{where}.megamorphic"),
             key=None if data.get("key") is None else FunctionKey.from_dict(data["key"], f"{where}.key"),
             concrete_python_sites=C.texts(data.get("concrete_python_sites", []), f"{where}.concrete_python_sites"),
+            fix_counts=_fix_counts(data.get("fix_counts"), f"{where}.fix_counts"),
         )
+
+
+def _fix_counts(value: Any, where: str) -> tuple[int | None, int | None] | None:
+    if value is None:
+        return None
+    data = C.mapping(value, where)
+    return (C.optional_count(data.get("apply"), f"{where}.apply"),
+            C.optional_count(data.get("unsafe_fixes"), f"{where}.unsafe_fixes"))

@@ -355,12 +355,15 @@ def step_line(number: int, step: PlanStep) -> str:
 
 
 def step_where(step: PlanStep) -> str:
-    """``edits: train.py:74, train.py:41`` or ``advice: not applied by tfretrace fix``."""
+    """``edits: train.py:74, train.py:41``, the same for an unsafe step with its reason, or ``advice: ...``."""
     if step.kind == "statement":
         return ""
     if not step.edits:
         if step.by == BY_TOOL:
             return "made by tfretrace fix --apply through another function's edit"
         return "advice: edit by hand (not applied by tfretrace fix)"
-    places = list(dict.fromkeys(f"{e.span.path}:{e.span.line}" for e in step.edits))
-    return "edits: " + ", ".join(places)
+    places = ", ".join(dict.fromkeys(f"{e.span.path}:{e.span.line}" for e in step.edits))
+    if step.tier == 1:
+        # Written only with --unsafe-fixes: the reason is the step's own (docs/fix-catalogue.md).
+        return f"edits (with --unsafe-fixes only): {places}; unsafe: {step.unsafe_reason}"
+    return "edits: " + places

@@ -22,6 +22,7 @@ from tfretrace.records.events import TraceEvent
 from tfretrace.records.session import Session
 from tfretrace.runtime.dispatch import dispatch
 from tfretrace.runtime.intake import CallCounting, Pending, make_event, prepare
+from tfretrace.runtime.probe import probe_live
 from tfretrace.runtime.state import (
     COMPARE_WINDOW,
     DEFAULT_MAX_EVENTS,
@@ -83,6 +84,9 @@ class Monitor:
         self.active = False
         # Set by `tfretrace run`: tfretrace.stop() called by the program does not end it.
         self.pinned = False
+        # Set by `tfretrace run` once the program has ended: only then may the planner trace the
+        # program's functions again (the probe runs their Python), never while it runs.
+        self.program_done = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -159,7 +163,10 @@ class Monitor:
 
         if self._plans is None:
             self._plans = PlanCache()
-        functions = keras_rows_apart(self._plans.planned(functions, self.internal_error))
+        # Once the program has finished, TensorFlow traces each generalized signature (fix.signature):
+        # the probe runs the body's Python once more, which a running program must not see.
+        probe = probe_live(self._root) if self.program_done and not self.active else None
+        functions = keras_rows_apart(self._plans.planned(functions, self.internal_error, probe))
         tf_version, keras_version = versions.loaded_versions()
         return Session(
             functions=functions,

@@ -1,0 +1,116 @@
+"""TensorFlow as the oracle for a generalized signature: trace a fresh copy of the live function and compare outputs.
+
+A signature with open dimensions changes what the body sees (``None`` where each call had a
+size). Whether that matters is TensorFlow's to say: the function's Python body, wrapped in a new
+``tf.function`` with the generalized ``input_signature`` (the user's own object and its cache are
+not touched), is traced once with ``get_concrete_function()``. The signature is taken as safe only
+if that trace succeeds and its outputs have the structure, dtypes and ranks of every trace the run
+made, each static dimension either open or equal to what every trace had. Tracing runs the body's
+Python once more (its prints are swallowed; other side effects happen), so the monitor probes
+only once the program has finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from typing import Any
+
+# The globals of the program `tfretrace run` executed as __main__: python drops that module once
+# it has run, and the probe runs after (module-level tf.functions are found there).
+_PROGRAMS: list[dict[str, Any]] = []
+
+
+def remember_program(namespace: dict[str, Any]) -> None:
+    """Keep the executed program's globals for the probe, which runs once the program has finished."""
+    _PROGRAMS.append(namespace)
+
+
+# Outputs compared per function: the traces the run made (the first ones are enough to see a
+# rank or a dtype change; every one is checked for a static size).
+_MAX_TRACES = 64
+
+
+def live_function(path: str, qualname: str, root: str) -> Any | None:
+    """The run's tf.function object for a module-level def (or ``name = tf.function(def)``) in ``path``."""
+    if "<locals>" in qualname or "." in qualname:
+        return None  # nested defs and methods: no module attribute holds the one object
+    wanted = os.path.realpath(os.path.join(root, path))
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not file or os.path.realpath(file) != wanted:
+            continue
+        for value in list(vars(module).values()):
+            python = getattr(value, "python_function", None)
+            if python is not None and getattr(python, "__qualname__", None) == qualname and hasattr(
+                value, "_list_all_concrete_functions"
+            ):
+                return value
+    # The program run as __main__ (tfretrace run script.py): its globals, kept by the runner.
+    for namespace in (*_PROGRAMS, vars(sys.modules["__main__"]) if "__main__" in sys.modules else {}):
+        found = _in_namespace(namespace, wanted, qualname)
+        if found is not None:
+            return found
+    return None
+
+
+def _in_namespace(namespace: dict[str, Any], wanted: str, qualname: str) -> Any | None:
+    for value in list(namespace.values()):
+        python = getattr(value, "python_function", None)
+        code = getattr(python, "__code__", None)
+        if python is None or code is None or os.path.realpath(code.co_filename) != wanted:
+            continue
+        if getattr(python, "__qualname__", None) == qualname and hasattr(value, "_list_all_concrete_functions"):
+            return value
+    return None
+
+
+def probe_signature(function: Any, signature: str, alias: str) -> str | None:
+    """None where TensorFlow traces ``function``'s body with ``signature`` as each recorded trace did; else why not.
+
+    ``signature`` is the text tfretrace writes (``[tf.TensorSpec(shape=[None, None], dtype=tf.int32)]``)
+    with the file's name for tensorflow, ``alias``.
+    """
+    import tensorflow as tf
+
+    traces = list(function._list_all_concrete_functions())[:_MAX_TRACES]
+    if not traces:
+        return "no trace of the run is left to compare with"
+    try:
+        specs = eval(signature, {"__builtins__": {}}, {alias: tf, "tf": tf})  # the text tfretrace wrote itself
+        fresh = tf.function(function.python_function, input_signature=specs)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            outputs = fresh.get_concrete_function().structured_outputs
+    except Exception as exc:  # what TensorFlow says: the body cannot be traced with open dimensions
+        # TensorFlow's message ends with the error itself (after the user-code frames).
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        last = lines[-1][:200] if lines else ""
+        return f"TensorFlow could not trace it with the open signature ({type(exc).__name__}: {last})"
+    for trace in traces:
+        reason = _differs(tf, outputs, trace.structured_outputs)
+        if reason is not None:
+            return f"traced with the open signature, {reason}"
+    return None
+
+
+def _differs(tf: Any, probed: Any, recorded: Any) -> str | None:
+    try:
+        tf.nest.assert_same_structure(probed, recorded, expand_composites=True)
+    except (TypeError, ValueError):
+        return "its outputs have another structure than a trace of the run had"
+    for i, (a, b) in enumerate(zip(tf.nest.flatten(probed, expand_composites=True),
+                                   tf.nest.flatten(recorded, expand_composites=True), strict=True)):
+        if hasattr(a, "shape") and hasattr(a, "dtype") and hasattr(b, "shape") and hasattr(b, "dtype"):
+            if a.dtype != b.dtype:
+                return f"output {i} is {a.dtype.name} where a trace of the run gave {b.dtype.name}"
+            sa, sb = a.shape, b.shape
+            if sa.rank != sb.rank:
+                return f"output {i} has shape {sa} where a trace of the run gave {sb}"
+            if sa.rank is not None and any(x is not None and x != y for x, y in zip(sa.as_list(), sb.as_list(),
+                                                                                  strict=True)):
+                return f"output {i} has shape {sa} where a trace of the run gave {sb}"
+        elif type(a) is not type(b) or (not hasattr(a, "shape") and a != b):
+            return f"output {i} is {a!r} where a trace of the run gave {b!r}"
+    return None
