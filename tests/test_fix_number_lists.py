@@ -56,7 +56,10 @@ def test_a_list_of_changing_numbers_becomes_one_tensor_and_tensorflow_traces_onc
     edited = [s for s in function["plan"] if s.get("edits")]
     assert [(s["cause"], s["kind"], s["traces_after"]) for s in edited] == [("python-value-changed",
                                                                              "tensor-argument", 1)]
-    applied = _run("-m", "tfretrace", "fix", "s.json", "--apply", cwd=tmp_path)
+    # A Python number made a tensor is an unsafe class (the body may combine it with another
+    # dtype): written only with --unsafe-fixes, which this program's results then check.
+    assert edited[0]["safety"] == "unsafe" and edited[0]["unsafe_reason"]
+    applied = _run("-m", "tfretrace", "fix", "s.json", "--apply", "--unsafe-fixes", cwd=tmp_path)
     assert applied.returncode == 0, applied.stderr[-2000:]
     after, traces_after = _results(_run("l.py", cwd=tmp_path))
     assert traces_after == 1 and after == before

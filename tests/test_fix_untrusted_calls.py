@@ -74,7 +74,7 @@ def test_a_signature_entry_that_calls_the_programs_own_code_is_refused(
     text = f"tf.function(input_signature=[{entry}, {SPEC}])"
     saved = recorded(tmp_path, [step("input-signature", (Replacement(DECORATOR, text),))],
                      {"train.py": PROGRAM, "tensorflow.py": FAKE_TF}, location="train.py:8")
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--apply", "--unsafe-fixes"]) == 2
     one_line_error(capsys.readouterr().err)
     assert (tmp_path / "train.py").read_text() == PROGRAM
     _run_program(tmp_path)
@@ -85,7 +85,7 @@ def test_a_signature_of_literal_specs_is_still_written_and_runs(tmp_path: Path) 
     text = f"tf.function(input_signature=[{SPEC}])"
     saved = recorded(tmp_path, [step("input-signature", (Replacement(DECORATOR, text),))],
                      {"train.py": PROGRAM, "tensorflow.py": FAKE_TF}, location="train.py:8")
-    assert main(["fix", str(saved), "--apply"]) == 0
+    assert main(["fix", str(saved), "--apply", "--unsafe-fixes"]) == 0
     assert f"@{text}\n" in (tmp_path / "train.py").read_text()
     _run_program(tmp_path)
 
@@ -103,7 +103,7 @@ def test_other_kinds_call_nothing_but_tensorflow(
 ) -> None:
     saved = recorded(tmp_path, [step(kind, (Replacement(span, text),))], {"train.py": program},
                      location="train.py:1")
-    assert main(["fix", str(saved), "--apply"]) == 2
+    assert main(["fix", str(saved), "--apply", "--unsafe-fixes"]) == 2
     one_line_error(capsys.readouterr().err)
     assert (tmp_path / "train.py").read_text() == program
     # The same place with what tfretrace writes there is applied: the refusal is the text's.
@@ -113,7 +113,7 @@ def test_other_kinds_call_nothing_but_tensorflow(
     good_program, good_text = (fine, text) if fine.startswith("import") else (program, fine)
     saved = recorded(ok, [step(kind, (Replacement(span, good_text),))], {"train.py": good_program},
                      location="train.py:1")
-    assert main(["fix", str(saved), "--apply"]) == 0
+    assert main(["fix", str(saved), "--apply", "--unsafe-fixes"]) == 0
     assert good_text in (ok / "train.py").read_text()
 
 
@@ -250,10 +250,10 @@ def test_the_printed_plan_and_diff_are_what_is_written(tmp_path: Path, capsys: p
     plan = PlanStep("shape-changed", "input-signature", "a step", claimed, (Replacement(DECORATOR, written),),
                     120, 1, 1.5).to_dict()
     saved = recorded(tmp_path, [plan], {"train.py": PROGRAM, "tensorflow.py": FAKE_TF}, location="train.py:8")
-    assert main(["fix", str(saved)]) == 0
+    assert main(["fix", str(saved), "--unsafe-fixes"]) == 0
     shown = capsys.readouterr().out
     assert claimed not in shown  # the session's own code is never shown for an edit tfretrace makes
-    assert main(["fix", str(saved), "--apply"]) == 0
+    assert main(["fix", str(saved), "--apply", "--unsafe-fixes"]) == 0
     after = (tmp_path / "train.py").read_text()
     diff = "".join(difflib.unified_diff(PROGRAM.splitlines(keepends=True), after.splitlines(keepends=True),
                                         fromfile="a/train.py", tofile="b/train.py"))

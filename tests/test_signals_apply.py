@@ -55,7 +55,7 @@ def test_a_signal_between_two_writes_restores_every_file(tmp_path: Path, signum:
     (hooks / "sitecustomize.py").write_text(_PAUSE.format(marker=str(marker)))
     package = str(Path(apply_mod.__file__).parents[2])
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tfretrace", "fix", str(saved), "--apply"], cwd=project,
+        [sys.executable, "-m", "tfretrace", "fix", str(saved), "--apply", "--unsafe-fixes"], cwd=project,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": os.pathsep.join((str(hooks), package))},
     )

@@ -14,6 +14,7 @@ from tfretrace._util.text import plural
 from tfretrace.compare.comparison import NEW, VANISHED, Comparison, Delta, NewCause
 from tfretrace.records.function_key import EDITED, EXACT, MOVED
 from tfretrace.render import _model
+from tfretrace.render._md import code
 from tfretrace.render.text import TextRenderer
 
 __all__ = ["FORMATS", "reason_line", "render_comparisons"]
@@ -161,13 +162,12 @@ def text_blocks(comparison: Comparison) -> list[RenderableType]:
 
 
 def _md(text: str) -> str:
-    """Code span for a recorded string: backticks and pipes cannot break out of it or the table.
+    """Code span for a recorded string (render._md.code): nothing in it can break out or render.
 
     Every string a session or baseline holds (names, places, versions, causes, values) goes
     through here: inside a code span GitHub renders no link, image, HTML tag or @mention.
     """
-    inner = text.replace("`", "'").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-    return "`" + (inner or " ") + "`"  # "``" would open a span that a later "``" closes
+    return code(text)
 
 
 def markdown(comparison: Comparison) -> str:
