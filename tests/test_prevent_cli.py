@@ -228,7 +228,8 @@ def test_a_prevented_run_gates_and_plans_as_the_program_is_written(tmp_path: Pat
     assert applied.returncode == 0, applied.stderr
     plain = subprocess.run([sys.executable, "train.py"], capture_output=True, text=True, cwd=tmp_path,
                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300, check=False)
-    assert _traces(plain) == row["traces_fixed"] < 3
+    # What the row predicts for fix --apply (safe edits only) is what TensorFlow counts after it.
+    assert _traces(plain) == row["traces_fixed"] <= 3
 
 
 def test_verify_measures_the_program_without_prevention(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -233,7 +235,16 @@ def _lazy_scorer() -> Any:
 def test_a_budget_counts_what_traced_after_the_warm_up(tmp_path: Path) -> None:
     import tfretrace
 
-    profile = _record(_lazy_scorer, tmp_path / "profile.json")
+    # Recorded in another process: a budget counts every trace of the code in this one, and an
+    # earlier test of this worker may have left a monitor that saw the recording's traces.
+    profile = tmp_path / "profile.json"
+    driver = tmp_path / "record.py"
+    driver.write_text(f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+                      "import test_prevent_safety\ntest_prevent_safety._lazy_scorer()\n")
+    done = subprocess.run([sys.executable, "-m", "tfretrace", "run", "--save", str(profile), str(driver)],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert done.returncode == 0, done.stderr[-2000:]
     with tfretrace.prevent(profile, learn=False) as prevention, tfretrace.budget(max_traces=1):
         score = _lazy_scorer()  # its variable-creating first trace, then the warm-up (not counted)
     assert score.experimental_get_tracing_count() == 2

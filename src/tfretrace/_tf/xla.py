@@ -172,9 +172,11 @@ class Tap:
         os.close(source)
         os.close(back_write)
         self._pipe_write, self._back, self._original = sink, back_read, original
-        if _same_file(1, 2):
+        if not terminal and _same_file(1, 2):
             # Two pipes (or fd 2 through the relay, fd 1 not) would reorder what the program
-            # writes to one file; one pipe keeps its order, and the relay writes to that file.
+            # writes to one file (`> log 2>&1`); one pipe keeps its order, and the relay writes to
+            # that file. A terminal keeps fd 1 as it is: the live status line is drawn between the
+            # program's own lines there, and needs them to reach the terminal directly.
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 sys.stdout.flush()
             with contextlib.suppress(OSError):
