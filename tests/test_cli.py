@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -43,7 +44,7 @@ def test_run_passes_argv_and_main_and_reports_to_stderr(
     assert seen["argv"] == [str(script), "a", "--save", "x", "-m", "y"]
     assert seen["name"] == "__main__"
     assert "tfretrace: 6 functions" in err and "train_step" not in out
-    assert f"Re-render: {tfretrace_command()} report {saved} -o report.html" in err
+    assert f"Re-render: {tfretrace_command()} report {saved} -o report.html" in re.sub(r" \\\n *", " ", err)
     assert monitor.installed == [False] and monitor.stopped == 1
     loaded = tfretrace.load(saved)
     assert loaded.argv == (str(script), "a", "--save", "x", "-m", "y")
@@ -195,7 +196,7 @@ def test_report_merges_saved_sessions(tmp_path: Path, capsys: pytest.CaptureFixt
     out, _ = capsys.readouterr()
     assert "[worker0] train_step" in out and "[worker1] train_step" in out
     assert "traces diverge across workers for train_step (worker0: 3, worker1: 5)" in out
-    assert f"Re-render: {tfretrace_command()} report {a} {b} -o report.html" in out
+    assert f"Re-render: {tfretrace_command()} report {a} {b} -o report.html" in re.sub(r" \\\n *", " ", out)
     merged = tmp_path / "m.json"
     assert cli.main(["report", str(a), str(b), "-o", str(merged)]) == 0
     data = json.loads(merged.read_text())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,7 +62,7 @@ def test_run_script_keeps_argv_exit_status_and_saves(program: Path, tmp_path: Pa
     with pytest.MonkeyPatch.context() as mp:  # `tfretrace` where PATH finds this one, else how this one runs
         mp.chdir(tmp_path)
         tool, python = tfretrace_command(), python_command()
-    assert f"Re-render: {tool} report {saved} -o report.html" in result.stderr
+    assert f"Re-render: {tool} report {saved} -o report.html" in re.sub(r" \\\n *", " ", result.stderr)
     assert "\r" not in result.stderr and "\x1b" not in result.stderr  # piped: no live status line
     # --fix-plan: the checked plan (the user's decorator, dim 1 open) and the command that applies it.
     plan = result.stderr.split("Re-render:", 1)[1]
@@ -69,8 +70,9 @@ def test_run_script_keeps_argv_exit_status_and_saves(program: Path, tmp_path: Pa
     assert result.stderr.count("Fix plan:") == 1  # printed once: after the report, not in it too
     # The batch dimension (2 in every call) stays open: another data size must not break the program.
     assert "@tf.function(input_signature=[tf.TensorSpec(shape=[None, None], dtype=tf.float32)])" in plan
-    assert f"Apply: {tool} fix {saved} --apply" in plan
-    assert f"Check: {tool} fix {saved} --verify -- {python} train.py --flag --exit 3" in plan
+    unfolded = re.sub(r" \\\n *", " ", plan)  # commands wider than the terminal continue with a backslash
+    assert f"Apply: {tool} fix {saved} --apply" in unfolded
+    assert f"Check: {tool} fix {saved} --verify -- {python} train.py --flag --exit 3" in unfolded
     # --tensorboard: each trace at the function's call count, read back with TensorBoard's reader.
     from test_tensorboard import read_back
 
@@ -92,7 +94,8 @@ def test_fix_plan_without_save_says_to_save_rather_than_apply(program: Path, tmp
     assert "fix --apply" not in err.replace("tfretrace fix run.json --apply", "")
     assert "Fix plan: 4 traces -> 1 with tfretrace fix, " in err
     assert "(save the run with --save FILE to apply)" in err
-    assert "To apply: run again with --save run.json, then tfretrace fix run.json --apply" in err
+    assert "To apply: run again with --save run.json, then" in err
+    assert f"{tfretrace_command()} fix run.json --apply" in re.sub(r" \\\n *", " ", err)
     assert "Apply:" not in err and "Check:" not in err
     assert err.count("Fix plan:") == 1
     assert "(4 -> 1 trace, saves" in err  # "1 trace", not "1 traces"

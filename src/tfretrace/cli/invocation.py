@@ -51,3 +51,26 @@ def tfretrace_command() -> str:
     if _same_file(shutil.which("tfretrace"), os.path.join(os.path.dirname(sys.executable), "tfretrace")):
         return "tfretrace"
     return f"{python_command()} -m tfretrace"
+
+
+def fold_command(label: str, words: list[str], width: int) -> str:
+    """``label`` then a shell command of already-quoted ``words``, folded with ``\\`` to fit ``width``.
+
+    A command wider than the terminal would wrap mid-word; a backslash-newline keeps it one
+    command when pasted into a shell, so it still runs as printed.
+    """
+    indent = " " * len(label)
+    lines: list[str] = []
+    line = label
+    fresh = True  # nothing after the label or the indent yet
+    for word in words:
+        candidate = line + word if fresh else f"{line} {word}"
+        # Leave room for the " \\" that continues a line.
+        if not fresh and len(candidate) + 2 > width:
+            lines.append(line + " \\")
+            line = indent + word
+        else:
+            line = candidate
+        fresh = False
+    lines.append(line)
+    return "\n".join(lines)

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from tfretrace._util.io import atomic_write_text, is_source_file
 from tfretrace._util.text import encodable, printable
-from tfretrace.cli.invocation import tfretrace_command
+from tfretrace.cli.invocation import fold_command, tfretrace_command
 from tfretrace.render import renderer_for
 from tfretrace.render._console import colored, console_for, is_tty
 
@@ -210,8 +210,9 @@ def emit(
 
         stream.write("\n" + render_prevention(session.prevention))
     if files:
-        quoted = " ".join(shlex.quote(f) for f in files)
-        print(f"\nRe-render: {tfretrace_command()} report {printable(quoted)} -o report.html", file=stream)
+        words = [*shlex.split(tfretrace_command()), "report", *files, "-o", "report.html"]
+        command = fold_command("Re-render: ", [printable(shlex.quote(w)) for w in words], console.width)
+        print("\n" + command, file=stream)
     elif sources is None:
         print("\nTo re-render this run later (HTML, JSON), run it with --save run.json", file=stream)
     stream.flush()

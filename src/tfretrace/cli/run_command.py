@@ -8,6 +8,7 @@ import importlib
 import os
 import shlex
 import sys
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -19,7 +20,7 @@ from tfretrace._util.config import find as find_config
 from tfretrace._util.config import load as load_config
 from tfretrace._util.text import printable
 from tfretrace.cli import compare_command
-from tfretrace.cli.invocation import python_command, tfretrace_command
+from tfretrace.cli.invocation import fold_command, python_command, tfretrace_command
 from tfretrace.cli.notebook_run import NotebookRunError, code_cells
 from tfretrace.cli.output import (
     UsageError,
@@ -263,23 +264,26 @@ def emit_plans(session: Session, console: Console, saved: str | None, target: Ta
     stream, width, color = console.file, console.width, colored(console)
     print("\n" + render_plans(session, width=width, color=color, saved=saved is not None).rstrip(), file=stream)
     editable = any(step.get("edits") for f in session.functions for step in f.plan)
+    tool = shlex.split(tfretrace_command())
     if saved is None and editable:
         # Nothing was saved, so there is no session for tfretrace fix to read: say how to get one.
-        print("\nTo apply: run again with --save run.json, then tfretrace fix run.json --apply",
-              file=stream)
+        print("\nTo apply: run again with --save run.json, then", file=stream)
+        print(fold_command("  ", [shlex.quote(w) for w in [*tool, "fix", "run.json", "--apply"]], width), file=stream)
     if saved is not None and editable:
-        quoted = printable(shlex.quote(saved))
-        # Spelled as they run here: `make demo` calls .venv/bin/tfretrace without activating .venv.
-        tool = tfretrace_command()
+        # Spelled as they run here (`make demo` calls .venv/bin/tfretrace without activating
+        # .venv), and folded with a backslash where wider than the terminal: pasted, they still run.
         lines = []
         # Checking on a copy comes first: --apply edits the program's files in place.
         if target is not None:
             program = ["-m", target.module] if target.script is None else [target.script]
-            command = printable(" ".join([python_command(), shlex.join([*program, *target.args])]))
-            lines.append(f"Check: {tool} fix {quoted} --verify -- {command}")
-        lines.append(f"Apply: {tool} fix {quoted} --apply")
+            check = [*tool, "fix", saved, "--verify", "--", *shlex.split(python_command()), *program, *target.args]
+            lines.append(fold_command("Check: ", [printable(shlex.quote(w)) for w in check], width))
+        apply = [*tool, "fix", saved, "--apply"]
+        lines.append(fold_command("Apply: ", [printable(shlex.quote(w)) for w in apply], width))
         if any(step.get("safety") == "unsafe" for f in session.functions for step in f.plan):
-            lines.append("  (safe edits only; --unsafe-fixes adds those that may change results, each with its reason)")
+            note = ("(safe edits only; --unsafe-fixes adds those that may change results, each with its "
+                    "reason)")
+            lines.append(textwrap.fill(note, width=max(width, 40), initial_indent="  ", subsequent_indent="   "))
         print("\n" + "\n".join(lines), file=stream)
     stream.flush()
 
