@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fix_safety_helpers import Applied, lines_of, record_and_apply
+from tfretrace._tf.versions import keras_in_use
 
 pytestmark = pytest.mark.tf
 pytest.importorskip("tensorflow")
@@ -39,6 +40,10 @@ UNSAFE = [
     ("p10_predict_step", "keras-call"),  # 10: a model overriding predict_step
     ("p11_del_each_pass", "hoist-wrap"),  # 11: `del name` at the end of each pass
 ]
+if (_keras := keras_in_use()) is not None and _keras[1].split(".")[0] == "2":
+    # Keras 2's predict runs on a dataset whose batch dimension is None from the first call: it
+    # never retraces there (tools/matrix.py KNOWN_DIFFERENCES), so item 10 has no step to classify.
+    UNSAFE = [u for u in UNSAFE if u[0] != "p10_predict_step"]
 SAFE = [
     ("c01_def_constant", "hoist-def"),
     ("c02_factory_constant", "hoist-factory-call"),
