@@ -40,9 +40,9 @@ UNSAFE = [
     ("p10_predict_step", "keras-call"),  # 10: a model overriding predict_step
     ("p11_del_each_pass", "hoist-wrap"),  # 11: `del name` at the end of each pass
 ]
-if (_keras := keras_in_use()) is not None and _keras[1].split(".")[0] == "2":
-    # Keras 2's predict runs on a dataset whose batch dimension is None from the first call: it
-    # never retraces there (tools/matrix.py KNOWN_DIFFERENCES), so item 10 has no step to classify.
+if (_keras := keras_in_use()) is not None and _keras[0] == "keras" and _keras[1].split(".")[0] == "2":
+    # TF 2.15's Keras 2 predicts on a dataset whose batch dimension is None from the first call:
+    # it never retraces there (tools/matrix.py KNOWN_DIFFERENCES), so item 10 has no step to classify.
     UNSAFE = [u for u in UNSAFE if u[0] != "p10_predict_step"]
 SAFE = [
     ("c01_def_constant", "hoist-def"),
