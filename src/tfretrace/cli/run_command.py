@@ -80,6 +80,8 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     monitor = importlib.import_module("tfretrace.runtime.monitor")
     strict = importlib.import_module("tfretrace.budget").strict_from_env
     # Before the XLA log tap may take fd 2: the status line's terminal, the program's streams.
+    # The digest's stdout first: the status line's guard then wraps it like any program stream.
+    outputs_tap = _stdout_tap(save)
     progress = _live_status(ns)
     try:
         # tfretrace run starts before TensorFlow loads: it may lower TF_CPP_MIN_LOG_LEVEL to read
@@ -101,11 +103,14 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
         if progress is not None:
             progress.detach()
             progress.stream.close()
+        if outputs_tap is not None:
+            outputs_tap.finish()
         raise UsageError(first) from None
     if progress is not None:
         installed.add_listener(progress)
     parent = os.getpid()
     prevention = None if profile is None else profile.start(installed)
+    stdout = None
     try:
         status = execute(target)
         if os.getpid() == parent:
@@ -121,6 +126,8 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
                 progress.detach()
                 progress.clear()
                 progress.stream.close()
+            if outputs_tap is not None:
+                stdout = outputs_tap.finish()  # the program's part of stdout ends here: the report is ours
             # The program may have called tfretrace.stop() itself (the monitor went on
             # recording); stopping it here is the real end.
             if monitor.current() is installed:
@@ -133,7 +140,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
         session = prevention.stop(session)
     # The monitor sees tfretrace's own argv once the program is done; record the program's.
     program = target.script if target.script is not None else f"-m {target.module}"
-    session = replace(session, argv=(program, *target.args), label=ns.label or session.label)
+    session = replace(session, argv=(program, *target.args), label=ns.label or session.label, stdout=stdout)
     sys.stdout.flush()
     saved = save_session(session, save)
     if tensorboard is not None:
@@ -244,6 +251,18 @@ def _live_status(ns: argparse.Namespace) -> Progress | None:
     progress = Progress(terminal, width)
     progress.attach(is_tty)
     return progress
+
+
+def _stdout_tap(save: str | None) -> Any:
+    """With --save, ``sys.stdout`` digested for the session (runtime.output_tap); None without."""
+    if save is None:
+        return None
+    tap = importlib.import_module("tfretrace.runtime.output_tap").OutputTap()
+    try:
+        tap.start()
+    except (OSError, ValueError):  # no stdout, or one without a file: the session has no digest
+        return None
+    return tap
 
 
 def _native_log_shown() -> bool:

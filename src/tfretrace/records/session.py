@@ -13,6 +13,7 @@ from tfretrace._util.io import atomic_write_text
 from tfretrace._util.text import printable
 from tfretrace.records import display
 from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.output import OutputDigest, output_from_dict
 from tfretrace.records.prevention import PreventionReport
 
 SCHEMA = 1
@@ -68,6 +69,9 @@ class Session:
     # A merged session: each worker's own wall time, in the order of ``workers``. A function's
     # share of wall is its trace time over its own worker's wall, never over another's.
     worker_walls: tuple[float, ...] = ()
+    # A digest of the program's stdout (``run --save``), for ``fix --verify`` to compare the
+    # edited run's with; None in sessions of older versions and where it was not recorded.
+    stdout: OutputDigest | None = None
 
     def _repr_html_(self) -> str | None:
         """Jupyter: the full HTML report (the page ``-o report.html`` writes) in a frame, offline."""
@@ -160,6 +164,7 @@ class Session:
             "sources": dict(self.sources),
             "functions": [f.to_dict() for f in self.functions],
             **({} if self.prevention is None else {"prevention": self.prevention.to_dict()}),
+            **({} if self.stdout is None else {"output": {"stdout": self.stdout.to_dict()}}),
         }
 
     def to_json(self) -> str:
@@ -212,6 +217,7 @@ class Session:
                 prevention=None if data.get("prevention") is None
                 else PreventionReport.from_dict(data["prevention"]),
                 worker_walls=C.each(data.get("worker_wall_seconds", []), "worker_wall_seconds", C.seconds),
+                stdout=output_from_dict(data.get("output")),
             )
         except C.FieldError as exc:
             raise SessionFormatError(f"{source}: malformed tfretrace session: {exc}") from None
