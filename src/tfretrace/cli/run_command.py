@@ -253,7 +253,7 @@ def _live_status(ns: argparse.Namespace) -> Progress | None:
     return progress
 
 
-def _stdout_tap(save: str | None) -> Any:
+def _stdout_tap(save: object) -> Any:
     """With --save, ``sys.stdout`` digested for the session (runtime.output_tap); None without."""
     if save is None:
         return None

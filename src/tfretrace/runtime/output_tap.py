@@ -80,7 +80,7 @@ class OutputTap:
         self._ours = io.TextIOWrapper(
             io.BufferedWriter(raw) if buffered else raw,  # type: ignore[arg-type]
             encoding=original.encoding, errors=original.errors,
-            line_buffering=original.line_buffering, write_through=getattr(original, "write_through", False),
+            line_buffering=bool(original.line_buffering), write_through=getattr(original, "write_through", False),
         )
         self._original = original
         sys.stdout = self._ours
