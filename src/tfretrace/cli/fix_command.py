@@ -215,6 +215,9 @@ def _print_verification(result: Verification, out: TextIO) -> None:
         f"\nVerified on a copy in {result.seconds:.1f} s: the program exited {result.exit_status} "
         f"(its output: {printable(str(result.log))})\n"
     )
+    if result.stdout is not None:
+        # The verdict is a fixed word (same, differs, unstable, not-recorded, not-measured): scripts read it.
+        out.write(f"  stdout: {result.stdout.describe()}\n")
     if result.session is None:
         out.write("  no session came back from the edited run\n")
         return
@@ -243,7 +246,10 @@ def _record(path: str, result: Verification, err: TextIO) -> None:
     measured = {row_key(f): f.traces for f in result.session.functions}
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
-        atomic_write_text(path, json.dumps(mark_verified(data, measured), indent=2) + "\n")
+        data = mark_verified(data, measured)
+        if result.stdout is not None:
+            data["verified_output"] = result.stdout.to_dict()
+        atomic_write_text(path, json.dumps(data, indent=2) + "\n")
     except (OSError, ValueError) as exc:
         err.write(f"tfretrace fix: the measured counts were not recorded in {printable(path)} "
                   f"({exc.__class__.__name__})\n")

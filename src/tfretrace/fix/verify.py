@@ -18,11 +18,13 @@ from types import FrameType
 from typing import TextIO
 
 from tfretrace.fix.apply import FileChange, FixError, write_all
+from tfretrace.fix.output_check import StdoutCheck, check_stdout
 from tfretrace.fix.plan import saved_prediction
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.stray import stop
 from tfretrace.fix.workcopy import CopyError, make_copy, plan_copy, snapshot
 from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.output import OutputDigest
 from tfretrace.records.session import Session, SessionFormatError, load
 
 # Interpreter options that take a value (``-W ignore``, ``-X dev``), as ``python --help`` lists them.
@@ -57,6 +59,7 @@ class Verification:
     seconds: float = 0.0  # copy and run, wall clock
     timed_out: bool = False
     changed_data: tuple[str, ...] = ()  # linked data files the run changed (it should only read them)
+    stdout: StdoutCheck | None = None  # whether its stdout matched the recorded run's (fix.output_check)
 
 
 def program_command(command: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -129,10 +132,13 @@ def verify(
     link_data: Sequence[str] = (),
     status: TextIO | None = None,
     unsafe: bool = False,
+    check_output: bool = True,
 ) -> Verification:
     """Copy ``root`` (see fix.workcopy), apply ``changes`` in the copy, run ``command`` there monitored.
 
     Nothing is written outside the copy but the log; SIGTERM stops the program and removes the copy.
+    With ``check_output`` its stdout is compared with the recorded run's, and where they differ an
+    unedited copy is run the same way afterwards (fix.output_check).
     """
     from tfretrace.fix.progress import Status
 
@@ -194,8 +200,20 @@ def verify(
         except SessionFormatError:
             after = None
         changed = tuple(str(p) for p, was in snapshot(linked).items() if was != before.get(p))
+    exit_status = proc.returncode if not timed_out else 124
+    stdout = None
+    if check_output:
+        def unedited() -> OutputDigest | None:
+            # The same command, copy and monitor, nothing edited: its own log beside the edited run's.
+            again = verify(session, (), command, root, log=log.with_name(log.stem + ".unedited.log"),
+                           timeout=timeout, link_data=link_data, status=status, check_output=False)
+            return again.session.stdout if again.session is not None and again.exit_status == 0 else None
+
+        # A failed edited run is reported as failed; a second run would not change that verdict.
+        recorded, edited = session.stdout, after.stdout if after is not None else None
+        stdout = check_stdout(recorded, edited, unedited if exit_status == 0 else None)
     return Verification(
-        proc.returncode if not timed_out else 124,
+        exit_status,
         _compare(session, after, root, unsafe),
         after,
         _tail(log),
@@ -203,6 +221,7 @@ def verify(
         time.monotonic() - started,
         timed_out,
         changed,
+        stdout,
     )
 
 

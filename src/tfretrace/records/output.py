@@ -37,6 +37,8 @@ class OutputDigest:
         data = C.mapping(data, where)
         size = C.count(data.get("bytes"), f"{where}.bytes")
         lines = C.count(data.get("lines"), f"{where}.lines")
+        if lines > size or (size > 0 and lines == 0):
+            raise C.FieldError(f"{where}.lines ({lines}) is impossible for {size} bytes")
         sha256 = C.text(data.get("sha256"), f"{where}.sha256")
         if not _SHA256.fullmatch(sha256):
             raise C.FieldError(f"{where}.sha256 must be 64 lowercase hex digits")
@@ -46,8 +48,6 @@ class OutputDigest:
                                f"{MAX_LINE_DIGESTS} lines ({len(digests)} for {lines} lines)")
         if not all(_LINE.fullmatch(d) for d in digests):
             raise C.FieldError(f"{where}.line_sha256 items must be {LINE_DIGEST_HEX} lowercase hex digits")
-        if lines > size or (size > 0 and lines == 0):
-            raise C.FieldError(f"{where}.lines ({lines}) is impossible for {size} bytes")
         return cls(size, lines, sha256, digests, C.flag(data.get("terminal", False), f"{where}.terminal"))
 
     def same_as(self, other: OutputDigest) -> bool:
