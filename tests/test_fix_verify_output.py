@@ -31,6 +31,9 @@ def step(x):
 
 for n in range(1, 5):
     print(float(step(tf.ones([n]))))
+if "--print-noise" in sys.argv:
+    import os
+    print("run", os.urandom(4).hex())  # another value on every run
 count = step.experimental_get_tracing_count()
 print("traces", count, file=sys.stdout if "--count-on-stdout" in sys.argv else sys.stderr)
 """
@@ -115,6 +118,18 @@ def test_verify_against_an_altered_digest_is_not_same_and_blames_no_edit(tmp_pat
     assert verified == {"verdict": "unstable", "compared_with": "unedited", "first_difference_line": None,
                         "edited_as_unedited": True}
     assert _stdout_line(text).startswith("stdout: unstable:")
+
+
+@pytest.mark.tf
+def test_verify_of_a_program_whose_output_changes_every_run_is_unstable_not_blamed_on_the_edit(
+        tmp_path: Path) -> None:
+    _recorded(tmp_path, "--print-noise")
+    verified, text = _verify(tmp_path, "--print-noise")
+    assert verified == {"verdict": "unstable", "compared_with": "unedited", "first_difference_line": 5,
+                        "edited_as_unedited": False}
+    assert _stdout_line(text).startswith("stdout: unstable:")
+    assert _traces_printed(tmp_path / "s.verify.log") == [1]
+    assert _traces_printed(tmp_path / "s.verify.unedited.log") == [4]
 
 
 @pytest.mark.tf
