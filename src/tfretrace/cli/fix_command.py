@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         description="Print each function's fix plan and a unified diff of the safe edits tfretrace can make "
         "itself. --apply writes them (all files or none); --unsafe-fixes adds the edits that may change "
         "results, each with its reason; --verify applies them to a copy of the program, runs the command "
-        "there under the monitor and compares the traces.",
+        "there under the monitor and compares the traces, and its stdout with the recorded run's.",
     )
     fix.add_argument("session", metavar="SESSION.json")
     fix.add_argument("--apply", action="store_true", help="write the safe edits into the program's files")
@@ -60,7 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     fix.add_argument(
         "--verify", action="store_true",
-        help="last option: apply the edits to a copy of the program and run the command after -- there, monitored",
+        help="last option: apply the edits to a copy of the program and run the command after -- there, monitored "
+        "(traces before -> after; stdout: same, differs, unstable or not-recorded)",
     )
 
 
