@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from schema_helpers import schema_errors
 from tfretrace.records.output import Digester, OutputDigest, first_difference
 from tfretrace.records.session import SessionFormatError, load
 
@@ -57,7 +58,9 @@ def _verify(tmp_path: Path, *args: str) -> tuple[dict[str, Any], str]:
     text = done.stdout.decode()
     assert done.returncode == 0, text[-2000:] + done.stderr.decode()[-2000:]
     assert "input_signature" in text or "reduce_retracing" in text, text[-2000:]  # an edit was verified
-    return json.loads((tmp_path / "s.json").read_text())["verified_output"], text
+    data = json.loads((tmp_path / "s.json").read_text())
+    assert schema_errors(data) == []  # the session fix rewrote still follows the published schema
+    return data["verified_output"], text
 
 
 def _stdout_line(text: str) -> str:
@@ -73,6 +76,7 @@ def _traces_printed(log: Path) -> list[int]:
 def test_run_save_records_a_digest_of_exactly_what_the_program_printed(tmp_path: Path) -> None:
     done = _recorded(tmp_path)
     data = json.loads((tmp_path / "s.json").read_text())
+    assert schema_errors(data) == []
     stdout = data["output"]["stdout"]
     # The program's stdout, byte for byte (the report and the count went to stderr).
     assert stdout["sha256"] == hashlib.sha256(done.stdout).hexdigest()
