@@ -13,10 +13,13 @@ only once the program has finished.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import os
 import sys
 from typing import Any
+
+from tfretrace._tf.counters import counted_functions
 
 # The globals of the program `tfretrace run` executed as __main__: python drops that module once
 # it has run, and the probe runs after (module-level tf.functions are found there).
@@ -33,10 +36,44 @@ def remember_program(namespace: dict[str, Any]) -> None:
 _MAX_TRACES = 64
 
 
+# Instances of one method probed at most: each instance's traces are compared with its own probe.
+_MAX_INSTANCES = 8
+
+
+def live_methods(path: str, qualname: str, root: str) -> list[Any]:
+    """The run's tf.function objects for a method of a class in ``path``, one per live instance.
+
+    ``@tf.function`` on a method gives each instance its own bound function (TensorFlow's
+    descriptor), and ``self.step = tf.function(self._step)`` makes one per instance too; every
+    such object the run called is kept by the call counters (``counted_functions``). Only those
+    with traces are returned: their ``python_function`` already has the instance bound, so a new
+    ``tf.function`` of it traces the method of that very object.
+    """
+    if "<locals>" in qualname or "." not in qualname:
+        return []
+    wanted = os.path.realpath(os.path.join(root, path))
+    found = []
+    for function in counted_functions():
+        python = getattr(function, "python_function", None)
+        if python is None or getattr(python, "__qualname__", None) != qualname:
+            continue
+        # A decorated method's bound function is TensorFlow's wrapper: its __wrapped__ chain ends
+        # at the user's def; a bound method (tf.function(self._step)) has it as __func__.
+        plain = getattr(python, "__func__", None) or inspect.unwrap(python)
+        code = getattr(plain, "__code__", None)
+        if code is None or os.path.realpath(code.co_filename) != wanted:
+            continue
+        if hasattr(function, "_list_all_concrete_functions") and function._list_all_concrete_functions():
+            found.append(function)
+        if len(found) >= _MAX_INSTANCES:
+            break
+    return found
+
+
 def live_function(path: str, qualname: str, root: str) -> Any | None:
     """The run's tf.function object for a module-level def (or ``name = tf.function(def)``) in ``path``."""
     if "<locals>" in qualname or "." in qualname:
-        return None  # nested defs and methods: no module attribute holds the one object
+        return None  # nested defs and methods: no module attribute holds the one object (live_methods)
     wanted = os.path.realpath(os.path.join(root, path))
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)

@@ -76,11 +76,16 @@ def _saver(functions: tuple[FunctionReport, ...], restored: FunctionReport) -> F
         return None
     short = restored.name[: -len(RESTORED_SUFFIX)]
     path = restored.location.rpartition(":")[0]
-    found = [
+    named = [
         f for f in functions
         if f is not restored and f.name.rsplit(".", 1)[-1] == short and f.location.rpartition(":")[0] == path
-        and any(e.cause == "saved-model-export" for e in f.events)
     ]
+    if len({f.name for f in named}) > 1:
+        # Two classes' methods of one name (an export wrapper's __call__ calling the model's): the
+        # restored name does not say which object was saved. The model's re-traces inside the
+        # save do not make it the saved one (tensorflow/docs mlp_core saves the wrapper).
+        return None
+    found = [f for f in named if any(e.cause == "saved-model-export" for e in f.events)]
     return found[0] if len(found) == 1 else None
 
 

@@ -11,6 +11,7 @@ from tfretrace.fix.declare import decorator_edit
 from tfretrace.fix.predict import Call, Config, count
 from tfretrace.fix.rules import fold_all
 from tfretrace.fix.safety import TF_CHECKED
+from tfretrace.fix.signature_defaults import defaults_left_out, left_out_line, left_out_reason
 from tfretrace.fix.specs import NUMBER_DTYPES, is_top, signature_specs
 from tfretrace.records.events import PYTHON, TENSOR, Leaf
 
@@ -21,14 +22,18 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
         return None
     calls = state.replay.calls
     node = ctx.definition.node
-    if node is not None and _omitted_somewhere(ctx, calls, _defaults_none(node)):
+    # `def __call__(self, x, preds=False)` never passed preds: the spec covers x only and TensorFlow
+    # binds preds=False as a constant (no spec can be written for a Python bool).
+    left_out = defaults_left_out(node, ctx.definition.params, [*calls, *state.replay.save_calls])
+    if node is not None and _omitted_somewhere(ctx, calls, [p for p in _defaults_none(node) if p not in left_out]):
         # `def sample(self, eps=None)` also called as `sample()`: that call binds None, which no
         # TensorSpec accepts; the recorded calls all passed eps, that one (not run here) does not.
         return None
     numbers: dict[str, Leaf] = {}
     for call in calls:
         for leaf in call.signature:
-            if leaf.kind == PYTHON and leaf.type_name in NUMBER_DTYPES and is_top(leaf.path):
+            at_default = leaf.path in left_out
+            if leaf.kind == PYTHON and leaf.type_name in NUMBER_DTYPES and is_top(leaf.path) and not at_default:
                 dtype = NUMBER_DTYPES[str(leaf.type_name)]
                 if leaf.type_name == "int" and node is not None:
                     dtype = number_dtype(node, leaf.path)  # a tf.summary step must be int64
@@ -52,10 +57,15 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
     if node is not None and any(_varied_size_read(node, leaf) for leaf in folded):
         return None
     general, pinned = _open_batch_dims(folded, converted, node)
-    specs = signature_specs(general, ctx.definition.params, ctx.tf)
+    covered = [p for p in ctx.definition.params if p not in left_out]
+    specs = signature_specs([leaf for leaf in general if _root(leaf.path) not in left_out], covered, ctx.tf)
     if specs is None:
         return None
-    general, specs, pinned, tf_check = _probed(ctx, folded, general, specs, pinned)
+    general, specs, pinned, tf_check = _probed(ctx, state, folded, general, specs, pinned, covered)
+    if left_out:
+        pinned = "; ".join(p for p in (pinned, left_out_line(left_out)) if p)
+        if tf_check == TF_CHECKED:
+            tf_check = left_out_reason(left_out)  # every input accepted before is no longer accepted
     config = Config(reduce_retracing=state.config.reduce_retracing, input_signature=general)
     new_state = replace(
         state.map_calls({c.index: replace(c, signature=s) for c, s in zip(calls, converted)}), config=config
@@ -84,22 +94,31 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
 
 
 def _probed(
-    ctx: FunctionContext, folded: tuple[Leaf, ...], general: tuple[Leaf, ...], specs: list[str], pinned: str
+    ctx: FunctionContext, state: State, folded: tuple[Leaf, ...], general: tuple[Leaf, ...], specs: list[str],
+    pinned: str, covered: list[str],
 ) -> tuple[tuple[Leaf, ...], list[str], str, str | None]:
     """Every dimension open where TensorFlow traces the body so to the run's outputs; else the signature as it was.
 
     A dimension is pinned only where the body needs it static, never because it was constant in
     one run: the probe (the recorded run's live function, traced afresh) decides. Returns the
     signature, its spec texts, the pinned line and what TensorFlow said (TF_CHECKED or why not);
-    None where no probe ran.
+    None where no probe ran. ``covered``: the parameters the specs are for.
     """
     if ctx.probe is None or ctx.definition is None:
         return general, specs, pinned, None
+    if state.replay.variable_traces:
+        # The first call made variables (a layer built on its first input): the probe, run once the
+        # program has finished, traces the body as it runs now, past that code. Measured on the
+        # Core APIs MLP: every dimension open traces there, and the edited program's first call
+        # then fails (the layer's `x.shape[1]` is None). Only the signature with the sizes every
+        # call had is written, and TensorFlow is asked only about the calls after the first.
+        said = ctx.probe("[" + ", ".join(specs) + "]")
+        return general, specs, pinned, said or _FIRST_CALL_UNCHECKED
     open_all = tuple(
         replace(leaf, shape=tuple(None for _ in leaf.shape)) if leaf.kind == TENSOR and leaf.shape else leaf
         for leaf in folded
     )
-    open_specs = signature_specs(open_all, ctx.definition.params, ctx.tf)
+    open_specs = signature_specs([leaf for leaf in open_all if _root(leaf.path) in covered], covered, ctx.tf)
     if open_specs is None:
         return general, specs, pinned, None
     said = ctx.probe("[" + ", ".join(open_specs) + "]")
@@ -107,6 +126,20 @@ def _probed(
         return general, specs, pinned, said
     line = "every dimension open: TensorFlow traced the body so, to the outputs of every trace of this run"
     return open_all, open_specs, line, TF_CHECKED
+
+
+_FIRST_CALL_UNCHECKED = (
+    "the function's first call created variables, and TensorFlow cannot trace that first call again once they "
+    "exist: the code that made them (a layer reading its input's size) was not traced with this signature"
+)
+
+
+def _root(path: str) -> str:
+    """The parameter a leaf path belongs to (``x`` for ``x[0]`` or ``x.a``)."""
+    for i, ch in enumerate(path):
+        if ch in "[.":
+            return path[:i]
+    return path
 
 
 def _open_batch_dims(
