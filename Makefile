@@ -44,6 +44,7 @@ test: $(STAMP) chromium
 
 # Not a set-up command: one environment per supported TensorFlow/Keras under .matrix/ (several GB,
 # minutes per environment on first use), the tests and examples in each, and a table of results.
-# ROWS=tf2.15-keras2,tf2.21-tfkeras picks rows (tools/matrix.py --help).
+# ROWS=tf2.15-keras2,tf2.21-tfkeras picks rows; TESTS="ROW=FILE,FILE ..." runs only those test files
+# in a row (tools/matrix.py --help).
 test-matrix: $(STAMP)
-	$(BIN)/python tools/matrix.py $(if $(ROWS),--rows $(ROWS),)
+	$(BIN)/python tools/matrix.py $(if $(ROWS),--rows $(ROWS),) $(foreach t,$(TESTS),--tests $(t))

@@ -17,6 +17,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - the suite runs on 3.11 here; tomli is a dependency on 3.10
     import tomli as tomllib
 
+# Matrix rows leave it out (tools/matrix.py): pip's resolution on pyenv's Pythons, not this environment.
+pytestmark = pytest.mark.single_env
+
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 

@@ -18,6 +18,9 @@ from tfretrace.records.events import Leaf
 from tfretrace.records.session import Session, SessionFormatError
 from tfretrace.render import HtmlRenderer, JsonRenderer, TextRenderer
 
+# Matrix rows leave it out (tools/matrix.py): session loading and the analyzer: pure Python.
+pytestmark = pytest.mark.single_env
+
 # Bounded so the suite stays a few seconds on a loaded 2-core CI machine.
 FAST = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 

@@ -21,6 +21,9 @@ from tfretrace.fix.plan import PlanStep
 from tfretrace.fix.source import Replacement, Span
 from tfretrace.records.session import Session
 
+# Matrix rows leave it out (tools/matrix.py): plan edits from hand-made sessions: pure Python.
+pytestmark = pytest.mark.single_env
+
 TRAIN = (
     "import tensorflow as tf\n\n\n@tf.function  # step\ndef train_step(x, lr):\n    return x * lr\n\n\n"
     "out = train_step(x, lr)\nds = tf.data.Dataset.range(10).batch(4)\n"

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# Matrix rows leave it out (tools/matrix.py): pip and git, not TensorFlow.
+pytestmark = pytest.mark.single_env
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

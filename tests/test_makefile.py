@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# Matrix rows leave it out (tools/matrix.py): make's targets build and use .venv, the reference environment.
+pytestmark = pytest.mark.single_env
+
 ROOT = Path(__file__).resolve().parent.parent
 # The venv the tests run in: its tfretrace (with this checkout on PYTHONPATH) stands in for .venv's.
 BIN = Path(sys.executable).parent

@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 
+# Matrix rows leave it out (tools/matrix.py): tools/matrix.py itself.
+pytestmark = pytest.mark.single_env
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -125,3 +128,34 @@ def test_a_row_writes_its_session_for_compare(tmp_path: Path) -> None:
     broken = matrix.Result(row)
     assert matrix.write_session(Path(sys.executable), broken, tmp_path / "nothere.py", tmp_path / "s2") is None
     assert broken.problem is not None and broken.problem.startswith("no session written")
+
+
+def test_tests_option_refuses_a_missing_file_or_an_unknown_row(capsys: Any) -> None:
+    matrix = _tool()
+    assert matrix.main(["--rows", "tf2.15-keras2", "--tests", "tf2.15-keras2=tests/no_such_test.py"]) == 2
+    assert "no_such_test.py" in capsys.readouterr().err
+    assert matrix.main(["--rows", "tf2.15-keras2", "--tests", "tf9.99=tests/test_matrix_tool.py"]) == 2
+    assert matrix.main(["--rows", "tf2.15-keras2", "--tests", "tf2.15-keras2"]) == 2
+
+
+def test_a_row_runs_only_its_selected_files_and_never_the_single_environment_tests(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    # CI gives the tf-keras row a list of files, and every row leaves out tests marked single_env.
+    matrix = _tool()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    single_env: x\n    browser: x\n")
+    (tmp_path / "tests" / "test_a.py").write_text(
+        "import pytest\n\ndef test_runs():\n    pass\n\n"
+        "@pytest.mark.single_env\ndef test_once():\n    raise AssertionError\n"
+    )
+    (tmp_path / "tests" / "test_b.py").write_text("def test_not_selected():\n    raise AssertionError\n")
+    monkeypatch.setattr(matrix, "ROOT", tmp_path)
+    monkeypatch.setattr(matrix, "MATRIX", tmp_path / ".matrix")
+    row = next(r for r in matrix.ROWS if r.name == matrix.REFERENCE)
+    selected = matrix.Result(row)
+    matrix.run_tests(Path(sys.executable), selected, ["tests/test_a.py"])
+    assert (selected.problem, selected.passed, selected.failed) == (None, 1, 0)
+    whole = matrix.Result(row)
+    matrix.run_tests(Path(sys.executable), whole)
+    assert (whole.passed, whole.failed, whole.failures) == (1, 1, ["tests.test_b::test_not_selected"])

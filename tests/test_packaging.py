@@ -14,6 +14,9 @@ import pytest
 
 import tfretrace
 
+# Matrix rows leave it out (tools/matrix.py): the sdist and wheel, not TensorFlow.
+pytestmark = pytest.mark.single_env
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

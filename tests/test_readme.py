@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+# Matrix rows leave it out (tools/matrix.py): the README shows the reference environment's output.
+pytestmark = pytest.mark.single_env
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 MODES = ("shell", "python", "output-of", "compile", "skip")

@@ -17,6 +17,9 @@ from tfretrace.render._code import fit
 from tfretrace.render._model import summary_line
 from tfretrace.render.text import TextRenderer, render_plans
 
+# Matrix rows leave it out (tools/matrix.py): the layout of reports at 80 columns.
+pytestmark = pytest.mark.single_env
+
 ROOT = Path(__file__).resolve().parents[1]
 # What TensorFlow's own C++ and absl logging writes to the same stderr: not tfretrace's to fit.
 TF_LOG = re.compile(r"^(?:[IWEF]\d{4} |WARNING: All log messages|To enable the following)")

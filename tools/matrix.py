@@ -3,12 +3,15 @@ and Keras, the test suite and the examples run in each, and a table of the resul
 
     python tools/matrix.py                      # every row
     python tools/matrix.py --rows tf2.15-keras2,tf2.21-tfkeras
+    python tools/matrix.py --rows tf2.21-tfkeras --tests tf2.21-tfkeras=tests/test_keras.py,tests/test_examples.py
     python tools/matrix.py --sessions upgrade/ --program train.py   # also one session per row:
     tfretrace compare upgrade/tf2.21-keras3.15.json upgrade/tf2.18-keras3.6.json   # what an upgrade changes
 
 Environments live in .matrix/<row>/ (git-ignored) and are reused while their requirements are
 unchanged. The reference row (TF 2.21 + Keras 3.15) uses the project's own .venv when it has
-exactly those versions. An example "equals 2.21" when every function has the same causes and trace
+exactly those versions. Each row runs the suite but the browser test and the tests marked
+``single_env`` (packaging, docs, pip: the same in every environment); ``--tests ROW=FILES`` runs only
+those test files in that row. An example "equals 2.21" when every function has the same causes and trace
 counts as in the reference row (Keras' functions compared by role, since their names differ
 between Keras versions). Exit status 0 only when every row that was asked for is green.
 """
@@ -151,12 +154,13 @@ def _record_path(row: Row, suffix: str) -> Path:
     return MATRIX / f"{row.name}.{suffix}"
 
 
-def run_tests(python: Path, result: Result) -> None:
-    """The whole suite but the browser test, with its JUnit XML read back."""
+def run_tests(python: Path, result: Result, files: list[str] | None = None) -> None:
+    """The suite (or ``files`` of it) but the browser and single-environment tests, its JUnit XML read back."""
     report = _record_path(result.row, "junit.xml")
+    report.unlink(missing_ok=True)  # a report left by an earlier run must not pass for this one's
     # Two workers, as make test: the suite is mostly subprocesses running TensorFlow, and CI has 2 cores.
-    command = [str(python), "-m", "pytest", "-q", "-n", "2", "-m", "not browser", f"--junitxml={report}",
-               "-p", "no:cacheprovider"]
+    command = [str(python), "-m", "pytest", "-q", "-n", "2", "-m", "not browser and not single_env",
+               f"--junitxml={report}", "-p", "no:cacheprovider", *(files or [])]
     subprocess.run(command, env=_env(result.row.env), cwd=ROOT, capture_output=True, text=True)
     if not report.exists():
         result.problem = "pytest wrote no report"
@@ -255,13 +259,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run --program in each row and save its session as DIR/<row>.json")
     parser.add_argument("--program", metavar="SCRIPT", type=Path, default=ROOT / "examples" / "demo_train.py",
                         help="the program --sessions runs (default examples/demo_train.py)")
+    parser.add_argument("--tests", action="append", default=[], metavar="ROW=FILES",
+                        help="run only these comma-separated test files in ROW (repeatable)")
     ns = parser.parse_args(argv)
+    selected: dict[str, list[str]] = {}
+    for item in ns.tests:
+        row_name, sep, files = item.partition("=")
+        missing = [f for f in files.split(",") if f and not (ROOT / f).is_file()]
+        if not sep or not files or missing:
+            print(f"matrix: --tests {item}: want ROW=FILE,FILE with existing test files"
+                  f"{' (no ' + ', '.join(missing) + ')' if missing else ''}", file=sys.stderr)
+            return 2
+        selected[row_name] = [f for f in files.split(",") if f]
     if ns.sessions is not None and not ns.program.is_file():
         print(f"matrix: --program {ns.program}: no such file", file=sys.stderr)
         return 2
     names = [r.name for r in ROWS]
     wanted = ns.rows.split(",") if ns.rows else names
-    unknown = [n for n in wanted if n not in names]
+    unknown = [n for n in [*wanted, *selected] if n not in names]
     if unknown:
         print(f"matrix: unknown row(s) {', '.join(unknown)}; rows are {', '.join(names)}", file=sys.stderr)
         return 2
@@ -280,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[matrix] {name}: {result.versions}", flush=True)
             run_examples(python, result)
             if name in wanted:
-                run_tests(python, result)
+                run_tests(python, result, selected.get(name))
             if ns.sessions is not None:  # the reference row's too: it is what the others compare with
                 write_session(python, result, ns.program, ns.sessions)
         except RuntimeError as exc:
