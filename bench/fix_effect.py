@@ -25,13 +25,19 @@ applied step whose `changes` field says it changes the results (drop_remainder s
 batch, a cast changes the dtype, a body drawing random numbers draws others) is "changed as
 <changes> says", counted apart from the rest.
 
-Usage: python bench/fix_effect.py [SCRIPT ...]      (about 15 s per example on 2 cores)
+"Other data": a fix is fitted to one recorded run, so the original and each edited copy (`--apply`,
+and `--apply --unsafe-fixes`) also run on data the record never saw: `--seed 1` and a `--size` of
+three quarters of the example's default, plus one (every example takes both; an odd size leaves
+another partial batch). The edited program must print what the original prints there, by the same
+judgement. A crash, or a change no applied step announced, on either data counts the program as
+broken in the summary. The shared judgements live in bench/fix_judge.py (bench/heldout.py uses them).
+
+Usage: python bench/fix_effect.py [SCRIPT ...]      (about 20 s per example on 2 cores)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import subprocess
 import sys
@@ -39,6 +45,22 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fix_judge import (
+    RESTORED_BODY,
+    Ran,
+    announced,
+    broken,
+    call,
+    counted,
+    judge,
+    judge_other,
+    minimum,
+    other_args,
+    program_output,
+    recorded,
+)
 
 from tfretrace.fix.plan import plan_steps, saved_prediction
 from tfretrace.fix.restored import RESTORED_SUFFIX
@@ -48,50 +70,6 @@ from tfretrace.records.session import Session, load
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-COUNTS = Path(__file__).resolve().with_name("tf_counts.py")
-
-
-def run(folder: Path, script: str, save: str) -> tuple[int, str, str]:
-    """Exit status, stdout, and the last line of stderr (why it failed, when it did)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "tfretrace", "run", "--save", save, script],
-        cwd=folder, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
-    )
-    last = proc.stderr.strip().splitlines()[-1:] if proc.returncode else []
-    return proc.returncode, proc.stdout, "".join(last)[:80]
-
-
-# The qualname TensorFlow's counter gives every function tf.saved_model.load restores.
-RESTORED_BODY = "recreate_function.<locals>.restored_function_body"
-
-
-def minimum(plan: Sequence[Mapping[str, object]], expected: int) -> int:
-    """The fewest traces the plan says the calls need; ``expected`` (no retrace) where it cannot say.
-
-    A step with ``open`` leaves traces with no checked fix (no fix kind for the cause, the replay
-    differs from TensorFlow, or the traced code is TensorFlow's): the plan does not know the fewest.
-    """
-    if not plan or any(s.get("open") for s in plan):
-        return expected
-    return min(int(str(s["traces_after"])) for s in plan)
-
-
-def program_output(stdout: str) -> str:
-    """The program's output without its trace-count lines, which a working fix is meant to change."""
-    return "".join(line for line in stdout.splitlines(keepends=True) if "traces" not in line)
-
-
-def judge(before: str, again: str, after: str, applied: set[str]) -> str:
-    """Whether the fixed program prints what it printed before (two unfixed runs must agree first).
-
-    ``applied``: the ``changes`` fields of the applied steps.
-    """
-    if program_output(before) != program_output(again):
-        return "nondeterministic"
-    if program_output(after) == program_output(before):
-        return "same"
-    said = sorted(applied)
-    return f"changed as {', '.join(said)} says" if said else "CHANGED"
 
 
 def by_hand(plan: Sequence[Mapping[str, object]]) -> bool:
@@ -102,20 +80,6 @@ def by_hand(plan: Sequence[Mapping[str, object]]) -> bool:
         or s.get("open") == "framework-code"  # advice for TensorFlow's code: a person's step, no count
         for s in plan
     )
-
-
-def tf_measure(folder: Path, script: str) -> dict[str, int]:
-    """TensorFlow's own trace count per function qualname for one run of ``script`` (no tfretrace)."""
-    out = folder / "tf_counts.json"
-    subprocess.run(
-        [sys.executable, str(COUNTS), str(out), script],
-        cwd=folder, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
-    )
-    try:
-        found = json.loads(out.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {str(k): int(v) for k, v in found.items()}
 
 
 @dataclass(frozen=True)
@@ -135,6 +99,9 @@ class Row:
     predicted_unsafe: int | None = None
     after_unsafe: int | None = None
     output_unsafe: str = ""
+    # The edited program against the original, both on other data (bench/fix_judge.py's judge_other).
+    other: str = ""
+    other_unsafe: str = ""
 
 
 def _by_name(functions: Sequence[FunctionReport]) -> dict[str, list[FunctionReport]]:
@@ -154,30 +121,49 @@ class Applied:
 
     status: int
     output: str
+    other: str  # on other data, against the original there
     after: dict[str, list[FunctionReport]]
     counted: dict[str, int]
 
 
-def apply_and_run(folder: Path, rel: str, before: Session, out_before: str, out_again: str, unsafe: bool) -> Applied:
-    """Apply the saved plan in ``folder`` (``unsafe``: --unsafe-fixes too), run the program, judge its output."""
-    fix = subprocess.run(
-        [sys.executable, "-m", "tfretrace", "fix", "before.json", "--apply", *(["--unsafe-fixes"] if unsafe else [])],
-        cwd=folder, capture_output=True, text=True, check=False,
-    )
-    status_after, out_after, why_after = run(folder, rel, "after.json")
-    after = _by_name(load(folder / "after.json").functions) if status_after == 0 else {}
-    counted = tf_measure(folder, rel) if status_after == 0 else {}
-    top = 1 if unsafe else 0
-    applied = {
-        str(s.changes) for f in before.functions for s in plan_steps(f)
-        if s.edits and s.changes and s.tier is not None and s.tier <= top
-    }
-    output = judge(out_before, out_again, out_after, applied)
+@dataclass(frozen=True)
+class Original:
+    """The unedited example: recorded twice on its own data, and run on other data."""
+
+    plain: Ran
+    again: Ran
+    other: Ran
+    other_args: list[str]
+
+    @property
+    def deterministic(self) -> bool:
+        return program_output(self.plain.stdout) == program_output(self.again.stdout)
+
+
+def apply_fix(folder: Path, unsafe: bool) -> subprocess.CompletedProcess[str]:
+    """`tfretrace fix before.json --apply` in ``folder`` (``unsafe``: with --unsafe-fixes)."""
+    flags = ["--apply", *(["--unsafe-fixes"] if unsafe else [])]
+    return call([sys.executable, "-m", "tfretrace", "fix", "before.json", *flags], folder)
+
+
+def apply_and_run(folder: Path, rel: str, before: Session, original: Original, unsafe: bool) -> Applied:
+    """Apply the saved plan in ``folder`` (``unsafe``: --unsafe-fixes too), run the program, judge its output.
+
+    It runs on its own data (under `tfretrace run`, then TensorFlow's counter) and on the other data.
+    """
+    fix = apply_fix(folder, unsafe)
+    ran = recorded(folder, rel, "after.json")
+    after = _by_name(load(folder / "after.json").functions) if ran.status == 0 else {}
+    counts = counted(folder, rel).counts if ran.status == 0 else {}
+    on_other = counted(folder, rel, original.other_args)
+    applied = announced(before.functions, unsafe)
+    output = judge(original.plain.stdout, original.again.stdout, ran.stdout, applied)
+    other = judge_other(original.other, on_other, applied, original.deterministic)
     if fix.returncode != 0:
-        output = f"fix refused (exit {fix.returncode}): {fix.stderr.strip()[:60]}"
-    elif status_after != 0:
-        output = f"FAILED (exit {status_after}): {why_after}"
-    return Applied(status_after, output, after, counted)
+        output = other = f"fix refused (exit {fix.returncode}): {fix.stderr.strip()[:60]}"
+    elif ran.status != 0:
+        output = f"FAILED (exit {ran.status}): {ran.why}"
+    return Applied(ran.status, output, other, after, counts)
 
 
 def _measured(f: FunctionReport, before: Session, done: Applied) -> tuple[int | None, bool]:
@@ -212,10 +198,12 @@ def measure(script: Path) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="fix-effect-") as tmp:
         folder = Path(tmp) / "examples"
         shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns("__pycache__"))
-        status, out_before, why = run(folder, rel, "before.json")
-        if status != 0:
-            return [Row(rel, "(program failed)", 0, None, None, 0, False, f"FAILED (exit {status}): {why}")]
-        _, out_again, _ = run(folder, rel, "again.json")
+        plain = recorded(folder, rel, "before.json")
+        if plain.status != 0:
+            return [Row(rel, "(program failed)", 0, None, None, 0, False, f"FAILED (exit {plain.status}): {plain.why}")]
+        again = recorded(folder, rel, "again.json")
+        args = other_args(script)
+        original = Original(plain, again, counted(folder, rel, args), args)
         before: Session = load(folder / "before.json")
         reader = SourceReader(folder)
         # Keyed by name and place: two pipelines may map the same function (one row each).
@@ -227,8 +215,8 @@ def measure(script: Path) -> list[Row]:
             other = Path(tmp) / "unsafe" / "examples"
             shutil.copytree(EXAMPLES, other, ignore=shutil.ignore_patterns("__pycache__"))
             shutil.copy(folder / "before.json", other / "before.json")
-            unsafe_done = apply_and_run(other, rel, before, out_before, out_again, unsafe=True)
-        done = apply_and_run(folder, rel, before, out_before, out_again, unsafe=False)
+            unsafe_done = apply_and_run(other, rel, before, original, unsafe=True)
+        done = apply_and_run(folder, rel, before, original, unsafe=False)
         rows = []
         for f in before.functions:
             if f.retraces == 0:
@@ -241,6 +229,7 @@ def measure(script: Path) -> list[Row]:
                 minimum(plan, f.traces - f.retraces), by_hand(plan), done.output, by_tf,
                 predicted_unsafe.get((f.name, f.location)), measured_unsafe,
                 unsafe_done.output if unsafe_done is not None else done.output,
+                done.other, unsafe_done.other if unsafe_done is not None else done.other,
             ))
         return rows
 
@@ -259,7 +248,7 @@ def main(argv: list[str]) -> int:
     )
     header = (
         f"{'example':32} {'function':44} {'before':>6} {'pred':>5} {'after':>5} {'unsafe':>11} {'min':>4} "
-        f"{'hand':>4}  output"
+        f"{'hand':>4}  {'output':24} other data"
     )
     print(header)
     print("-" * len(header))
@@ -268,10 +257,11 @@ def main(argv: list[str]) -> int:
         for r in measure(script):
             rows.append(r)
             unsafe = f"{r.predicted_unsafe!s}/{r.after_unsafe!s}"
-            extra = "" if r.output_unsafe == r.output else f"; with --unsafe-fixes: {r.output_unsafe}"
+            extra = "" if (r.output_unsafe, r.other_unsafe) == (r.output, r.other) else \
+                f"; with --unsafe-fixes: {r.output_unsafe}, other data {r.other_unsafe}"
             print(
                 f"{r.example:32} {r.function[:44]:44} {r.before:>6} {r.predicted!s:>5} {r.after!s:>5} {unsafe:>11} "
-                f"{r.minimum:>4} {'yes' if r.hand else '':>4}  {r.output}{extra}"
+                f"{r.minimum:>4} {'yes' if r.hand else '':>4}  {r.output:24} {r.other}{extra}"
                 + ("" if r.by_tf else "  (tfretrace count)"),
                 flush=True,
             )
@@ -279,38 +269,58 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def _named(examples: set[str]) -> str:
+    return f"{len(examples)}" + (f" ({', '.join(sorted(examples))})" if examples else "")
+
+
+def broken_programs(rows: Sequence[Row], unsafe: bool = False, other_only: bool = False) -> set[str]:
+    """The examples whose edited program broke: output changed unannounced, a crash, or a refused fix.
+
+    On their own data or on the other data (``other_only``: on the other data alone); ``unsafe``:
+    the copy edited with --unsafe-fixes too.
+    """
+    found = set()
+    for r in rows:
+        own, other = (r.output_unsafe, r.other_unsafe) if unsafe else (r.output, r.other)
+        if (broken(other) and not broken(own)) if other_only else (broken(own) or broken(other)):
+            found.add(r.example)
+    return found
+
+
 def summarize(rows: list[Row]) -> None:
-    """The shares, for --apply (safe edits) and for --apply --unsafe-fixes."""
-    counted = [r for r in rows if r.after is not None]
-    reached = [r for r in counted if r.after is not None and r.after <= r.minimum]
-    exact = sum(1 for r in counted if r.predicted == r.after)
-    broken = {r.example for r in rows if r.output == "CHANGED" or r.output.startswith(("FAILED", "fix refused"))}
-    by_design = {r.example for r in rows if r.output.startswith("changed as")}
-    counted_unsafe = [r for r in rows if r.after_unsafe is not None]
-    reached_unsafe = [r for r in counted_unsafe if r.after_unsafe is not None and r.after_unsafe <= r.minimum]
-    exact_unsafe = sum(1 for r in counted_unsafe if r.predicted_unsafe == r.after_unsafe)
-    broken_unsafe = {
-        r.example for r in rows if r.output_unsafe == "CHANGED" or r.output_unsafe.startswith(("FAILED", "fix refused"))
-    }
-    print(f"\nfunctions that retraced: {len(rows)}; measured after the fix: {len(counted)} "
-          f"({sum(r.by_tf for r in counted)} by TensorFlow's counter)")
-    if counted:
-        share = f"{len(reached)}/{len(counted)} = {len(reached) / len(counted):.0%}"
+    """The shares, for --apply (safe edits) and for --apply --unsafe-fixes.
+
+    A program is broken where its output changed unannounced, it failed, or its fix was refused,
+    on its own data or on the other data (bench/fix_judge.py's ``broken``).
+    """
+    measured = [r for r in rows if r.after is not None]
+    reached = [r for r in measured if r.after is not None and r.after <= r.minimum]
+    exact = sum(1 for r in measured if r.predicted == r.after)
+    failed, on_other = broken_programs(rows), broken_programs(rows, other_only=True)
+    by_design = {r.example for r in rows if r.output.startswith("changed as") or r.other.startswith("changed as")}
+    measured_unsafe = [r for r in rows if r.after_unsafe is not None]
+    reached_unsafe = [r for r in measured_unsafe if r.after_unsafe is not None and r.after_unsafe <= r.minimum]
+    exact_unsafe = sum(1 for r in measured_unsafe if r.predicted_unsafe == r.after_unsafe)
+    failed_unsafe = broken_programs(rows, unsafe=True)
+    on_other_unsafe = broken_programs(rows, unsafe=True, other_only=True)
+    print(f"\nfunctions that retraced: {len(rows)}; measured after the fix: {len(measured)} "
+          f"({sum(r.by_tf for r in measured)} by TensorFlow's counter)")
+    if measured:
+        share = f"{len(reached)}/{len(measured)} = {len(reached) / len(measured):.0%}"
         print(f"reached the minimum with --apply alone (safe edits): {share}")
-        short = [r for r in counted if r not in reached]
+        short = [r for r in measured if r not in reached]
         print(f"  of the {len(short)} that did not: {sum(r.hand for r in short)} need a step applied by hand (advice)")
-        print(f"prediction equal to the measurement: {exact}/{len(counted)} = {exact / len(counted):.0%}")
-    if counted_unsafe:
-        share = f"{len(reached_unsafe)}/{len(counted_unsafe)} = {len(reached_unsafe) / len(counted_unsafe):.0%}"
+        print(f"prediction equal to the measurement: {exact}/{len(measured)} = {exact / len(measured):.0%}")
+    if measured_unsafe:
+        share = f"{len(reached_unsafe)}/{len(measured_unsafe)} = {len(reached_unsafe) / len(measured_unsafe):.0%}"
         print(f"reached the minimum with --apply --unsafe-fixes: {share}; prediction equal to the measurement: "
-              f"{exact_unsafe}/{len(counted_unsafe)}")
-        named = f" ({', '.join(sorted(broken_unsafe))})" if broken_unsafe else ""
+              f"{exact_unsafe}/{len(measured_unsafe)}")
         print(f"  programs whose output changed unannounced, that failed, or whose fix was refused with "
-              f"--unsafe-fixes: {len(broken_unsafe)}{named}")
-    print(f"programs whose output changed as an applied step says it will: {len(by_design)}"
-          + (f" ({', '.join(sorted(by_design))})" if by_design else ""))
-    print(f"programs whose output changed unannounced, that failed, or whose fix was refused: {len(broken)}"
-          + (f" ({', '.join(sorted(broken))})" if broken else ""))
+              f"--unsafe-fixes, on their own or other data: {_named(failed_unsafe)}; "
+              f"on other data only: {_named(on_other_unsafe)}")
+    print(f"programs whose output changed as an applied step says it will: {_named(by_design)}")
+    print(f"programs whose output changed unannounced, that failed, or whose fix was refused, on their own or "
+          f"other data: {_named(failed)}; on other data only: {_named(on_other)}")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,9 @@ its docstring says which) takes ``--seed N`` and ``--size N``. For each, in a te
       of the program's default, plus one), and their outputs are compared.
 One row per function that retraced (in tfretrace's record or in TensorFlow's count): traces before
 and after by TensorFlow's counter, the saved plan's prediction for `--apply` (the same reading as
-bench/fix_effect.py), and the minimum as the plan gives it (bench/fix_effect.py's `minimum`).
+bench/fix_effect.py), and the minimum as the plan gives it (bench/fix_judge.py's `minimum`).
 A function TensorFlow's counter cannot name (a tf.data map function, a Keras predict function) is
-counted by tfretrace's report of the edited copy, and marked so. "Output" is bench/fix_effect.py's
+counted by tfretrace's report of the edited copy, and marked so. "Output" is bench/fix_judge.py's
 judgement: same, "changed as <changes> says" where an applied step's `changes` field announced it,
 CHANGED where nothing did, or the failure. The summary: reached the minimum, predicted exactly,
 programs broken (output changed unannounced, a crash, or a refused fix, on either data).
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -36,7 +35,21 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fix_effect import COUNTS, RESTORED_BODY, judge, minimum, program_output
+from fix_judge import (
+    OTHER_SEED,
+    RESTORED_BODY,
+    Ran,
+    announced,
+    broken,
+    call,
+    counted,
+    judge,
+    judge_other,
+    minimum,
+    other_size,
+    program_output,
+    recorded,
+)
 
 from tfretrace.fix.plan import saved_prediction
 from tfretrace.fix.restored import RESTORED_SUFFIX
@@ -46,54 +59,9 @@ from tfretrace.records.session import load
 
 HELDOUT = Path(__file__).resolve().with_name("heldout")
 SCRIPT = "prog.py"
-TIMEOUT = 600
-OTHER_SEED = 1
 # Qualnames TensorFlow's counter sums over many objects: Keras makes its trainer functions anew at each
 # compile, tf.data wraps every pipeline's map function under one name.
 FRAMEWORK = ("TensorFlowTrainer.", "StructuredFunctionWrapper.")
-
-
-@dataclass
-class Ran:
-    """One run of a program: exit status, stdout, why it failed, TensorFlow's counts (when counted)."""
-
-    status: int
-    stdout: str
-    why: str
-    counts: dict[str, int]
-
-
-def _call(cmd: Sequence[str], folder: Path) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            list(cmd), cwd=folder, capture_output=True, text=True, check=False,
-            stdin=subprocess.DEVNULL, timeout=TIMEOUT,
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        return subprocess.CompletedProcess(list(cmd), 124, out, f"timed out after {TIMEOUT} s")
-
-
-def _why(proc: subprocess.CompletedProcess[str]) -> str:
-    return "".join(proc.stderr.strip().splitlines()[-1:])[:80] if proc.returncode else ""
-
-
-def counted(folder: Path, args: Sequence[str] = ()) -> Ran:
-    """The program run under TensorFlow's counter (bench/tf_counts.py), with no tfretrace."""
-    out = folder / "tf_counts.json"
-    out.unlink(missing_ok=True)
-    proc = _call([sys.executable, str(COUNTS), str(out), SCRIPT, *args], folder)
-    try:
-        counts = {str(k): int(v) for k, v in json.loads(out.read_text(encoding="utf-8")).items()}
-    except (OSError, ValueError):
-        counts = {}
-    return Ran(proc.returncode, proc.stdout, _why(proc), counts)
-
-
-def recorded(folder: Path, save: str) -> Ran:
-    """The program run under `tfretrace run --save`."""
-    proc = _call([sys.executable, "-m", "tfretrace", "run", "--save", save, SCRIPT], folder)
-    return Ran(proc.returncode, proc.stdout, _why(proc), {})
 
 
 def unsafe_flag() -> bool:
@@ -102,14 +70,6 @@ def unsafe_flag() -> bool:
         [sys.executable, "-m", "tfretrace", "fix", "--help"], capture_output=True, text=True, check=False
     )
     return "--unsafe-fixes" in proc.stdout
-
-
-def other_size(script: Path) -> int:
-    """Three quarters of the program's default --size, plus one (another partial batch, other lengths)."""
-    found = re.search(r'"--size",\s*type=int,\s*default=(\d+)', script.read_text(encoding="utf-8"))
-    if found is None:
-        raise SystemExit(f"{script.name}: no `--size` argument with an int default")
-    return int(found.group(1)) * 3 // 4 + 1
 
 
 @dataclass(frozen=True)
@@ -142,30 +102,18 @@ def tf_name(f: FunctionReport, counts: dict[str, int], sessions: Sequence[Functi
     return f.name if f.name in counts else (short if short in counts else None)
 
 
-def _other(orig: Ran, edited: Ran, applied: set[str], deterministic: bool) -> str:
-    if orig.status != 0:
-        return f"original failed (exit {orig.status})"
-    if edited.status != 0:
-        return f"FAILED (exit {edited.status}): {edited.why}"
-    if not deterministic:
-        return "nondeterministic"
-    if program_output(orig.stdout) == program_output(edited.stdout):
-        return "same"
-    return f"changed as {', '.join(sorted(applied))} says" if applied else "CHANGED"
-
-
 def _variant(
     name: str, variant: str, folder: Path, flags: Sequence[str], size: int,
     base: tuple[Ran, Ran, Ran], session: Sequence[FunctionReport], log: dict[str, object],
 ) -> list[Row]:
     """Apply the fix in ``folder`` (a copy holding session.json) and measure it."""
     plain, again, other = base
-    fix = _call([sys.executable, "-m", "tfretrace", "fix", "session.json", *flags], folder)
-    after = counted(folder)
-    after_other = counted(folder, ["--seed", str(OTHER_SEED), "--size", str(size)])
+    fix = call([sys.executable, "-m", "tfretrace", "fix", "session.json", *flags], folder)
+    after = counted(folder, SCRIPT)
+    after_other = counted(folder, SCRIPT, ["--seed", str(OTHER_SEED), "--size", str(size)])
     log[f"counts_after_{variant}"] = after.counts
     log[f"counts_other_after_{variant}"] = after_other.counts
-    applied = {str(s["changes"]) for f in session for s in f.plan if s.get("edits") and s.get("changes")}
+    applied = announced(session, unsafe=variant == "unsafe")
     if fix.returncode != 0:
         output = other_out = f"fix refused (exit {fix.returncode}): {fix.stderr.strip()[:60]}"
     else:
@@ -173,12 +121,12 @@ def _variant(
         if after.status != 0:
             output = f"FAILED (exit {after.status}): {after.why}"
         deterministic = program_output(plain.stdout) == program_output(again.stdout)
-        other_out = _other(other, after_other, applied, deterministic)
+        other_out = judge_other(other, after_other, applied, deterministic)
     names = {id(f): tf_name(f, plain.counts, session) for f in session}
     report: dict[str, list[FunctionReport]] = {}
     unnamed = after.status == 0 and any(names[id(f)] is None for f in session if f.retraces)
     # Counts for what TensorFlow's counter cannot name; none (the row says "-") if this run fails.
-    if unnamed and recorded(folder, "after.json").status == 0 and (folder / "after.json").is_file():
+    if unnamed and recorded(folder, SCRIPT, "after.json").status == 0 and (folder / "after.json").is_file():
         for g in load(folder / "after.json").functions:
             report.setdefault(g.name, []).append(g)
     reader = SourceReader(folder)
@@ -217,13 +165,13 @@ def measure(script: Path, unsafe: bool) -> tuple[list[Row], dict[str, object]]:
         folder = Path(tmp) / "original"
         folder.mkdir()
         shutil.copy2(script, folder / SCRIPT)
-        plain = counted(folder)
+        plain = counted(folder, SCRIPT)
         if plain.status != 0:
             row = Row(name, "-", "(program failed)", None, None, None, None,
                       f"FAILED (exit {plain.status}): {plain.why}", "")
             return [row], {"counts_before": plain.counts}
-        again = recorded(folder, "session.json")
-        other = counted(folder, ["--seed", str(OTHER_SEED), "--size", str(size)])
+        again = recorded(folder, SCRIPT, "session.json")
+        other = counted(folder, SCRIPT, ["--seed", str(OTHER_SEED), "--size", str(size)])
         if again.status != 0:
             row = Row(name, "-", "(failed under tfretrace run)", None, None, None, None,
                       f"FAILED (exit {again.status}): {again.why}", "")
@@ -284,8 +232,8 @@ def main(argv: list[str]) -> int:
         judged = [r for r in rows if r.variant == variant and r.after is not None and r.minimum is not None]
         reached = sum(1 for r in judged if r.after is not None and r.minimum is not None and r.after <= r.minimum)
         exact = sum(1 for r in judged if r.predicted == r.after)
-        broke = sorted({r.program for r in rows if r.variant in (variant, "-") and any(
-            s == "CHANGED" or s.startswith(("FAILED", "fix refused")) for s in (r.output, r.other))})
+        broke = sorted({r.program for r in rows
+                        if r.variant in (variant, "-") and (broken(r.output) or broken(r.other))})
         how = "--apply" if variant == "apply" else "--apply --unsafe-fixes"
         print(f"\n{how}: reached minimum {reached}/{len(judged)}, "
               f"predicted==measured {exact if variant == 'apply' else '-'}/{len(judged)}, broke {len(broke)}"

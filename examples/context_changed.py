@@ -35,7 +35,13 @@ def distributed_step(x):
 
 
 if __name__ == "__main__":
-    x = tf.ones([4])
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="added to every element (0: all ones)")
+    parser.add_argument("--size", type=int, default=4, help="elements of x")
+    args = parser.parse_args()
+    x = tf.fill([args.size], 1.0 + args.seed)
     with tf.device("/cpu:0"):
         scale(x)
     with tf.device("/cpu:1"):

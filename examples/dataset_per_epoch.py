@@ -13,7 +13,13 @@ def parse(x):
 
 
 if __name__ == "__main__":
-    values = tf.range(16)
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="the first value")
+    parser.add_argument("--size", type=int, default=16, help="values (batches of 4)")
+    args = parser.parse_args()
+    values = tf.range(args.seed, args.seed + args.size)
     for epoch in range(3):
         ds = tf.data.Dataset.from_tensor_slices(values).map(parse).batch(4)  # rebuilt per epoch
         print(epoch, sum(float(tf.reduce_sum(b)) for b in ds))

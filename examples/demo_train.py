@@ -73,9 +73,9 @@ def predict_batch(tokens):
     return model(tokens)[:, 0]
 
 
-def main():
-    train, train_y = make_dataset()
-    valid, valid_y = make_dataset(32)
+def main(size=96):
+    train, train_y = make_dataset(size)
+    valid, valid_y = make_dataset(size // 3)
     lr = 0.05
     for epoch in range(EPOCHS):
         losses = [float(train_step(t, y, lr)) for t, y in length_batches(train, train_y)]
@@ -89,4 +89,11 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="the sentences drawn (the weights stay seeded by 0)")
+    parser.add_argument("--size", type=int, default=96, help="training sentences (a third as many for validation)")
+    args = parser.parse_args()
+    rng = np.random.default_rng(42 + args.seed)  # make_dataset's draws
+    main(args.size)

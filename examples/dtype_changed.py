@@ -17,9 +17,16 @@ def normalize(images):
 
 
 if __name__ == "__main__":
-    loaded = np.ones((8, 4), dtype=np.float32)
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="np.random's draws")
+    parser.add_argument("--size", type=int, default=8, help="rows")
+    args = parser.parse_args()
+    np.random.seed(args.seed)
+    loaded = np.ones((args.size, 4), dtype=np.float32)
     print(normalize(loaded).dtype)
     print(normalize(loaded * 2).dtype)
-    augmented = np.random.rand(8, 4)  # float64
+    augmented = np.random.rand(args.size, 4)  # float64
     print(normalize(augmented).dtype)
     print("traces:", normalize.experimental_get_tracing_count())

@@ -16,13 +16,19 @@ def build_model():
 
 
 if __name__ == "__main__":
-    rng = np.random.default_rng(0)
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="the rows drawn")
+    parser.add_argument("--size", type=int, default=20, help="rows of the largest request")
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
     model = build_model()
-    for rows in (10, 20, 7, 13):
+    for rows in (args.size // 2, args.size, args.size * 7 // 20, args.size * 13 // 20):
         model.predict(rng.random((rows, 4)).astype("float32"), verbose=0)
     print("shared model, predict traces:", model.predict_function.experimental_get_tracing_count())
 
     for _ in range(3):
         per_request = build_model()
-        per_request.predict(rng.random((5, 4)).astype("float32"), verbose=0)
+        per_request.predict(rng.random((args.size // 4, 4)).astype("float32"), verbose=0)
     print("model per request: each new model traced its own predict_function")

@@ -32,9 +32,16 @@ def above_threshold(x):
 
 
 if __name__ == "__main__":
-    print(clip_or_scale(tf.constant([1.0, 2.0])).numpy(), clip_or_scale(tf.constant([-1.0, -2.0])).numpy())
+    import argparse  # in the main block: importing the example (tests do) reads no command line
 
-    noisy = [float(add_noise(tf.constant(0.0))) for _ in range(3)]
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="added to clip_or_scale's inputs")
+    parser.add_argument("--size", type=int, default=3, help="calls of add_noise")
+    args = parser.parse_args()
+    print(clip_or_scale(tf.constant([1.0, 2.0]) + args.seed).numpy(),
+          clip_or_scale(tf.constant([-1.0, -2.0]) - args.seed).numpy())
+
+    noisy = [float(add_noise(tf.constant(0.0))) for _ in range(args.size)]
     print("random.random() inside the function, three calls:", noisy, "(frozen)")
 
     x = tf.constant([0.3, 0.6, 0.9])

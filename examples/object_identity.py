@@ -20,7 +20,13 @@ def augment(images, config):
 
 
 if __name__ == "__main__":
-    images = tf.ones([2, 4])
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="added to every pixel (0: all ones)")
+    parser.add_argument("--size", type=int, default=2, help="images")
+    args = parser.parse_args()
+    images = tf.ones([args.size, 4]) + args.seed
     for _ in range(4):
         config = AugmentConfig(scale=2.0, shift=0.5)
         augment(images, config)

@@ -20,9 +20,15 @@ def train_step(x, y, learning_rate):
 
 
 if __name__ == "__main__":
-    rng = np.random.default_rng(0)
-    x = rng.random((16, 4)).astype("float32")
-    y = rng.random((16, 1)).astype("float32")
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="the rows drawn")
+    parser.add_argument("--size", type=int, default=16, help="rows")
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    x = rng.random((args.size, 4)).astype("float32")
+    y = rng.random((args.size, 1)).astype("float32")
     learning_rate = 0.1
     for epoch in range(4):
         for _ in range(3):

@@ -18,13 +18,20 @@ class Scaler(tf.Module):
 
 
 if __name__ == "__main__":
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="added to every input (0: all ones)")
+    parser.add_argument("--size", type=int, default=2, help="length of the first input (the second is one longer)")
+    args = parser.parse_args()
     path = tempfile.mkdtemp()
     module = Scaler()
-    module.scale(tf.ones([2]))
-    module.scale(tf.ones([3]))
+    n = args.size
+    module.scale(tf.ones([n]) + args.seed)
+    module.scale(tf.ones([n + 1]) + args.seed)
     tf.saved_model.save(module, path)  # both signatures traced again to be written
     loaded = tf.saved_model.load(path)
-    for n in (2, 3, 2):
-        print(loaded.scale(tf.ones([n])).shape)  # one trace per signature
+    for m in (n, n + 1, n):
+        print(loaded.scale(tf.ones([m]) + args.seed).shape)  # one trace per signature
     for _ in range(2):
-        print(tf.saved_model.load(path).scale(tf.ones([2])).shape)  # loaded per request
+        print(tf.saved_model.load(path).scale(tf.ones([n]) + args.seed).shape)  # loaded per request

@@ -34,16 +34,22 @@ def train_step(tokens, labels):
     return loss
 
 
-def batches(rng):
+def batches(rng, rows=BATCH):
     for length in (5, 7, 9, 5, 7):
-        tokens = rng.integers(0, VOCAB, size=(BATCH, length)).astype("int32")
-        labels = rng.random((BATCH, 1)).astype("float32")
+        tokens = rng.integers(0, VOCAB, size=(rows, length)).astype("int32")
+        labels = rng.random((rows, 1)).astype("float32")
         yield tokens, labels
 
 
 if __name__ == "__main__":
-    rng = np.random.default_rng(0)
-    for tokens, labels in batches(rng):
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="the tokens and labels drawn")
+    parser.add_argument("--size", type=int, default=4, help="rows per batch")
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    for tokens, labels in batches(rng, args.size):
         loss = train_step(tokens, labels)
         print(f"length {tokens.shape[1]}: loss {float(loss):.4f}")
     print("traces:", train_step.experimental_get_tracing_count())

@@ -23,11 +23,17 @@ def masked_mean(features):
 
 
 if __name__ == "__main__":
-    a, b, c = tf.constant(1.0), tf.constant(2.0), tf.constant(3.0)
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="added to every loss and value")
+    parser.add_argument("--size", type=int, default=3, help="columns of values")
+    args = parser.parse_args()
+    a, b, c = (tf.constant(v + args.seed) for v in (1.0, 2.0, 3.0))
     print(float(sum_losses([a, b])))
     print(float(sum_losses([a, b, c])))  # one more auxiliary loss this step
 
-    values = tf.ones([2, 3])
+    values = tf.ones([2, args.size]) + args.seed
     print(float(masked_mean({"values": values})))
-    print(float(masked_mean({"values": values, "mask": tf.ones([2, 3])})))
+    print(float(masked_mean({"values": values, "mask": tf.ones([2, args.size])})))
     print("traces:", sum_losses.experimental_get_tracing_count(), masked_mean.experimental_get_tracing_count())

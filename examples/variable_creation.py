@@ -22,7 +22,13 @@ class LazyDense(tf.Module):
 
 
 if __name__ == "__main__":
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="added to every input (0: all ones)")
+    parser.add_argument("--size", type=int, default=2, help="rows")
+    args = parser.parse_args()
     layer = LazyDense(3)
     for _ in range(3):
-        print(layer(tf.ones([2, 4])).shape)
+        print(layer(tf.ones([args.size, 4]) + args.seed).shape)
     print("traces:", layer.__call__.experimental_get_tracing_count())

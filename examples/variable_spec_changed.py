@@ -15,9 +15,15 @@ def clip_into(target, source):
 
 
 if __name__ == "__main__":
-    kernel = tf.Variable(tf.fill([3], 2.0))
-    shadow = tf.Variable(tf.zeros([3]))
-    moving_mean = tf.Variable(tf.fill([3], -3.0), trainable=False)
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="moves kernel and moving_mean apart")
+    parser.add_argument("--size", type=int, default=3, help="elements per variable")
+    args = parser.parse_args()
+    kernel = tf.Variable(tf.fill([args.size], 2.0 + args.seed))
+    shadow = tf.Variable(tf.zeros([args.size]))
+    moving_mean = tf.Variable(tf.fill([args.size], -3.0 - args.seed), trainable=False)
 
     clip_into(shadow, kernel)
     clip_into(kernel, shadow)  # same arrangement: no retrace

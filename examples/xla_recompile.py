@@ -31,7 +31,13 @@ def pad_to_bucket(tokens, buckets=(8, 16)):
 
 
 if __name__ == "__main__":
-    rng = np.random.default_rng(0)
+    import argparse  # in the main block: importing the example (tests do) reads no command line
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=0, help="the values drawn")
+    parser.add_argument("--size", type=int, default=4, help="rows per batch")
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
     for length in (5, 7, 9, 5, 11, 13, 7):
-        batch = rng.random((BATCH, length, DIM)).astype("float32")
+        batch = rng.random((args.size, length, DIM)).astype("float32")
         print(f"length {length:2d}: score {float(score(batch)):.4f}")

@@ -408,8 +408,9 @@ def _is_named(report: Any, name: str) -> bool:
 def measure(folder: Path, name: str) -> tuple[int, dict[str, Any], tuple[int | None, int | None]]:
     """Run folder/prog.py under the monitor from inside folder: traces of ``name``, its report, the
     traces predicted with only the mechanical edits applied (the safe ones; with the unsafe ones)."""
-    here = os.getcwd()
+    here, argv = os.getcwd(), sys.argv
     os.chdir(folder)
+    sys.argv = ["prog.py"]  # the examples/wild programs parse theirs (--seed, --size): none given
     try:
         with tfretrace.watch(warn=False, log=False) as monitor:
             runpy.run_path("prog.py", run_name="__main__")
@@ -418,6 +419,7 @@ def measure(folder: Path, name: str) -> tuple[int, dict[str, Any], tuple[int | N
         applied = (predict_applied(found[0]), predict_applied(found[0], unsafe=True)) if found else (None, None)
     finally:
         os.chdir(here)
+        sys.argv = argv
     if not found:
         return 0, {}, (None, None)
     return found[0].traces, found[0].to_dict(), applied

@@ -102,7 +102,13 @@ def runpy_run_module(path: Path) -> dict[str, Any]:
 def runpy_run(path: str) -> dict[str, Any]:
     import runpy
 
-    return runpy.run_path(path, run_name="__main__")
+    # Each example parses its command line (--seed, --size): it gets none, as `python example.py`.
+    argv = sys.argv
+    sys.argv = [path]
+    try:
+        return runpy.run_path(path, run_name="__main__")
+    finally:
+        sys.argv = argv
 
 
 def _main(argv: list[str]) -> None:

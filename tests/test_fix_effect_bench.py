@@ -1,14 +1,20 @@
-"""bench/fix_effect.py's judgements: the minimum a plan says is reachable, and what counts as output."""
+"""bench/fix_effect.py's judgements: the minimum a plan says is reachable, what counts as output, other data."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "fix_effect.py"
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench" / "fix_effect.py"
+EXAMPLES = sorted([*(ROOT / "examples").glob("*.py"), *(ROOT / "examples" / "wild").glob("*.py")])
 
 
 def _bench() -> ModuleType:
@@ -21,6 +27,7 @@ def _bench() -> ModuleType:
 
 
 fix_effect = _bench()
+fix_judge = sys.modules["fix_judge"]  # what the benches share, imported by bench/fix_effect.py
 
 
 def step(
@@ -99,3 +106,119 @@ def test_who_makes_a_step_is_read_from_its_by_field() -> None:
     made = dict(step(3, 1), by="tfretrace")
     assert not fix_effect.by_hand([made])
     assert fix_effect.by_hand([dict(step(3, 1, edits=False, kind="advice"), by="hand")])
+
+
+# ---------------------------------------------------------------------------------------------
+# Other data: every applied program runs again on another seed and size, beside the original
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.relative_to(ROOT / "examples").as_posix())
+def test_every_example_takes_an_int_seed_and_size(example: Path) -> None:
+    found: dict[str, int] = {}
+    for node in ast.walk(ast.parse(example.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args:
+            flag, kw = node.args[0], {k.arg: k.value for k in node.keywords}
+            default, kind = kw.get("default"), kw.get("type")
+            if isinstance(flag, ast.Constant) and isinstance(default, ast.Constant):
+                assert isinstance(kind, ast.Name) and kind.id == "int"
+                found[str(flag.value)] = int(str(default.value))
+    assert set(found) >= {"--seed", "--size"}
+    # The other data really is another size.
+    assert fix_judge.other_args(example) == ["--seed", "1", "--size", str(fix_judge.other_size(example))]
+    assert fix_judge.other_size(example) != found["--size"]
+
+
+def test_the_other_size_is_three_quarters_plus_one_or_one_more_when_that_is_the_same(tmp_path: Path) -> None:
+    script = tmp_path / "p.py"
+    for default, other in ((100, 76), (20, 16), (8, 7), (4, 5), (2, 3), (1, 2)):
+        script.write_text(f'parser.add_argument("--size", type=int, default={default})\n', encoding="utf-8")
+        assert fix_judge.other_size(script) == other, default
+
+
+def ran(status: int, stdout: str) -> Any:
+    return fix_effect.Ran(status, stdout, "" if status == 0 else "ValueError: shape", {})
+
+
+def test_on_other_data_a_crash_or_an_unannounced_change_is_broken() -> None:
+    judge_other, broken = fix_effect.judge_other, fix_effect.broken
+    original = ran(0, "mean 3.0\ntraces: 2\n")
+    assert judge_other(original, ran(0, "mean 3.0\ntraces: 1\n"), set(), True) == "same"
+    crashed = judge_other(original, ran(1, ""), set(), True)
+    assert crashed.startswith("FAILED") and broken(crashed)
+    assert judge_other(original, ran(0, "mean 3.5\n"), set(), True) == "CHANGED"
+    assert broken("CHANGED")
+    # Announced by an applied step's `changes` field: reported, not a failure.
+    announced = judge_other(original, ran(0, "mean 3.5\n"), {"examples"}, True)
+    assert announced == "changed as examples says" and not broken(announced)
+    # Not judged where the original itself differs between runs, or fails on the other data.
+    assert judge_other(original, ran(0, "mean 3.5\n"), set(), False) == "nondeterministic"
+    assert not broken(judge_other(ran(1, ""), ran(1, ""), set(), True))
+
+
+def row(example: str, output: str, other: str, output_unsafe: str = "same", other_unsafe: str = "same") -> Any:
+    return fix_effect.Row(example, "f", 3, 1, 1, 1, False, output, True, 1, 1, output_unsafe, other, other_unsafe)
+
+
+def test_a_program_broken_only_on_other_data_counts_as_broken() -> None:
+    rows = [row("a.py", "same", "same"), row("b.py", "same", "CHANGED"), row("c.py", "FAILED (exit 1): x", "same"),
+            row("d.py", "same", "same", other_unsafe="FAILED (exit 1): y")]
+    assert fix_effect.broken_programs(rows) == {"b.py", "c.py"}
+    assert fix_effect.broken_programs(rows, other_only=True) == {"b.py"}
+    assert fix_effect.broken_programs(rows, unsafe=True) == {"d.py"}
+
+
+# A mean over batches of two sizes (a retrace); its data follow --seed and --size.
+PROGRAM = """\
+import argparse
+
+import tensorflow as tf
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, default=0)
+parser.add_argument("--size", type=int, default=8)
+args = parser.parse_args()
+
+
+@tf.function
+def mean(x):
+    return tf.reduce_mean(x)
+
+
+for n in (args.size, args.size // 2):
+    print("mean", round(float(mean(tf.range(n, dtype=tf.float32) + args.seed)), 4))
+"""
+
+
+def _examples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "examples"
+    folder.mkdir()
+    (folder / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    monkeypatch.setattr(fix_effect, "EXAMPLES", folder)
+    return folder / "prog.py"
+
+
+@pytest.mark.tf
+def test_an_edit_fitted_to_the_recorded_data_is_broken_on_other_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A deliberately bad edit in place of `tfretrace fix --apply`: the recorded size written in as a
+    # constant. The recorded run prints the same; another size prints other means.
+    def bad_fix(folder: Path, unsafe: bool) -> subprocess.CompletedProcess[str]:
+        program = folder / "prog.py"
+        program.write_text(program.read_text().replace("(args.size, args.size // 2)", "(8, 8 // 2)"))
+        return subprocess.CompletedProcess([], 0, "", "")
+
+    monkeypatch.setattr(fix_effect, "apply_fix", bad_fix)
+    rows = fix_effect.measure(_examples(tmp_path, monkeypatch))
+    assert [(r.function, r.before) for r in rows] == [("mean", 2)]
+    assert rows[0].output == "same"  # on the recorded data nothing shows
+    assert rows[0].other == "CHANGED"
+    assert fix_effect.broken_programs(rows) == fix_effect.broken_programs(rows, other_only=True) == {"prog.py"}
+
+
+@pytest.mark.tf
+def test_tfretraces_own_fix_computes_the_same_on_other_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = fix_effect.measure(_examples(tmp_path, monkeypatch))
+    assert [(r.function, r.before, r.after) for r in rows] == [("mean", 2, 1)]  # TensorFlow's counter
+    assert (rows[0].output, rows[0].other) == ("same", "same")
+    assert fix_effect.broken_programs(rows) == set()

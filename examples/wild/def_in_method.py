@@ -3,9 +3,16 @@
 Run: tfretrace run --fix-plan --save s.json examples/wild/def_in_method.py, then tfretrace fix s.json.
 """
 
+import argparse
+
 import tensorflow as tf
 
-data = tf.data.Dataset.from_tensor_slices(tf.ones([20, 3])).batch(8)
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, default=0, help="added to every value (0: all ones)")
+parser.add_argument("--size", type=int, default=20, help="examples (batches of 8)")
+args = parser.parse_args()
+
+data = tf.data.Dataset.from_tensor_slices(tf.ones([args.size, 3]) + args.seed).batch(8)
 
 class Evaluator:
     def __init__(self, scale):

@@ -3,9 +3,16 @@
 Run: tfretrace run --fix-plan --save s.json examples/wild/partial_batch.py, then tfretrace fix s.json.
 """
 
+import argparse
+
 import tensorflow as tf
 
-data = tf.data.Dataset.from_tensor_slices(tf.ones([100, 10])).batch(32)
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, default=0, help="added to every value (0: all ones)")
+parser.add_argument("--size", type=int, default=100, help="examples (batches of 32: the last one partial)")
+args = parser.parse_args()
+
+data = tf.data.Dataset.from_tensor_slices(tf.ones([args.size, 10]) + args.seed).batch(32)
 
 @tf.function
 def train_step(x):

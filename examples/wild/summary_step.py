@@ -5,9 +5,15 @@ the dtype must fit every use of the value in the function body.
 Run: tfretrace run --fix-plan --save s.json examples/wild/summary_step.py, then tfretrace fix s.json.
 """
 
+import argparse
 import tempfile
 
 import tensorflow as tf
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, default=0, help="the first epoch")
+parser.add_argument("--size", type=int, default=5, help="epochs")
+args = parser.parse_args()
 
 writer = tf.summary.create_file_writer(tempfile.mkdtemp(prefix="summary-step-"))
 
@@ -19,5 +25,5 @@ def log_loss(loss, epoch):
     return loss * 2.0
 
 
-for epoch in range(5):
+for epoch in range(args.seed, args.seed + args.size):
     print("epoch", epoch, float(log_loss(tf.constant(1.0 / (epoch + 1)), epoch)))

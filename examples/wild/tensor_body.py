@@ -6,7 +6,14 @@ numbers turned into a tensor: `tf.constant([values])` becomes `tf.convert_to_ten
 Run: tfretrace run --fix-plan --save s.json examples/wild/tensor_body.py, then tfretrace fix s.json.
 """
 
+import argparse
+
 import tensorflow as tf
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, default=0, help="added to every n")
+parser.add_argument("--size", type=int, default=5, help="calls of ramp")
+args = parser.parse_args()
 
 
 @tf.function
@@ -20,7 +27,7 @@ def mean_of(values):
     return tf.reduce_mean(tf.cast(tf.constant([values]), tf.float32))
 
 
-for n in range(2, 7):
+for n in range(2 + args.seed, 2 + args.seed + args.size):
     print("ramp", n, float(ramp(n)))
 for values in ([1, 2, 3], [4, 5], [6, 7, 8, 9]):
     print("mean", values, float(mean_of(values)))

@@ -3,12 +3,21 @@
 Run: tfretrace run --fix-plan --save s.json examples/wild/widening_shapes.py, then tfretrace fix s.json.
 """
 
+import argparse
+
 import tensorflow as tf
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, default=0, help="added to every sequence length")
+parser.add_argument("--size", type=int, default=8, help="the largest batch")
+args = parser.parse_args()
 
 
 @tf.function
 def encode(tokens, mask):
     return tf.reduce_sum(tf.cast(tokens, tf.float32) * mask, axis=1)
 
-for batch, length in [(8, 5), (8, 7), (4, 9), (8, 12), (2, 3)]:
+n = args.size
+for batch, length in [(n, 5), (n, 7), (n // 2, 9), (n, 12), (n // 4, 3)]:
+    length += args.seed
     print(encode(tf.ones([batch, length], tf.int32), tf.ones([batch, length])).numpy().tolist())

@@ -7,13 +7,20 @@ in that dimension, written into the moved line, one trace serves every pass.
 Run: tfretrace run --save s.json examples/wild/wrap_in_loop.py, then tfretrace fix s.json.
 """
 
+import argparse
+
 import tensorflow as tf
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--seed", type=int, default=0, help="the first value of every sequence")
+parser.add_argument("--size", type=int, default=4, help="lengths")
+args = parser.parse_args()
 
 
 def total(x):
     return tf.reduce_sum(x * x)
 
 
-for length in (3, 5, 8, 13):
+for length in (3, 5, 8, 13, 21, 34)[: args.size]:
     total_fn = tf.function(total)
-    print(length, float(total_fn(tf.range(length, dtype=tf.float32))))
+    print(length, float(total_fn(tf.range(args.seed, length + args.seed, dtype=tf.float32))))

@@ -16,6 +16,7 @@ from typing import Any
 
 from tfretrace._util.io import atomic_write_text
 from tfretrace.fix.anchors import AnchorError, anchors_for, check_step
+from tfretrace.fix.errors import FixError as FixError  # re-exported: callers import it from here
 from tfretrace.fix.files import SourceError, read_source_file
 from tfretrace.fix.files import digest as digest_bytes
 from tfretrace.fix.files import lines as source_lines
@@ -24,10 +25,6 @@ from tfretrace.fix.source import Replacement, SourceReader, Span, is_user_path, 
 from tfretrace.fix.step import BY_HAND
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
-
-
-class FixError(Exception):
-    """Why the plan's edits cannot be made: one line for the user, nothing written."""
 
 
 @dataclass(frozen=True)

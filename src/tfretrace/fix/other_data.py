@@ -11,17 +11,15 @@ instead of a verdict.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfretrace.fix.apply import FileChange, FixError, write_all
+from tfretrace.fix.apply import FileChange, write_all
 from tfretrace.fix.verify import program_command
-from tfretrace.fix.workcopy import CopyError, make_copy, plan_copy
+from tfretrace.fix.workcopy import kept, work_copy
 from tfretrace.records.session import Session
 
 # What a comparison found, in the order of gravity.
@@ -63,20 +61,7 @@ def run_on_other_data(changes: Sequence[FileChange], command: Sequence[str], roo
     """Run ``command`` on a copy of ``root`` as written, then with ``changes`` applied, and compare."""
     flags, args = program_command(command)
     python = [sys.executable, *flags]
-    program = [args[0]] if args[0] != "-m" and not Path(args[0]).is_absolute() else []
-    try:
-        plan = plan_copy(root, link_data, keep=[change.path for change in changes] + program)
-    except CopyError as exc:
-        raise FixError(str(exc)) from None
-    with tempfile.TemporaryDirectory(prefix="tfretrace-other-data-") as tmp:
-        copy = Path(tmp) / root.name
-        copy.mkdir()
-        try:
-            make_copy(plan, root, copy)
-        except CopyError as exc:
-            raise FixError(str(exc)) from None
-        except (OSError, shutil.Error) as exc:
-            raise FixError(f"cannot copy {root} for --also-run ({exc.__class__.__name__})") from None
+    with work_copy(root, kept([change.path for change in changes], args), link_data, purpose="--also-run") as (copy, _):
         # The original first, in the copy (a run may write files; the original folder stays as it is).
         exit_before, out_before, _ = _run(python, args, copy, timeout)
         write_all(changes, base=copy)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from tfretrace.fix.output_check import StdoutCheck, check_stdout
 from tfretrace.fix.plan import saved_prediction
 from tfretrace.fix.source import SourceReader
 from tfretrace.fix.stray import stop
-from tfretrace.fix.workcopy import CopyError, make_copy, plan_copy, snapshot
+from tfretrace.fix.workcopy import kept, snapshot, work_copy
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.output import OutputDigest
 from tfretrace.records.session import Session, SessionFormatError, load
@@ -148,27 +147,13 @@ def verify(
             raise FixError(f"{change.path}: outside the program's folder; --verify copies only {root}")
     started = time.monotonic()
     log = log or Path(tempfile.gettempdir()) / f"tfretrace-{os.getpid()}.verify.log"
-    try:
-        # The edited files and the program go into the copy even where git ignores them
-        # (make demo's copy of the example lives in the git-ignored .demo/).
-        program = [args[0]] if args and args[0] != "-m" and not Path(args[0]).is_absolute() else []
-        plan = plan_copy(root, link_data, keep=[change.path for change in changes] + program)
-    except CopyError as exc:
-        raise FixError(str(exc)) from None
-    with _sigterm_unwinds(), tempfile.TemporaryDirectory(prefix="tfretrace-verify-") as tmp, \
-            Status(status, started) as shown:
-        copy = Path(tmp) / root.name
-        copy.mkdir()
-        try:
-            shown.task("copying the program", plan.count)
-            linked = make_copy(plan, root, copy, advance=shown.advance)
-        except CopyError as exc:
-            raise FixError(str(exc)) from None
-        except (OSError, shutil.Error) as exc:
-            raise FixError(f"cannot copy {root} for --verify ({exc.__class__.__name__})") from None
+    with _sigterm_unwinds(), Status(status, started) as shown, work_copy(
+        root, kept([change.path for change in changes], args), link_data, purpose="--verify",
+        started=lambda count: shown.task("copying the program", count), advance=shown.advance,
+    ) as (copy, linked):
         before = snapshot(linked)
         write_all(changes, base=copy)
-        saved = Path(tmp) / "after.json"
+        saved = copy.parent / "after.json"  # beside the copy, in its temporary folder
         env = dict(os.environ)
         # The edited program is measured as written: no prevention from the environment or the
         # project's settings (--no-prevent below), or the count would be the warm-up's, not the fix's.

@@ -18,14 +18,17 @@ The rule (docs/fix-plan.md, "What --verify copies"):
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfretrace._util.gitignore import GitIgnore
+from tfretrace.fix.errors import FixError
 
 LARGE_BYTES = 32 * 1024 * 1024
 # Folders a program copy does without: environments, VCS data and caches can be gigabytes.
@@ -36,8 +39,11 @@ SKIP = frozenset({
 _FICLONE = 0x40049409  # linux/fs.h: clone a whole file, copy-on-write
 
 
-class CopyError(ValueError):
-    """Why the program cannot be copied without copying too much or leaving a way to the original."""
+class CopyError(FixError, ValueError):
+    """Why the program cannot be copied without copying too much or leaving a way to the original.
+
+    A FixError: ``fix --verify`` and ``--also-run`` report it to the user as any other refusal.
+    """
 
 
 @dataclass
@@ -100,6 +106,44 @@ def plan_copy(root: Path, link_data: Sequence[str] = (), keep: Sequence[str] = (
                 size = path.lstat().st_size
                 (plan.large.append((rel, size)) if size > LARGE_BYTES else plan.copy.append(rel))
     return plan
+
+
+def kept(edited: Sequence[str], args: Sequence[str]) -> list[str]:
+    """What a copy holds even where git ignores it: the edited files and the program file ``args`` runs.
+
+    (``make demo``'s copy of the example lives in the git-ignored .demo/.) A ``-m`` module or an
+    absolute program path is not a file of the folder.
+    """
+    program = [args[0]] if args and args[0] != "-m" and not Path(args[0]).is_absolute() else []
+    return [*edited, *program]
+
+
+def _nothing(count: int) -> None:
+    pass
+
+
+@contextlib.contextmanager
+def work_copy(
+    root: Path, keep: Sequence[str] = (), link_data: Sequence[str] = (), *, purpose: str,
+    started: Callable[[int], None] = _nothing, advance: Callable[[int], None] = _nothing,
+) -> Iterator[tuple[Path, list[Path]]]:
+    """A temporary copy of ``root`` by the rule above: (the copy, the originals of its linked data).
+
+    The copy is a folder named as ``root`` inside a temporary folder of its own (the caller may put
+    files beside it there); both are removed on exit. ``started`` gets the number of entries before
+    they are copied, ``advance`` each one copied. CopyError (a FixError) where the rule refuses a
+    file or copying fails; ``purpose`` names the option in that message.
+    """
+    plan = plan_copy(root, link_data, keep)
+    with tempfile.TemporaryDirectory(prefix=f"tfretrace-{purpose.lstrip('-')}-") as tmp:
+        copy = Path(tmp) / root.name
+        copy.mkdir()
+        started(plan.count)
+        try:
+            linked = make_copy(plan, root, copy, advance=advance)
+        except (OSError, shutil.Error) as exc:
+            raise CopyError(f"cannot copy {root} for {purpose} ({exc.__class__.__name__})") from None
+        yield copy, linked
 
 
 def _inside_root(name: str, root: Path) -> str:
