@@ -16,7 +16,7 @@ def predict_buckets(ctx: FunctionContext, state: State) -> Candidate | None:
     """Pad every dimension that varied to its largest size seen, so predict sees one shape."""
     keras = ctx.report.keras
     calls = state.replay.calls
-    if keras is None or keras.method not in _PREDICT or len(calls) < 2:
+    if keras is None or keras.method not in _PREDICT or len(calls) < 2 or state.keras_padded:
         return None
     widest: dict[str, list[int | None]] = {}
     varied: dict[str, set[int]] = {}
@@ -121,7 +121,7 @@ def predict_as_call(ctx: FunctionContext, state: State) -> Candidate | None:
     """
     keras = ctx.report.keras
     calls = state.replay.calls
-    if keras is None or keras.method != "predict" or not calls:
+    if keras is None or keras.method != "predict" or not calls or state.keras_padded:
         return None
     if any(e.keras is not None and (e.keras.step or 0) > 0 for e in ctx.report.events):
         return None  # a trace past predict's first batch: inputs of several batches, not a few rows
