@@ -40,7 +40,8 @@ SAFE: dict[str, tuple[str, str, list[list[str]]]] = {
     "k_multi": ("keras-pad-rows", PREDICT, [["1", "17", "47"]]),  # batch 16
     "d_spec": ("element-spec", "step", [["1"], ["9"], ["23"]]),  # batches of 8
 }
-UNSAFE = {"k_custom_layer": "keras-pad-rows", "d_static": "element-spec"}
+# program -> (its step kind, the safe program of the same kind it differs from)
+UNSAFE = {"k_custom_layer": ("keras-pad-rows", "k_partial"), "d_static": ("element-spec", "d_spec")}
 
 
 class Recorded:
@@ -146,9 +147,15 @@ def test_apply_fixes_the_partial_batch_and_the_program_computes_the_same(
 
 
 @pytest.mark.parametrize("program", sorted(UNSAFE))
-def test_apply_leaves_a_program_whose_rows_or_shapes_the_edit_would_change(tmp_path: Path, program: str) -> None:
+def test_apply_leaves_a_program_whose_rows_or_shapes_the_edit_would_change(
+    recorded: dict[str, Recorded], tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, program: str
+) -> None:
+    kind, counterpart = UNSAFE[program]
+    # The same kind is safe, and applied, where its condition holds (a model of Keras layers only;
+    # a step TensorFlow traced with the dataset's spec): what tells the two programs apart is checked.
+    assert _safe(recorded, tmp_path_factory, counterpart).step(kind)["safety"] == "safe"
     made = Recorded(tmp_path / "safe", program)
-    step = made.step(UNSAFE[program])
+    step = made.step(kind)
     assert step["safety"] == "unsafe" and step["unsafe_reason"]
     assert "checked" not in step
     assert not made.changed()
@@ -179,3 +186,56 @@ def test_a_session_cannot_make_the_helper_or_the_call_say_something_else(
         refused = run(made.edited, "-m", "tfretrace", "fix", "s.json", "--apply")
         assert refused.returncode != 0, change
         assert edited.read_text() == (made.original / "k_partial.py").read_text(), change
+
+
+def _models() -> dict[str, tuple[Any, bool]]:
+    """Models by name, each with whether its rows are independent in predict."""
+    import keras
+
+    class Centre(keras.layers.Layer):
+        def call(self, x: Any) -> Any:
+            return x - keras.ops.mean(x, axis=0, keepdims=True)
+
+    class Subclassed(keras.Model):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dense = keras.layers.Dense(2)
+
+        def call(self, x: Any) -> Any:
+            return self.dense(x)
+
+    def functional(make: Any) -> Any:
+        inputs = keras.Input((4,))
+        return keras.Model(inputs, make(inputs))
+
+    inner = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.Dropout(0.2)])
+    return {
+        "sequential": (keras.Sequential([
+            keras.Input((6, 4)), keras.layers.Conv1D(2, 3), keras.layers.BatchNormalization(),
+            keras.layers.GlobalAveragePooling1D(), keras.layers.Dense(1),
+        ]), True),
+        "nested": (functional(lambda x: keras.layers.Dense(2)(inner(x))), True),
+        "elementwise-op": (functional(lambda x: keras.ops.exp(keras.layers.Dense(2)(x)) + 1.0), True),
+        "recurrent": (keras.Sequential([keras.Input((5, 4)), keras.layers.Bidirectional(keras.layers.LSTM(2))]), True),
+        "custom-layer": (keras.Sequential([keras.Input((4,)), Centre()]), False),
+        "lambda": (keras.Sequential([keras.Input((4,)), keras.layers.Lambda(lambda x: x * 2.0)]), False),
+        "batch-statistics": (functional(lambda x: keras.layers.BatchNormalization()(x, training=True)), False),
+        "mean-over-rows": (functional(lambda x: x - keras.ops.mean(x, axis=0, keepdims=True)), False),
+        "subclassed": (Subclassed(), False),
+        "wrapped-custom": (keras.Sequential([keras.Input((5, 4)), keras.layers.TimeDistributed(Centre())]), False),
+    }
+
+
+def test_a_model_s_rows_are_independent_only_where_every_layer_computes_each_row_alone() -> None:
+    import numpy as np
+
+    from tfretrace._tf.keras_rows import ROWS_INDEPENDENT, predict_rows
+
+    x = {"x": np.ones((3, 4), "float32")}
+    verdicts = {name: predict_rows(model, x) == ROWS_INDEPENDENT for name, (model, _rows) in _models().items()}
+    assert verdicts == {name: rows for name, (_model, rows) in _models().items()}
+    model = _models()["nested"][0]
+    # Only NumPy arrays with rows are padded: a tensor, a list of numbers or no rows go to predict as they were.
+    assert predict_rows(model, {"x": {"a": np.ones((3, 4)), "b": np.ones((3, 2))}}) == ROWS_INDEPENDENT
+    for other in (tf.ones([3, 4]), [[1.0] * 4] * 3, np.ones((0, 4)), [np.ones((3, 4)), np.ones((2, 4))]):
+        assert predict_rows(model, {"x": other}) != ROWS_INDEPENDENT

@@ -21,7 +21,10 @@ step is unsafe with that reason. Predicted: every recorded call with its rows se
 site's batch size; offered only where the relaxed traces left no other dimension open (a call
 never recorded may then differ only in its rows), and every ``.predict`` call of the model's name
 in the file is one the edit reaches (no ``predict_on_batch``, no keyword but
-``verbose``/``batch_size``, a literal batch size).
+``verbose``/``batch_size``, a literal batch size). Not seen: a call that hit the relaxed trace
+(never recorded, so its input was not read) and passed a dataset goes to ``predict`` as it was
+and traces its partial batch again; a call of the same model under another name in another file
+is not rewritten.
 """
 
 from __future__ import annotations
