@@ -147,10 +147,13 @@ def _site_calls(ctx: FunctionContext, sites: list[str]) -> tuple[tuple[Replaceme
         tree = parsed[1]
         if _binds(tree, HELPER_NAME) or _other_uses(tree, names):
             return None
+        if names & {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}:
+            return None  # `def infer(model, x): model.predict(x)` predicts with models whose rows were not all read
         top = _after_imports(tree)
         if top is None:
             return None
-        edits.append(Replacement(Span(path, top.lineno, 0, top.lineno, 0), HELPER))
+        first = _start(top)
+        edits.append(Replacement(Span(path, first, 0, first, 0), HELPER))
         for call in _predict_calls(tree):
             assert isinstance(call.func, ast.Attribute)
             if ast.unparse(call.func.value) not in names:
@@ -216,6 +219,12 @@ def _after_imports(tree: ast.Module) -> ast.stmt | None:
     return None
 
 
+def _start(node: ast.stmt) -> int:
+    """The first line of a statement, its decorators included (new lines go before them)."""
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)])
+
+
 def check_edit(anchors: Anchors, edit: Replacement) -> str | None:
     """A session's keras-pad-rows edit: the helper, exactly, before a module-level statement; or a
     ``.predict`` call of one input made ``predict_full_batches(receiver, the same arguments)``."""
@@ -231,7 +240,7 @@ def check_edit(anchors: Anchors, edit: Replacement) -> str | None:
             return f"the new lines are not tfretrace's {HELPER_NAME}"
         if _binds(tree, HELPER_NAME):
             return f"the file already binds {HELPER_NAME}"
-        if not any(node.lineno == span.line and span.col == 0 for node in tree.body):
+        if span.col != 0 or not any(_start(node) == span.line for node in tree.body):
             return "new lines go only before a module-level statement"
         return None
     found = next((c for c in _predict_calls(tree) if span_of(c, span.path) == span), None)
