@@ -30,7 +30,7 @@ TRAIN = (
 )
 VICTIM = TRAIN.replace("# step", "# someone else's")
 KINDS = ["input-signature", "reduce-retracing", "element-spec", "tensor-argument", "cast-dtype", "zero-state",
-         "drop-remainder", "statement", "advice", "keras-pad", "zz-unknown"]
+         "drop-remainder", "statement", "advice", "keras-pad", "keras-pad-rows", "zz-unknown"]
 PATHS = ["train.py", "link.py", "../outside/victim.py", "outside/victim.py", "OUTSIDE/victim.py", "sub/../train.py",
          "./train.py", "missing.py", "pipe.py", "", "tensorflow/x.py"]
 TEXTS = st.one_of(

@@ -12,6 +12,7 @@ from typing import Any
 
 from tfretrace._tf.frames import call_site
 from tfretrace._tf.import_watch import ImportWatcher
+from tfretrace._tf.keras_rows import predict_rows
 from tfretrace.records.events import KerasInfo
 
 _KERAS_METHODS = frozenset(
@@ -96,6 +97,7 @@ def keras_info(frame: FrameType | None, code: CodeType) -> tuple[KerasInfo | Non
     method = None
     model = None
     epoch = step = None
+    rows = None
     while frame is not None:
         name = frame.f_code.co_name
         if name in _KERAS_METHODS and is_keras_file(frame.f_code.co_filename):
@@ -106,6 +108,9 @@ def keras_info(frame: FrameType | None, code: CodeType) -> tuple[KerasInfo | Non
                 # Keras 3.11+ names the loop variable begin_step; Keras 2 and older Keras 3, step.
                 local = frame.f_locals
                 step = _int_or_none(local.get("begin_step", local.get("step")))
+                if name == "predict" and code.co_filename.replace("\\", "/").endswith(KERAS3.functions_file):
+                    # Whether its rows could be padded (fix kind keras-pad-rows), read while predict runs.
+                    rows = predict_rows(model, local)
             if name == "fit":
                 epoch = _int_or_none(frame.f_locals.get("epoch"))
         frame = frame.f_back
@@ -118,6 +123,7 @@ def keras_info(frame: FrameType | None, code: CodeType) -> tuple[KerasInfo | Non
         built_at=_built_at.get(model),
         epoch=epoch,
         step=step,
+        rows=rows,
     )
     return info, model
 

@@ -16,6 +16,7 @@ import contextlib
 import inspect
 import io
 import os
+import re
 import sys
 from typing import Any
 
@@ -107,16 +108,23 @@ def _in_namespace(namespace: dict[str, Any], wanted: str, qualname: str) -> Any 
 def probe_signature(function: Any, signature: str, alias: str) -> str | None:
     """None where TensorFlow traces ``function``'s body with ``signature`` as each recorded trace did; else why not.
 
-    ``signature`` is the text tfretrace writes (``[tf.TensorSpec(shape=[None, None], dtype=tf.int32)]``)
-    with the file's name for tensorflow, ``alias``.
+    ``signature`` is the text tfretrace writes (``[tf.TensorSpec(shape=[None, None], dtype=tf.int32)]``,
+    or ``[dist_dataset.element_spec]``) with the file's name for tensorflow, ``alias``.
     """
     import tensorflow as tf
 
     traces = list(function._list_all_concrete_functions())[:_MAX_TRACES]
     if not traces:
         return "no trace of the run is left to compare with"
+    names = {alias: tf, "tf": tf}
+    # `[dist_dataset.element_spec]`: the dataset is the module-level name the decorator will read,
+    # taken from the def's own globals as the program left them.
+    for name in re.findall(r"\b([A-Za-z_]\w*)\.element_spec\b", signature):
+        if name not in function.python_function.__globals__:
+            return f"{name} is not a module-level name of the function's file"
+        names[name] = function.python_function.__globals__[name]
     try:
-        specs = eval(signature, {"__builtins__": {}}, {alias: tf, "tf": tf})  # the text tfretrace wrote itself
+        specs = eval(signature, {"__builtins__": {}}, names)  # the text tfretrace wrote itself
         fresh = tf.function(function.python_function, input_signature=specs)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             outputs = fresh.get_concrete_function().structured_outputs

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Sequence
 
+from tfretrace.fix import keras_pad_rows
 from tfretrace.fix.anchor_base import (
     AnchorError,
     Anchors,
@@ -215,6 +216,7 @@ CHECKS: dict[str, Check] = {
     "zero-state": zero_state,
     "drop-remainder": batch_insertion,
     "keras-call": keras_call,
+    keras_pad_rows.KIND: keras_pad_rows.check_edit,
     "neutral-key": neutral_key_dict,
     "hoist-def": move(MOVES["hoist-def"], "the def moved to module level"),
     "hoist-wrap": move(MOVES["hoist-wrap"], "the tf.function(...) made once before its loop"),
@@ -254,7 +256,10 @@ def check_step(kind: str, anchors: Anchors, edits: Sequence[Replacement]) -> Non
     """AnchorError unless every edit is at an anchor of ``kind`` and every move is made whole."""
     for edit in edits:
         check_edit(kind, anchors, edit)
-    reason = missing_part(kind, anchors, tuple(edits))
+    if kind == keras_pad_rows.KIND:  # its new lines are the helper, not a move
+        reason = keras_pad_rows.missing_helper(anchors, tuple(edits))
+    else:
+        reason = missing_part(kind, anchors, tuple(edits))
     if reason is not None:
         raise AnchorError(reason)
 

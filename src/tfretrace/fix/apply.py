@@ -142,7 +142,9 @@ def edits_by_file(
                 joined = [(o, e) for o, e in kept if o != owner and _same_insertion(e, edit)]
                 kept[:] = [(o, e) for o, e in kept if not _overlaps(e, edit)]
                 # Two functions' statements moved before one loop: both are written there.
-                text = "".join(e.text for _o, e in joined) + edit.text
+                texts = [e.text for _o, e in joined]
+                # The same lines from two functions (keras-pad-rows' helper, for two models) are written once.
+                text = "".join(texts) + ("" if edit.text in texts else edit.text)
                 kept.append((joined[0][0] if joined else owner, Replacement(edit.span, text)))
     return {path: [e for _o, e in kept] for path, kept in files.items()}, advice
 

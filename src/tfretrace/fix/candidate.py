@@ -25,6 +25,8 @@ class State:
     signature_advice: bool = False
     # A hoist step moved the def to module level: a later declaration edits the moved copy.
     moved: bool = False
+    # keras-pad-rows rewrote the model's predict calls: no other predict edit goes at those calls.
+    keras_padded: bool = False
 
     def map_calls(self, change: dict[int, Call | None]) -> State:
         """Calls replaced (or dropped, for None) by call index."""
@@ -54,6 +56,9 @@ class Candidate:
     # the same outputs, else what TensorFlow said; None where no probe ran (no live function).
     tf_check: str | None = None
     unsafe_reason: str | None = None
+    # A kind whose maker checks its own conditions (fix.safety's ``maker_checks``): why they do not
+    # hold here (the step is then unsafe), None where they do.
+    condition: str | None = None
 
 
 @dataclass

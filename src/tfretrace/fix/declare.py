@@ -12,6 +12,7 @@ from tfretrace.fix.files import lines as source_lines
 from tfretrace.fix.hoist import hoist_edits, wrap_moved
 from tfretrace.fix.predict import Call, Config
 from tfretrace.fix.rules import fold_all
+from tfretrace.fix.safety import TF_CHECKED
 from tfretrace.fix.source import BatchCall, Replacement, Span
 from tfretrace.records.events import SPEC, TENSOR, Leaf
 
@@ -202,7 +203,37 @@ def element_spec(ctx: FunctionContext, state: State) -> Candidate | None:
         edits,
         replace(state, config=config),
         final=True,
+        tf_check=_element_spec_check(ctx, dataset) if edits else None,
     )
+
+
+def _element_spec_check(ctx: FunctionContext, dataset: str) -> str | None:
+    """What TensorFlow says of the body traced with ``[dataset.element_spec]`` (TF_CHECKED: as every trace of the run).
+
+    The spec leaves open what the dataset's batches leave open (the batch dimension, for a partial
+    last batch): a body reading a static size there may fail or take another branch, which the
+    probe (the run's live function traced afresh with that spec) shows. The dataset must be bound
+    once at module level: the decorator reads it at def time, the probe once the program has
+    ended, and both must see the same dataset. None where no probe runs (not the recorded run).
+    """
+    if ctx.probe is None or ctx.definition is None:
+        return None
+    parsed = ctx.reader.module(ctx.definition.path)
+    if parsed is None or not _bound_once(parsed[1], dataset):
+        return (f"{dataset} is bound more than once in the file (or in a function): the spec the decorator reads "
+                "may not be the dataset of the recorded calls")
+    said = ctx.probe(f"[{dataset}.element_spec]")
+    return TF_CHECKED if said is None else said
+
+
+def _bound_once(tree: ast.Module, name: str) -> bool:
+    """Whether ``name`` is assigned exactly once in the file, at module level, and never declared ``global``."""
+    stores = [n for n in ast.walk(tree)
+              if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))]
+    top = [n for n in tree.body if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                                     for t in n.targets)]
+    declared = any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(tree))
+    return len(stores) == 1 and len(top) == 1 and not declared
 
 
 def _loop_source(ctx: FunctionContext, site: str | None, param: str) -> str | None:

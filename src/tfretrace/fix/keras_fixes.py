@@ -16,7 +16,7 @@ def predict_buckets(ctx: FunctionContext, state: State) -> Candidate | None:
     """Pad every dimension that varied to its largest size seen, so predict sees one shape."""
     keras = ctx.report.keras
     calls = state.replay.calls
-    if keras is None or keras.method not in _PREDICT or len(calls) < 2:
+    if keras is None or keras.method not in _PREDICT or len(calls) < 2 or state.keras_padded:
         return None
     widest: dict[str, list[int | None]] = {}
     varied: dict[str, set[int]] = {}
@@ -74,10 +74,19 @@ def predict_buckets(ctx: FunctionContext, state: State) -> Candidate | None:
     if relaxed:
         opened += "; calls after the relaxed trace were not recorded, so set MAX_DIM to your largest input"
     site = ", ".join(ctx.sites(calls)) or "the call site"
+    others = sorted(varied[first] - {0})
+    # Padding a dimension other than the rows changes what most models compute (a pooling layer
+    # averages the padding in): said in the code, so the advice is taken knowingly.
+    masked = (
+        f"# padding dim {', '.join(map(str, others))} changes the predictions unless the model masks the padding "
+        "(a Masking layer, mask_zero=True): check that first\n"
+        if others else ""
+    )
     batch = ", batch_size=BATCH" if rows else ""
     code = (
         f"# {site}: pad every dimension that varies ({opened}) so {keras.method} sees one shape,\n"
         f"# then cut the padding off the result (pad values must not change the kept rows: mask or slice)\n"
+        + masked
         + (f"BATCH = {top[0]}  # every batch predict makes then has BATCH rows\n" if rows else "")
         + "".join(f"MAX_DIM{i} = {top[i]}  # at least; your largest input\n" for i in sorted(relaxed))
         + "rows = x.shape[0]\n"
@@ -121,7 +130,7 @@ def predict_as_call(ctx: FunctionContext, state: State) -> Candidate | None:
     """
     keras = ctx.report.keras
     calls = state.replay.calls
-    if keras is None or keras.method != "predict" or not calls:
+    if keras is None or keras.method != "predict" or not calls or state.keras_padded:
         return None
     if any(e.keras is not None and (e.keras.step or 0) > 0 for e in ctx.report.events):
         return None  # a trace past predict's first batch: inputs of several batches, not a few rows

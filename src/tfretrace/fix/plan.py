@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from tfretrace.fix import callsite, declare, keras_fixes, neutral_key, objects, signature
+from tfretrace.fix import callsite, declare, keras_fixes, keras_pad_rows, neutral_key, objects, signature
 from tfretrace.fix.body import random_draw
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
 from tfretrace.fix.origin_advice import origin_steps
@@ -52,6 +52,7 @@ _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
     declare.drop_remainder,
     objects.one_object,
     objects.same_object,
+    keras_pad_rows.pad_rows,
     keras_fixes.predict_as_call,
     keras_fixes.predict_buckets,
 )

@@ -36,11 +36,15 @@ class KindSafety:
 
     ``probed``: safe only where TensorFlow traced the generalized signature with the outputs of
     every trace of the run (``never_safe`` is then the reason where it did not or could not).
+    ``maker_checks``: safe only where the conditions its maker reads hold (keras-pad-rows: the
+    model computes each row alone, read while predict ran).
     """
 
     never_safe: str | None
     argument: str
     probed: bool = False
+    # Safe where the conditions its maker checked hold (the candidate's ``condition`` says why not).
+    maker_checks: bool = False
 
 
 _GENERALIZES = (
@@ -96,7 +100,15 @@ KINDS: dict[str, KindSafety] = {
         "trace of the run, each static size open or the same: it accepts every input the original did",
         probed=True,
     ),
-    "element-spec": KindSafety(_GENERALIZES, "the distributed dataset's own spec, open where its batches vary"),
+    "element-spec": KindSafety(
+        "the body sees the distributed dataset's spec, open where its batches vary (the batch dimension): code "
+        "reading a static size there may fail or take another branch; TensorFlow did not trace the function with "
+        "it (no live function to probe)",
+        "the distributed dataset's own spec, bound once at module level, and TensorFlow traced the body with it "
+        "(a fresh tf.function of the same Python function, in the recorded run) to outputs of the structure, "
+        "dtypes and ranks of every trace of the run: every batch the dataset yields is accepted",
+        probed=True,
+    ),
     "reduce-retracing": KindSafety(
         "TensorFlow traces with None dimensions after a shape changes: code reading a static shape may "
         "fail or take another branch",
@@ -115,6 +127,15 @@ KINDS: dict[str, KindSafety] = {
         "one structure for every call",
     ),
     "drop-remainder": KindSafety("the partial last batch is skipped: its examples are not computed", "one batch shape"),
+    "keras-pad-rows": KindSafety(
+        None,
+        "predict's NumPy inputs padded on the rows only (the last row repeated) to full batches, every output cut "
+        "back to the rows given; safe only where, read while predict ran, the model is Keras' own Sequential or "
+        "Functional of layers that compute each row alone (no custom layer, Lambda, stateful RNN or "
+        "training=True; one step per execution) and every input was NumPy arrays; any other input goes to "
+        "predict as it was",
+        maker_checks=True,
+    ),
     "keras-call": KindSafety(
         "model(x, training=False) is not Model.predict: a model overriding predict_step returns other values, a "
         "model with several outputs gives a list, and a large input is computed in one batch (more memory)",
@@ -145,12 +166,14 @@ def classify(
     traced: ast.FunctionDef | ast.AsyncFunctionDef | None = None,
     random: str | None = None,
     tf_check: str | None = None,
+    condition: str | None = None,
 ) -> tuple[str, str | None]:
     """A step's class and, for an unsafe one, why: ``(safety, unsafe_reason)``.
 
     ``names``: the names the function is called by (an object made once must only be passed to
     them); ``traced``: the def its traces run; ``random``: a random draw in its body; ``tf_check``:
-    what TensorFlow said of a generalized signature (TF_CHECKED, or why it differs).
+    what TensorFlow said of a generalized signature (TF_CHECKED, or why it differs); ``condition``:
+    for a kind whose maker checks its conditions, why they do not hold (None: they do).
     """
     if not edits and kind != "saved-signature":
         return ADVICE, None
@@ -160,6 +183,8 @@ def classify(
         return UNSAFE, (tf_check if probed and tf_check else floor)
     if random is not None:
         return UNSAFE, f"the body draws random numbers ({random}): fewer traces draw other numbers"
+    if kind in KINDS and KINDS[kind].maker_checks:
+        return (SAFE, None) if condition is None else (UNSAFE, condition)
     reason = _move_reason(kind, edits, reader, names, traced)
     return (SAFE, None) if reason is None else (UNSAFE, reason)
 

@@ -21,7 +21,7 @@ def classified(ctx: FunctionContext, candidate: Candidate) -> Candidate:
     node = ctx.definition.node if ctx.definition is not None else None
     random = ctx.random if candidate.edits else None
     safety, reason = classify(candidate.kind, candidate.edits, ctx.reader, names=ctx.names, traced=node, random=random,
-                              tf_check=candidate.tf_check)
+                              tf_check=candidate.tf_check, condition=candidate.condition)
     return replace(candidate, safety=safety, unsafe_reason=reason)
 
 

@@ -291,6 +291,9 @@ class KerasInfo:
     built_at: str | None = None
     epoch: int | None = None
     step: int | None = None
+    # predict only (Keras 3): "independent" where padding the call's rows leaves every kept row's
+    # prediction as it was (tfretrace._tf.keras_rows), else why not; None where not read.
+    rows: str | None = None
 
     def describe(self) -> str:
         """``model 'encoder' (Functional, built at app.py:40) predict``."""
@@ -309,6 +312,7 @@ class KerasInfo:
             "built_at": self.built_at,
             "epoch": self.epoch,
             "step": self.step,
+            **({"rows": self.rows} if self.rows is not None else {}),
         }
 
     @classmethod
@@ -322,4 +326,5 @@ class KerasInfo:
             C.optional_text(data.get("built_at"), f"{where}.built_at"),
             C.optional_count(data.get("epoch"), f"{where}.epoch"),
             C.optional_count(data.get("step"), f"{where}.step"),
+            C.optional_text(data.get("rows"), f"{where}.rows"),
         )
