@@ -7,6 +7,7 @@ from dataclasses import replace
 from tfretrace.fix.body import assigns_to, assigns_zeros_when_none, number_dtype
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.predict import Call
+from tfretrace.fix.safety import TF_CHECKED
 from tfretrace.fix.source import Replacement
 from tfretrace.fix.specs import NUMBER_DTYPES, is_top, shape_text
 from tfretrace.fix.tensor_body import add_n_body, body_note, tensor_body, with_body
@@ -14,7 +15,15 @@ from tfretrace.records.events import PYTHON, TENSOR, VARIABLE, Leaf
 
 
 def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
-    """Varying Python int/float arguments become tensors at the call site, when the body allows it."""
+    """Varying Python int/float/bool arguments become tensors at the call site, of the dtype TensorFlow accepts.
+
+    Where the run's function can be traced again (``ctx.probe_argument``), TensorFlow decides: the
+    argument is tried as a scalar tensor of each candidate dtype (floats: float32, then float64;
+    ints: the one a ``tf.summary`` step needs first; bools: bool) and the first whose trace gives
+    every recorded trace's outputs is written, so the dtype is the one the graph combines it
+    with. Where none traces so, no edit: a statement with what TensorFlow said. Where TensorFlow
+    cannot be asked, numbers are guessed from the source as before and bools stay a statement.
+    """
     out: list[Candidate] = []
     calls = state.replay.calls
     for path in varying_paths(calls, PYTHON):
@@ -24,45 +33,72 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
         types = {leaf.type_name for leaf in leaves if leaf.kind == PYTHON}
         if any(leaf.kind != PYTHON for leaf in leaves):
             continue  # None -> tensor and the like: none_to_zeros
-        if types == {"bool"}:
-            out.append(_statement(ctx, "python-value-changed", path, "bool", len(leaves)))
+        if not types <= {"int", "float"} and types != {"bool"}:
             continue
-        if not types <= {"int", "float"}:
-            continue
-        dtype = NUMBER_DTYPES["float" if "float" in types else "int"]
-        node = None if ctx.definition is None else ctx.definition.node
-        if dtype == "int32" and node is not None:
-            dtype = number_dtype(node, path)  # a tf.summary step must be int64
-        body, problem = tensor_body(ctx, path, dtype, arithmetic="int" in types and "float" not in types)
-        if problem:
-            out.append(
-                Candidate(
-                    "python-value-changed",
-                    "statement",
-                    f"{path} takes a new Python value per call, but {ctx.short} uses it as a Python value "
-                    f"({problem}): it cannot simply become a tensor; each new value costs one trace",
-                    None,
-                    python_use=problem,
-                )
-            )
-            continue
-        tensor = Leaf(path, TENSOR, dtype=dtype, shape=())
-        new = {c.index: replace(c, signature=_swap(c.signature, path, tensor)) for c in calls}
-        edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")
-        fallback = f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))"
-        code = _preview(ctx, body, edits) or fallback
-        edits = with_body(edits, body, missing)
-        out.append(
-            Candidate(
-                "python-value-changed",
-                "tensor-argument",
-                f"pass {path} as a {dtype} tensor at the call site" + body_note(body, ctx) + _missing(missing),
-                code,
-                edits,
-                state.map_calls(_reached(new, calls, missing)),
-            )
-        )
+        found = _number(ctx, state, path, types)
+        if found is not None:
+            out.append(found)
     return out
+
+
+def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None]) -> Candidate | None:
+    calls = state.replay.calls
+    flag = types == {"bool"}
+    guess = "bool" if flag else NUMBER_DTYPES["float" if "float" in types else "int"]
+    node = None if ctx.definition is None else ctx.definition.node
+    if guess == "int32" and node is not None:
+        guess = number_dtype(node, path)  # a tf.summary step must be int64
+    # What no trace can show: a use that reads the Python value silently (an f-string, a dict key).
+    _body, problem = tensor_body(ctx, path, guess, arithmetic=False, probed=True)
+    if problem:
+        return _python_use(ctx, path, problem)
+    order = {"float32": ("float32", "float64"), "int32": ("int32", "int64"), "int64": ("int64", "int32")}
+    dtype, said = ctx.tensor_dtype(path, order.get(guess, (guess,)))
+    if said is not None:
+        return Candidate(
+            "python-value-changed",
+            "statement",
+            f"{path} takes a new Python value per call, and TensorFlow refuses it as a scalar tensor ({said}): it "
+            "cannot simply become a tensor; each new value costs one trace",
+            None,
+            python_use=said,
+        )
+    if dtype is None and flag:
+        return _statement(ctx, "python-value-changed", path, "bool", len(calls))
+    checked = dtype is not None
+    dtype = dtype or guess
+    body, problem = tensor_body(ctx, path, dtype, arithmetic="float" not in types and not checked, probed=checked)
+    if problem:
+        return _python_use(ctx, path, problem)
+    tensor = Leaf(path, TENSOR, dtype=dtype, shape=())
+    new = {c.index: replace(c, signature=_swap(c.signature, path, tensor)) for c in calls}
+    edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")
+    fallback = f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))"
+    code = _preview(ctx, body, edits) or fallback
+    edits = with_body(edits, body, missing)
+    verdict = (
+        f" ({dtype}: TensorFlow traced {ctx.short} so, to the outputs of every trace of this run)" if checked else ""
+    )
+    return Candidate(
+        "python-value-changed",
+        "tensor-argument",
+        f"pass {path} as a {dtype} tensor at the call site" + verdict + body_note(body, ctx) + _missing(missing),
+        code,
+        edits,
+        state.map_calls(_reached(new, calls, missing)),
+        tf_check=TF_CHECKED if checked else None,
+    )
+
+
+def _python_use(ctx: FunctionContext, path: str, problem: str) -> Candidate:
+    return Candidate(
+        "python-value-changed",
+        "statement",
+        f"{path} takes a new Python value per call, but {ctx.short} uses it as a Python value "
+        f"({problem}): it cannot simply become a tensor; each new value costs one trace",
+        None,
+        python_use=problem,
+    )
 
 
 def dtypes(ctx: FunctionContext, state: State) -> list[Candidate]:
