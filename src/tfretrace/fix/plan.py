@@ -129,10 +129,7 @@ def plan_for(
 
 _KIND_CHANGES = {"drop-remainder": CHANGES_EXAMPLES, "cast-dtype": CHANGES_DTYPE}
 
-FLOAT_DIGITS_NOTE = (
-    "; floating-point results may differ in the last digits (one general graph: shape-generic kernels where "
-    "each shape had its own, a Python value no longer folded as a constant)"
-)
+FLOAT_DIGITS_NOTE = "; floats may differ in the last digits (shape-generic kernels, no constant folding)"
 
 
 def _with_changes(ctx: FunctionContext, step: PlanStep) -> PlanStep:
