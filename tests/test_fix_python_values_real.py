@@ -1,12 +1,13 @@
 """Python numbers and bools passed as tensors, of the dtype TensorFlow traced the body with, on real TensorFlow.
 
-One program holds three functions: a bool flag in a user ``if`` forwarded to a Keras model whose
+One program holds four functions: a bool flag in a user ``if`` forwarded to a Keras model whose
 layers take a symbolic ``training`` (TensorFlow accepts it as a tf.bool tensor), the same flag
-forwarded to a BatchNormalization model (TensorFlow refuses it: no edit), and a learning rate
-decayed per epoch and subtracted from float64 weights (a float32 tensor fails there; TensorFlow
-traces it as float64). It prints its results and, last, TensorFlow's own trace count per function.
-The program is recorded once, fixed with ``--apply`` and with ``--apply --unsafe-fixes`` in two
-copies, and run again, on the recorded data and on another learning rate.
+forwarded to a BatchNormalization model (TensorFlow refuses it: no edit), a learning rate decayed
+per epoch and subtracted from float64 weights (a float32 tensor fails there; TensorFlow traces it
+as float64), and a count whose body says ``tf.constant(n)`` (the step edits the body too: not
+probed). It prints its results and, last, TensorFlow's own trace count per function. The program
+is recorded once, fixed with ``--apply`` and with ``--apply --unsafe-fixes`` in two copies, and run
+again, on the recorded data and on another learning rate.
 """
 
 from __future__ import annotations
@@ -62,18 +63,25 @@ def decayed_step(lr):
     return loss
 
 
+@tf.function
+def ramp(n):
+    count = tf.cast(tf.constant(n), tf.float32)
+    return tf.reduce_sum(tf.ones([n])) / count
+
+
 lr = first_lr
 for epoch in range(4):
     for flag in (True, False):
         print("augmented", epoch, flag, f"{float(augmented_step(x, lr, flag)):.5f}")
         print("normed", epoch, flag, f"{float(normed_step(x, lr, flag)):.5f}")
     print("decayed", epoch, f"{float(decayed_step(lr)):.6f}")
+    print("ramp", epoch, float(ramp(epoch + 2)))
     lr *= 0.9
-for f in (augmented_step, normed_step, decayed_step):
+for f in (augmented_step, normed_step, decayed_step, ramp):
     print("traces", f.__name__, f.experimental_get_tracing_count())
 """
 
-FUNCTIONS = ("augmented_step", "normed_step", "decayed_step")
+FUNCTIONS = ("augmented_step", "normed_step", "decayed_step", "ramp")
 OTHER_LR = "0.37"
 
 
@@ -152,6 +160,9 @@ def test_tensorflow_chooses_each_dtype_and_refuses_what_it_cannot_trace(recorded
                and s["cause"] == "python-value-changed"]
     assert len(refused) == 1 and refused[0].get("python_use")
     assert not any("training" in e["text"] for s in steps["normed_step"] for e in s["edits"])
+    # A body the step edits too (tf.constant(n) -> tf.convert_to_tensor(n)) is not the one TensorFlow
+    # would trace: not asked, the dtype read from the source, as before.
+    assert [(s["kind"], s.get("checked")) for s in steps["ramp"]] == [("tensor-argument", None)]
 
 
 def test_apply_changes_nothing_and_unsafe_fixes_reach_the_predicted_count_with_the_same_results(
@@ -168,8 +179,8 @@ def test_apply_changes_nothing_and_unsafe_fixes_reach_the_predicted_count_with_t
     folder = recorded.fixed("unsafe", "--unsafe-fixes")
     after, after_other = _program(folder), _program(folder, OTHER_LR)
     predicted = {name: recorded.functions[name]["fix_counts"]["unsafe_fixes"] for name in FUNCTIONS}
-    assert recorded.before.traces == {"augmented_step": 8, "normed_step": 8, "decayed_step": 4}
-    assert predicted == {"augmented_step": 1, "normed_step": 2, "decayed_step": 1}
+    assert recorded.before.traces == {"augmented_step": 8, "normed_step": 8, "decayed_step": 4, "ramp": 4}
+    assert predicted == {"augmented_step": 1, "normed_step": 2, "decayed_step": 1, "ramp": 1}
     assert after.traces == predicted
     assert after_other.traces == predicted
     assert after.results == recorded.before.results

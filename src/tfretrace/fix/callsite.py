@@ -49,11 +49,13 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     if guess == "int32" and node is not None:
         guess = number_dtype(node, path)  # a tf.summary step must be int64
     # What no trace can show: a use that reads the Python value silently (an f-string, a dict key).
-    _body, problem = tensor_body(ctx, path, guess, arithmetic=False, probed=True)
+    rewritten, problem = tensor_body(ctx, path, guess, arithmetic=False, probed=True)
     if problem:
         return _python_use(ctx, path, problem)
     order = {"float32": ("float32", "float64"), "int32": ("int32", "int64"), "int64": ("int64", "int32")}
-    dtype, said = ctx.tensor_dtype(path, order.get(guess, (guess,)))
+    # TensorFlow traces the body as it is: one the step edits too (tf.constant(n) becomes
+    # tf.convert_to_tensor(n)) is not the body it would trace, so it is not asked.
+    dtype, said = (None, None) if rewritten else ctx.tensor_dtype(path, order.get(guess, (guess,)))
     if said is not None:
         return Candidate(
             "python-value-changed",
