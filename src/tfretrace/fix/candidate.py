@@ -50,8 +50,9 @@ class Candidate:
     pinned: str | None = None  # an input_signature's dims that stay pinned, and why
     python_use: str | None = None  # a statement: the body's uses that need the Python value
     safety: str | None = None  # fix.safety's class, set by the planner
-    # A generalized signature traced by TensorFlow (fix.safety): "tensorflow" where the probe found
-    # the same outputs, else what TensorFlow said; None where no probe ran (no live function).
+    # A generalized signature, or a Python value as a tensor of one dtype, traced by TensorFlow
+    # (fix.safety): "tensorflow" where the probe found the same outputs, else what TensorFlow said
+    # (signatures only); None where no probe ran (no live function).
     tf_check: str | None = None
     unsafe_reason: str | None = None
 

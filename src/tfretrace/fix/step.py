@@ -91,7 +91,8 @@ class PlanStep:
     # only safe steps; ``--unsafe-fixes`` adds the unsafe ones, printing each ``unsafe_reason``.
     safety: str | None = None
     unsafe_reason: str | None = None
-    # "tensorflow": the generalized signature was traced by TensorFlow with the run's outputs.
+    # "tensorflow": the generalized signature (or, for a tensor-argument step, the Python value as a
+    # tensor of its dtype) was traced by TensorFlow with the run's outputs.
     checked: str | None = None
 
     @property
