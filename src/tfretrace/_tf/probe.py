@@ -132,11 +132,12 @@ def probe_signature(function: Any, signature: str, alias: str) -> str | None:
 
 
 def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[str | None, str | None]:
-    """The first of ``dtypes`` with which TensorFlow traces the body, ``param`` a scalar tensor, as the run did.
+    """The first of ``dtypes`` with which TensorFlow traces the body, ``param`` a tensor, as the run did.
 
     Each trace of the run is traced again by a fresh ``tf.function`` of the same Python function,
     with its own arguments (tensors as their specs, Python values as they were) except ``param``,
-    which becomes ``tf.TensorSpec([], dtype)``: the dtype is kept where every such trace succeeds
+    which becomes ``tf.TensorSpec([], dtype)`` (a list of numbers: ``[its length]``, what
+    ``tf.constant`` of it gives): the dtype is kept where every such trace succeeds
     with the outputs (structure, dtypes, ranks, static sizes open or equal) of the trace it
     replays. Returns ``(dtype, None)``; ``(None, what TensorFlow said of each dtype)`` where none
     does; ``(None, None)`` where TensorFlow could not be asked (no trace left, an argument the
@@ -151,12 +152,13 @@ def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[st
         return None, None
     refused: list[str] = []
     for dtype in dtypes:
-        spec = tf.TensorSpec([], getattr(tf, dtype))
         fresh = tf.function(function.python_function)  # one per dtype: the program's cache is untouched
         why = None
         for trace, found in zip(traces, bound, strict=True):
             assert found is not None
             args, kwargs, at = found
+            value = args[at] if isinstance(at, int) else kwargs[at]
+            spec = tf.TensorSpec([len(value)] if isinstance(value, (list, tuple)) else [], getattr(tf, dtype))
             if isinstance(at, int):
                 args = (*args[:at], spec, *args[at + 1:])
             else:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from tfretrace.fix import callsite, declare, keras_fixes, neutral_key, objects, signature
+from tfretrace.fix import callsite, declare, keras_fixes, neutral_key, objects, python_values, signature
 from tfretrace.fix.body import random_draw
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
 from tfretrace.fix.origin_advice import origin_steps
@@ -54,7 +54,7 @@ class Probe(Protocol):
 
 # Fix kinds tried at every step, each for one root cause.
 _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
-    callsite.python_numbers,
+    python_values.python_numbers,
     callsite.dtypes,
     callsite.none_to_zeros,
     callsite.lists,
@@ -73,7 +73,7 @@ _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
 # values keeps passing them: after such an edit it no longer matches the calls' traces and traces
 # on its own, which the replay (traced calls only) cannot count.
 _CALL_SITE_KINDS = frozenset({
-    callsite.python_numbers, callsite.dtypes, callsite.none_to_zeros, callsite.lists, neutral_key.neutral_keys,
+    python_values.python_numbers, callsite.dtypes, callsite.none_to_zeros, callsite.lists, neutral_key.neutral_keys,
     callsite.dict_keys,
 })
 
