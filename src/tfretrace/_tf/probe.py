@@ -5,9 +5,11 @@ size). Whether that matters is TensorFlow's to say: the function's Python body, 
 ``tf.function`` with the generalized ``input_signature`` (the user's own object and its cache are
 not touched), is traced once with ``get_concrete_function()``. The signature is taken as safe only
 if that trace succeeds and its outputs have the structure, dtypes and ranks of every trace the run
-made, each static dimension either open or equal to what every trace had. Tracing runs the body's
-Python once more (its prints are swallowed; other side effects happen), so the monitor probes
-only once the program has finished.
+made, each static dimension either open or equal to what every trace had. A Python number, bool
+or list of numbers passed as a tensor is asked the same way (``probe_argument``): each trace of
+the run is replayed with that argument a tensor of one dtype, and the dtype is the first whose
+traces give the run's outputs. Tracing runs the body's Python once more (its prints are
+swallowed; other side effects happen), so the monitor probes only once the program has finished.
 """
 
 from __future__ import annotations
