@@ -1,14 +1,14 @@
 """Python numbers and bools passed as tensors, of the dtype TensorFlow traced the body with, on real TensorFlow.
 
-One program holds five functions: a bool flag in a user ``if`` forwarded to a Keras model whose
+One program holds six functions: a bool flag in a user ``if`` forwarded to a Keras model whose
 layers take a symbolic ``training`` (TensorFlow accepts it as a tf.bool tensor), the same flag
 forwarded to a BatchNormalization model (TensorFlow refuses it: no edit), a learning rate decayed
-per epoch and subtracted from float64 weights and a list of numbers multiplied with float64 data
-(a float32 tensor fails there; TensorFlow traces them as float64), and a count whose body says
-``tf.constant(n)`` (the step edits the body too: not probed). It prints its results and, last,
-TensorFlow's own trace count per function. The program is recorded once, fixed with ``--apply``
-and with ``--apply --unsafe-fixes`` in two copies, and run again, on the recorded data and on
-another learning rate.
+per epoch and subtracted from float64 weights and a list of numbers multiplied with float64 data (a
+float32 tensor fails there; TensorFlow traces them as float64), a count whose body says
+``tf.constant(n)`` (the step edits the body too: not probed), and a tf.Module method taking the flag
+(probed on its live instance). It prints its results and, last, TensorFlow's own trace count per
+function. The program is recorded once, fixed with ``--apply`` and with ``--apply --unsafe-fixes``
+in two copies, and run again, on the recorded data and on another learning rate.
 """
 
 from __future__ import annotations
@@ -75,20 +75,36 @@ def ramp(n):
     return tf.reduce_sum(tf.ones([n])) / count
 
 
+class Trainer(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = tf.Variable(1.5)
+
+    @tf.function
+    def step(self, x, training):
+        if training:
+            x = x + 1.0
+        return tf.reduce_sum(dense(x, training=training)) * self.scale
+
+
+trainer = Trainer()
+
 lr = first_lr
 for epoch in range(4):
     for flag in (True, False):
         print("augmented", epoch, flag, f"{float(augmented_step(x, lr, flag)):.5f}")
         print("normed", epoch, flag, f"{float(normed_step(x, lr, flag)):.5f}")
+        print("trainer", epoch, flag, f"{float(trainer.step(x, flag)):.5f}")
     print("decayed", epoch, f"{float(decayed_step(lr)):.6f}")
     print("weighted", epoch, f"{float(weighted([lr, 1.0, 0.5])):.6f}")
     print("ramp", epoch, float(ramp(epoch + 2)))
     lr *= 0.9
 for f in (augmented_step, normed_step, decayed_step, weighted, ramp):
     print("traces", f.__name__, f.experimental_get_tracing_count())
+print("traces", "Trainer.step", trainer.step.experimental_get_tracing_count())
 """
 
-FUNCTIONS = ("augmented_step", "normed_step", "decayed_step", "weighted", "ramp")
+FUNCTIONS = ("augmented_step", "normed_step", "decayed_step", "weighted", "ramp", "Trainer.step")
 OTHER_LR = "0.37"
 
 
@@ -155,7 +171,7 @@ def test_tensorflow_chooses_each_dtype_and_refuses_what_it_cannot_trace(recorded
     # whose edit passes the dtype TensorFlow traced the body with.
     steps = {name: _edited(recorded.functions[name]) for name in FUNCTIONS}
     for name, dtypes in (("augmented_step", ["float32", "bool"]), ("normed_step", ["float32"]),
-                         ("decayed_step", ["float64"]), ("weighted", ["float64"])):
+                         ("decayed_step", ["float64"]), ("weighted", ["float64"]), ("Trainer.step", ["bool"])):
         assert [s["kind"] for s in steps[name]] == ["tensor-argument"] * len(dtypes), name
         assert all(s["safety"] == "unsafe" and s["unsafe_reason"] for s in steps[name]), name
         assert all(s["checked"] == "tensorflow" for s in steps[name]), name
@@ -187,8 +203,9 @@ def test_apply_changes_nothing_and_unsafe_fixes_reach_the_predicted_count_with_t
     after, after_other = _program(folder), _program(folder, OTHER_LR)
     predicted = {name: recorded.functions[name]["fix_counts"]["unsafe_fixes"] for name in FUNCTIONS}
     assert recorded.before.traces == {"augmented_step": 8, "normed_step": 8, "decayed_step": 4, "weighted": 4,
-                                      "ramp": 4}
-    assert predicted == {"augmented_step": 1, "normed_step": 2, "decayed_step": 1, "weighted": 1, "ramp": 1}
+                                      "ramp": 4, "Trainer.step": 2}
+    assert predicted == {"augmented_step": 1, "normed_step": 2, "decayed_step": 1, "weighted": 1, "ramp": 1,
+                         "Trainer.step": 1}
     assert after.traces == predicted
     assert after_other.traces == predicted
     assert after.results == recorded.before.results
