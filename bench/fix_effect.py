@@ -22,8 +22,9 @@ if the fix really removed every retrace.
 trace counts (they contain "traces", and a working fix changes them); a program whose output
 differs between two runs without any fix is "nondeterministic" and not judged. A change made by an
 applied step whose `changes` field says it changes the results (drop_remainder skips the partial
-batch, a cast changes the dtype, a body drawing random numbers draws others) is "changed as
-<changes> says", counted apart from the rest.
+batch, a cast changes the dtype, a body drawing random numbers draws others; a generalized graph,
+`float-last-digits`, only printed numbers moved in their last digits) is "changed as <changes>
+says", counted apart from the rest.
 
 "Other data": a fix is fitted to one recorded run, so the original and each edited copy (`--apply`,
 and `--apply --unsafe-fixes`) also run on data the record never saw: `--seed 1` and a `--size` of

@@ -84,6 +84,24 @@ def test_output_is_judged_only_when_the_program_repeats_itself() -> None:
     assert judge("4 steps\n", "4 steps\n", "3 steps\n", {"examples"}) == "changed as examples says"
 
 
+def test_a_generalized_graph_announces_only_numbers_moved_in_their_last_digits() -> None:
+    # Issue 33, item 4c: a generalized signature moved a printed loss in its 5th decimal. The
+    # step's `changes` (float-last-digits) explains that, and nothing larger or in the words.
+    judge, said = fix_effect.judge, {"float-last-digits"}
+    before = "epoch 0: loss 0.123456, acc 71.25%\nepoch 1: loss -0.0\n"
+    moved = "epoch 0: loss 0.123457, acc 71.25%\nepoch 1: loss 0.0\n"
+    assert judge(before, before, moved, said) == "changed as float-last-digits says"
+    assert judge(before, before, moved, set()) == "CHANGED"
+    assert judge(before, before, before.replace("0.123456", "0.1235"), said) == "CHANGED"
+    assert judge(before, before, before.replace("71.25", "71.5"), said) == "CHANGED"
+    assert judge("4 steps\n", "4 steps\n", "3 steps\n", said) == "CHANGED"
+    assert judge("step 100000\n", "step 100000\n", "step 100001\n", said) == "CHANGED"  # an integer moved
+    assert judge(before, before, before.replace("loss", "cost"), said) == "CHANGED"
+    # With a change that explains any output (skipped examples), the field stands as before.
+    assert judge("4 steps\n", "4 steps\n", "3 steps\n", {"examples", *said}) == (
+        "changed as examples, float-last-digits says")
+
+
 def test_framework_advice_is_by_hand_and_leaves_the_minimum_at_no_retrace() -> None:
     # A tf.data pipeline rebuilt per epoch: the plan can only advise (TensorFlow's code traced).
     advice = dict(step(3, 3, "(any words)", edits=False, kind="statement"), open="framework-code")

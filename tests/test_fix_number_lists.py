@@ -59,6 +59,8 @@ def test_a_list_of_changing_numbers_becomes_one_tensor_and_tensorflow_traces_onc
     # A Python number made a tensor is an unsafe class (the body may combine it with another
     # dtype): written only with --unsafe-fixes, which this program's results then check.
     assert edited[0]["safety"] == "unsafe" and edited[0]["unsafe_reason"]
+    # TensorFlow traced the body with the list a float32 tensor of its length, to the run's outputs.
+    assert edited[0]["checked"] == "tensorflow"
     applied = _run("-m", "tfretrace", "fix", "s.json", "--apply", "--unsafe-fixes", cwd=tmp_path)
     assert applied.returncode == 0, applied.stderr[-2000:]
     after, traces_after = _results(_run("l.py", cwd=tmp_path))

@@ -218,14 +218,16 @@ def test_partial_last_batch_gets_drop_remainder_where_the_body_reads_the_batch_s
 
 def test_each_applied_step_says_what_it_changes_in_the_results(tmp_path: Path) -> None:
     # The field, not the words: drop_remainder skips examples; a body drawing random numbers draws
-    # others once the partial batch no longer has a trace (and a random op) of its own.
+    # others once the partial batch no longer has a trace (and a random op) of its own; a signature
+    # open in dim 0 runs shape-generic kernels, which may move the last digits (issue 33, item 4c).
     path = tmp_path / "loop.py"
     rep = report([(t("x", 32, 10),), (t("x", 4, 10),)], location=f"{path}:6", sites=[f"{path}:18"])
     path.write_text(PARTIAL)
-    assert [s.changes for s in plan_for(rep, SourceReader())] == [None]
+    assert [s.changes for s in plan_for(rep, SourceReader())] == ["float-last-digits"]
     path.write_text(PARTIAL.replace("return tf.reduce_sum(x)", "return tf.reduce_sum(x) / x.shape[0]"))
     assert [s.changes for s in plan_for(rep, SourceReader())] == ["examples"]
-    for draw, said in [("tf.random.normal([3])", "random-stream"), ("tf.random.stateless_normal([3], [1, 2])", None)]:
+    for draw, said in [("tf.random.normal([3])", "random-stream"),
+                       ("tf.random.stateless_normal([3], [1, 2])", "float-last-digits")]:
         path.write_text(PARTIAL.replace("return tf.reduce_sum(x)", f"return tf.reduce_sum(x) + {draw}"))
         steps = plan_for(rep, SourceReader())
         assert [(s.kind, s.changes) for s in steps] == [("input-signature", said)]

@@ -5,9 +5,11 @@ size). Whether that matters is TensorFlow's to say: the function's Python body, 
 ``tf.function`` with the generalized ``input_signature`` (the user's own object and its cache are
 not touched), is traced once with ``get_concrete_function()``. The signature is taken as safe only
 if that trace succeeds and its outputs have the structure, dtypes and ranks of every trace the run
-made, each static dimension either open or equal to what every trace had. Tracing runs the body's
-Python once more (its prints are swallowed; other side effects happen), so the monitor probes
-only once the program has finished.
+made, each static dimension either open or equal to what every trace had. A Python number, bool
+or list of numbers passed as a tensor is asked the same way (``probe_argument``): each trace of
+the run is replayed with that argument a tensor of one dtype, and the dtype is the first whose
+traces give the run's outputs. Tracing runs the body's Python once more (its prints are
+swallowed; other side effects happen), so the monitor probes only once the program has finished.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import io
 import os
 import re
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from tfretrace._tf.counters import counted_functions
@@ -129,15 +132,94 @@ def probe_signature(function: Any, signature: str, alias: str) -> str | None:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             outputs = fresh.get_concrete_function().structured_outputs
     except Exception as exc:  # what TensorFlow says: the body cannot be traced with open dimensions
-        # TensorFlow's message ends with the error itself (after the user-code frames).
-        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        last = lines[-1][:200] if lines else ""
-        return f"TensorFlow could not trace it with the open signature ({type(exc).__name__}: {last})"
+        return f"TensorFlow could not trace it with the open signature ({_said(exc)})"
     for trace in traces:
         reason = _differs(tf, outputs, trace.structured_outputs)
         if reason is not None:
             return f"traced with the open signature, {reason}"
     return None
+
+
+def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[str | None, str | None]:
+    """The first of ``dtypes`` with which TensorFlow traces the body, ``param`` a tensor, as the run did.
+
+    Each trace of the run is traced again by a fresh ``tf.function`` of the same Python function,
+    with its own arguments (tensors as their specs, Python values as they were) except ``param``,
+    which becomes ``tf.TensorSpec([], dtype)`` (a list of numbers: ``[its length]``, what
+    ``tf.constant`` of it gives): the dtype is kept where every such trace succeeds
+    with the outputs (structure, dtypes, ranks, static sizes open or equal) of the trace it
+    replays. Returns ``(dtype, None)``; ``(None, what TensorFlow said of each dtype)`` where none
+    does; ``(None, None)`` where TensorFlow could not be asked (no trace left, an argument the
+    trace did not keep, such as a model passed as an argument).
+    """
+    import tensorflow as tf
+
+    traces = list(function._list_all_concrete_functions())[:_MAX_TRACES]
+    names = list(inspect.signature(function.python_function).parameters)
+    bound = [_replayed(trace.structured_input_signature, names, param) for trace in traces]
+    if not traces or any(b is None for b in bound):
+        return None, None
+    refused: list[str] = []
+    for dtype in dtypes:
+        fresh = tf.function(function.python_function)  # one per dtype: the program's cache is untouched
+        why = None
+        for trace, found in zip(traces, bound, strict=True):
+            assert found is not None
+            args, kwargs, at = found
+            value = args[at] if isinstance(at, int) else kwargs[at]
+            spec = tf.TensorSpec([len(value)] if isinstance(value, (list, tuple)) else [], getattr(tf, dtype))
+            if isinstance(at, int):
+                args = (*args[:at], spec, *args[at + 1:])
+            else:
+                kwargs = {**kwargs, at: spec}
+            try:
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    outputs = fresh.get_concrete_function(*args, **kwargs).structured_outputs
+            except Exception as exc:  # what TensorFlow says of the body with a tensor there
+                why = f"{dtype}: TensorFlow could not trace the body ({_said(exc)})"
+                break
+            differs = _differs(tf, outputs, trace.structured_outputs)
+            if differs is not None:
+                why = f"{dtype}: TensorFlow traced the body, {differs}"
+                break
+        if why is None:
+            return dtype, None
+        refused.append(why)
+    return None, "; ".join(refused)
+
+
+def _replayed(
+    signature: Any, names: list[str], param: str
+) -> tuple[tuple[Any, ...], dict[str, Any], int | str] | None:
+    """A trace's arguments as TensorFlow kept them, and where ``param`` sits (an index or a keyword)."""
+    import tensorflow as tf
+
+    args, kwargs = signature
+    # A Python object the trace keyed by identity (a model passed in) is kept as a placeholder
+    # that cannot be called again: that trace cannot be replayed.
+    if any(type(x).__name__ == "UnknownArgument" for x in tf.nest.flatten((args, kwargs))):
+        return None
+    if param in kwargs:
+        return tuple(args), dict(kwargs), param
+    if param in names and names.index(param) < len(args):
+        return tuple(args), dict(kwargs), names.index(param)
+    return None
+
+
+# ANSI colour codes Keras puts in its messages.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _said(exc: BaseException) -> str:
+    """TensorFlow's error in one line: the exception's own line after the user-code frames, and what follows."""
+    name = type(exc).__name__
+    lines = [_ANSI.sub("", line).strip() for line in str(exc).splitlines()]
+    lines = [line for line in lines if line]
+    at = next((i for i, line in enumerate(lines) if line.startswith(f"{name}:")), None)
+    if at is None:
+        return f"{name}: {lines[-1][:200] if lines else ''}"
+    text = " ".join(lines[at:at + 2])
+    return text[:240]
 
 
 def _differs(tf: Any, probed: Any, recorded: Any) -> str | None:

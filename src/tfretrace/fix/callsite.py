@@ -1,68 +1,17 @@
-"""Fixes at the call site: tensors instead of Python numbers, one dtype, a zero state instead of None."""
+"""Fixes at the call site: lists as one tensor, one dtype, a zero state instead of None, variables read as tensors."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from tfretrace.fix.body import assigns_to, assigns_zeros_when_none, number_dtype
+from tfretrace.fix.body import assigns_to, assigns_zeros_when_none
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.predict import Call
+from tfretrace.fix.safety import TF_CHECKED
 from tfretrace.fix.source import Replacement
-from tfretrace.fix.specs import NUMBER_DTYPES, is_top, shape_text
+from tfretrace.fix.specs import is_top, shape_text
 from tfretrace.fix.tensor_body import add_n_body, body_note, tensor_body, with_body
 from tfretrace.records.events import PYTHON, TENSOR, VARIABLE, Leaf
-
-
-def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
-    """Varying Python int/float arguments become tensors at the call site, when the body allows it."""
-    out: list[Candidate] = []
-    calls = state.replay.calls
-    for path in varying_paths(calls, PYTHON):
-        if not is_top(path):
-            continue
-        leaves = [leaf for c in calls for leaf in c.signature if leaf.path == path]
-        types = {leaf.type_name for leaf in leaves if leaf.kind == PYTHON}
-        if any(leaf.kind != PYTHON for leaf in leaves):
-            continue  # None -> tensor and the like: none_to_zeros
-        if types == {"bool"}:
-            out.append(_statement(ctx, "python-value-changed", path, "bool", len(leaves)))
-            continue
-        if not types <= {"int", "float"}:
-            continue
-        dtype = NUMBER_DTYPES["float" if "float" in types else "int"]
-        node = None if ctx.definition is None else ctx.definition.node
-        if dtype == "int32" and node is not None:
-            dtype = number_dtype(node, path)  # a tf.summary step must be int64
-        body, problem = tensor_body(ctx, path, dtype, arithmetic="int" in types and "float" not in types)
-        if problem:
-            out.append(
-                Candidate(
-                    "python-value-changed",
-                    "statement",
-                    f"{path} takes a new Python value per call, but {ctx.short} uses it as a Python value "
-                    f"({problem}): it cannot simply become a tensor; each new value costs one trace",
-                    None,
-                    python_use=problem,
-                )
-            )
-            continue
-        tensor = Leaf(path, TENSOR, dtype=dtype, shape=())
-        new = {c.index: replace(c, signature=_swap(c.signature, path, tensor)) for c in calls}
-        edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")
-        fallback = f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))"
-        code = _preview(ctx, body, edits) or fallback
-        edits = with_body(edits, body, missing)
-        out.append(
-            Candidate(
-                "python-value-changed",
-                "tensor-argument",
-                f"pass {path} as a {dtype} tensor at the call site" + body_note(body, ctx) + _missing(missing),
-                code,
-                edits,
-                state.map_calls(_reached(new, calls, missing)),
-            )
-        )
-    return out
 
 
 def dtypes(ctx: FunctionContext, state: State) -> list[Candidate]:
@@ -90,10 +39,10 @@ def dtypes(ctx: FunctionContext, state: State) -> list[Candidate]:
                 "dtype-changed",
                 "cast-dtype",
                 f"cast {path} to {target} at the call site ({', '.join(sorted(set(map(str, seen))))} seen)"
-                + _missing(missing),
+                + missing_note(missing),
                 code,
                 edits,
-                state.map_calls(_reached(new, calls, missing)),
+                state.map_calls(reached(new, calls, missing)),
             )
         )
     return out
@@ -124,7 +73,7 @@ def none_to_zeros(ctx: FunctionContext, state: State) -> list[Candidate]:
         template = f"{{tf}}.zeros({shape_text(first.shape)}, dtype={{tf}}.{first.dtype})"
         zeros = template.format(tf=ctx.tf)
         new = {
-            c.index: replace(c, signature=_swap(c.signature, path, first))
+            c.index: replace(c, signature=swap_leaf(c.signature, path, first))
             for c in calls
             if any(leaf.path == path and leaf.kind == PYTHON for leaf in c.signature)
         }
@@ -141,10 +90,10 @@ def none_to_zeros(ctx: FunctionContext, state: State) -> list[Candidate]:
                 "structure-changed",
                 "zero-state",
                 f"start {path} as a zero tensor of shape {shape_text(first.shape)} instead of None{caveat}"
-                + _missing(missing),
+                + missing_note(missing),
                 code,
                 edits,
-                state.map_calls(_reached(new, calls, missing)),
+                state.map_calls(reached(new, calls, missing)),
             )
         )
     return out
@@ -183,6 +132,23 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
             continue
         dtype = "float32" if any(k.type_name == "float" for k in kids) else "int32"
         body, problem = tensor_body(ctx, path, dtype, arithmetic=False)
+        checked = None
+        if not problem and not body:
+            # TensorFlow decides the dtype, as for a number (python_numbers); a body the step edits
+            # too is not the one it would trace.
+            order = ("float32", "float64") if dtype == "float32" else ("int32", "int64")
+            found, said = ctx.tensor_dtype(path, order)
+            if said is not None:
+                out.append(Candidate(
+                    "structure-changed" if path in resized else "python-value-changed",
+                    "statement",
+                    f"{path} is a Python list of numbers, and TensorFlow refuses it as a tensor ({said}): each "
+                    "new list costs one trace",
+                    None,
+                    python_use=said,
+                ))
+                continue
+            dtype, checked = (found, TF_CHECKED) if found is not None else (dtype, None)
         if problem:
             out.append(
                 Candidate(
@@ -203,9 +169,9 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
                 if leaf.path.startswith(path + "[") and leaf.path.count("[") == path.count("[") + 1
             )
             kept = tuple(leaf for leaf in c.signature if not leaf.path.startswith(path + "["))
-            new[c.index] = replace(c, signature=_swap(kept, path, Leaf(path, TENSOR, dtype=dtype, shape=(size,))))
+            new[c.index] = replace(c, signature=swap_leaf(kept, path, Leaf(path, TENSOR, dtype=dtype, shape=(size,))))
         edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")
-        code = _preview(ctx, body, edits) or f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype=...))"
+        code = preview(ctx, body, edits) or f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype=...))"
         edits = with_body(edits, body, missing)
         out.append(
             Candidate(
@@ -213,10 +179,11 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
                 "tensor-argument",
                 f"pass {path} as one {dtype} tensor (its "
                 + ("length" if path in resized else "numbers") + " can then vary)" + body_note(body, ctx)
-                + _missing(missing),
+                + missing_note(missing),
                 code,
                 edits,
-                state.map_calls(_reached(new, calls, missing)),
+                state.map_calls(reached(new, calls, missing)),
+                tf_check=checked,
             )
         )
     return out
@@ -240,7 +207,7 @@ def _stack_advice(
         size = sum(1 for leaf in c.signature if leaf.path.startswith(path + "[") and leaf.path.count("[") == depth)
         kept = tuple(leaf for leaf in c.signature if not leaf.path.startswith(path + "["))
         stacked = Leaf(path, TENSOR, dtype=first.dtype, shape=(size, *shape))
-        new[c.index] = replace(c, signature=_swap(kept, path, stacked))
+        new[c.index] = replace(c, signature=swap_leaf(kept, path, stacked))
     moved = state.map_calls(dict(new))
     body = add_n_body(ctx, path)
     edits, missing = ctx.arg_edits(state.replay.calls, path, "{tf}.stack({expr})")
@@ -251,7 +218,7 @@ def _stack_advice(
             "tensor-argument",
             f"pass {ctx.tf}.stack({path}) (one {first.dtype} tensor whose length can vary) and sum it with "
             f"{ctx.tf}.reduce_sum({path}, axis=0) in {ctx.short}'s body instead of {ctx.tf}.add_n({path})",
-            _preview(ctx, (body,), edits),
+            preview(ctx, (body,), edits),
             (body, *edits),
             moved,
         )
@@ -329,10 +296,10 @@ def read_only_variables(ctx: FunctionContext, state: State) -> list[Candidate]:
                 "variable-spec-changed",
                 "tensor-argument",
                 f"pass {path} as a tensor ({ctx.short} only reads it): variables differ in trainable flag or "
-                "aliasing, tensors of one shape do not" + _missing(missing),
+                "aliasing, tensors of one shape do not" + missing_note(missing),
                 ctx.reader.preview(edits) or f"{ctx.short}(..., {path}={ctx.tf}.convert_to_tensor({path}))",
                 edits,
-                state.map_calls(_reached(new, calls, missing)),
+                state.map_calls(reached(new, calls, missing)),
             )
         )
     return out
@@ -369,31 +336,21 @@ def _dtype_family(dtype: str | None) -> str:
     return "number" if dtype is not None and dtype != "string" and dtype != "variant" else str(dtype)
 
 
-def _swap(signature: tuple[Leaf, ...], path: str, leaf: Leaf) -> tuple[Leaf, ...]:
+def swap_leaf(signature: tuple[Leaf, ...], path: str, leaf: Leaf) -> tuple[Leaf, ...]:
     return tuple(replace(leaf, path=path) if x.path == path else x for x in signature)
 
 
-def _statement(ctx: FunctionContext, cause: str, path: str, kind: str, count: int) -> Candidate:
-    return Candidate(
-        cause,
-        "statement",
-        f"{path} is a Python {kind}: one trace per value (True/False) is expected and cheap; "
-        f"pass {ctx.tf}.constant({path}) only if it changes often",
-        None,
-    )
-
-
-def _preview(ctx: FunctionContext, body: tuple[Replacement, ...], edits: tuple[Replacement, ...]) -> str | None:
+def preview(ctx: FunctionContext, body: tuple[Replacement, ...], edits: tuple[Replacement, ...]) -> str | None:
     # The body's lines and the call sites' apart: one preview would show every line between them.
     parts = [ctx.reader.preview(group) for group in (body, edits) if group]
     return "\n".join(p for p in parts if p) or None
 
 
-def _reached(new: dict[int, Call], calls: tuple[Call, ...], missing: list[str]) -> dict[int, Call | None]:
+def reached(new: dict[int, Call], calls: tuple[Call, ...], missing: list[str]) -> dict[int, Call | None]:
     """The changed calls the edits reach: a call at a site left to be edited by hand keeps its arguments."""
     at = {c.index: c.site for c in calls}
     return {index: call for index, call in new.items() if at.get(index) not in missing}
 
 
-def _missing(missing: list[str]) -> str:
+def missing_note(missing: list[str]) -> str:
     return "" if not missing else f" (no mechanical edit at {', '.join(missing)}: edit by hand)"

@@ -52,8 +52,9 @@ class Candidate:
     pinned: str | None = None  # an input_signature's dims that stay pinned, and why
     python_use: str | None = None  # a statement: the body's uses that need the Python value
     safety: str | None = None  # fix.safety's class, set by the planner
-    # A generalized signature traced by TensorFlow (fix.safety): "tensorflow" where the probe found
-    # the same outputs, else what TensorFlow said; None where no probe ran (no live function).
+    # A generalized signature, or a Python value as a tensor of one dtype, traced by TensorFlow
+    # (fix.safety): "tensorflow" where the probe found the same outputs, else what TensorFlow said
+    # (signatures only); None where no probe ran (no live function).
     tf_check: str | None = None
     unsafe_reason: str | None = None
     # A kind whose maker checks its own conditions (fix.safety's ``maker_checks``): why they do not
@@ -74,6 +75,11 @@ class FunctionContext:
     # Traces the live function with a signature text and says why it differs (None: the same);
     # only in the recorded run, once the program has finished (runtime.monitor).
     probe: Callable[[str], str | None] | None = None
+    # Traces the live function with a Python argument as a scalar tensor of each dtype given: the
+    # first that traces as the run did, else None and what TensorFlow said (None, None: not asked).
+    probe_argument: Callable[[str, tuple[str, ...]], tuple[str | None, str | None]] | None = None
+    # Its verdicts, asked once per argument and dtypes: the planner asks at every step.
+    argument_verdicts: dict[tuple[str, tuple[str, ...]], tuple[str | None, str | None]] = field(default_factory=dict)
 
     @property
     def tf(self) -> str:
@@ -99,6 +105,14 @@ class FunctionContext:
                     if bound is not None:
                         names.add(bound)
         return tuple(sorted(names))
+
+    def tensor_dtype(self, param: str, dtypes: tuple[str, ...]) -> tuple[str | None, str | None]:
+        """TensorFlow's verdict on ``param`` as a scalar tensor of each of ``dtypes`` (see ``probe_argument``)."""
+        key = (param, dtypes)
+        if key not in self.argument_verdicts:
+            asked = self.probe_argument
+            self.argument_verdicts[key] = (None, None) if asked is None else asked(param, dtypes)
+        return self.argument_verdicts[key]
 
     def call_info(self, site: str | None) -> CallInfo | None:
         """The user's call expression at a call site (user files only)."""

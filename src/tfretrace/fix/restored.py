@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tfretrace.fix.step import BY_TOOL, CHANGES_SAVED_SIGNATURE, PlanStep, fix_counts, numbered
+from tfretrace.fix.step import BY_TOOL, CHANGES_FLOAT_DIGITS, CHANGES_SAVED_SIGNATURE, PlanStep, fix_counts, numbered
 from tfretrace.records.events import Leaf
 from tfretrace.records.function_report import FunctionReport
 
@@ -39,7 +39,9 @@ def announce_serving(report: FunctionReport, step: PlanStep) -> PlanStep:
     """
     if step.kind not in _DECLARING or not any(e.cause == "saved-model-export" for e in report.events):
         return step
-    return replace(step, changes=step.changes or CHANGES_SAVED_SIGNATURE, summary=step.summary + SERVING_DEFAULT)
+    # The serving signature takes precedence over the last digits (step.CHANGES), not over a random stream.
+    changes = CHANGES_SAVED_SIGNATURE if step.changes in (None, CHANGES_FLOAT_DIGITS) else step.changes
+    return replace(step, changes=changes, summary=step.summary + SERVING_DEFAULT)
 
 
 def link_restored(functions: tuple[FunctionReport, ...]) -> tuple[FunctionReport, ...]:

@@ -45,6 +45,9 @@ class KindSafety:
     probed: bool = False
     # Safe where the conditions its maker checked hold (the candidate's ``condition`` says why not).
     maker_checks: bool = False
+    # A kind TensorFlow checks without making it safe (a Python value made a tensor of the dtype
+    # TensorFlow traced): why such a checked step is still unsafe.
+    checked_unsafe: str | None = None
 
 
 _GENERALIZES = (
@@ -52,6 +55,16 @@ _GENERALIZES = (
     "code reading a static shape (x.shape[1], tf.random.normal(shape=x.shape)) may fail or take another "
     "branch, and a call of another size is refused; TensorFlow did not trace the open signature (no live "
     "function to probe)"
+)
+
+# A Python number or bool made a tensor of the dtype TensorFlow traced the body with: what a trace
+# cannot show. TensorFlow checked the graph, not what the body's Python does with the value.
+_STILL_UNSAFE = (
+    "TensorFlow traced the body with it as a tensor of this dtype, to the outputs of every trace of this run, "
+    "but the body's trace-time Python now sees a symbolic tensor, once, instead of each value (print, "
+    "isinstance and `is None` tests, Python arithmetic done in double precision before the graph saw a "
+    "constant: floating-point results may differ in the last digits), and a value outside the dtype's range "
+    "fails at the call site"
 )
 
 KINDS: dict[str, KindSafety] = {
@@ -117,8 +130,10 @@ KINDS: dict[str, KindSafety] = {
     "tensor-argument": KindSafety(
         "a Python value becomes a tensor of the dtype tfretrace chose: where the body mixes it with data of "
         "another dtype (a float32 tensor times float64 data, an int32 step / 10) TensorFlow refuses or "
-        "computes in another dtype, and a variable passed as a tensor no longer aliases it",
+        "computes in another dtype (TensorFlow did not trace it: no live module-level function to probe), "
+        "and a variable passed as a tensor no longer aliases it",
         "one graph for every value",
+        checked_unsafe=_STILL_UNSAFE,
     ),
     "cast-dtype": KindSafety("the data is computed in the cast dtype", "one dtype, one graph"),
     "zero-state": KindSafety(
@@ -179,8 +194,12 @@ def classify(
         return ADVICE, None
     floor = kind_floor(kind, tf_check)
     if floor is not None:
-        probed = KINDS[kind].probed if kind in KINDS else False
-        return UNSAFE, (tf_check if probed and tf_check else floor)
+        found = KINDS.get(kind)
+        if found is not None and found.probed and tf_check:
+            return UNSAFE, tf_check  # what TensorFlow said of the generalized signature
+        if found is not None and found.checked_unsafe is not None and tf_check == TF_CHECKED:
+            return UNSAFE, found.checked_unsafe
+        return UNSAFE, floor
     if random is not None:
         return UNSAFE, f"the body draws random numbers ({random}): fewer traces draw other numbers"
     if kind in KINDS and KINDS[kind].maker_checks:

@@ -24,13 +24,33 @@ UNPREDICTED = frozenset({OPEN_REPLAY_DIFFERS, OPEN_EVENTS_DROPPED})
 
 # What an applied step changes in the program's results besides its trace count (the session's
 # ``changes``): it skips examples, computes in another dtype, draws other random numbers (one
-# random stream where each trace had its own), or gives a SavedModel a ``serving_default``
-# signature it did not have (an input_signature on a function tf.saved_model.save writes).
+# random stream where each trace had its own), gives a SavedModel a ``serving_default``
+# signature it did not have (an input_signature on a function tf.saved_model.save writes), or
+# generalizes the graph (a dimension left open, a Python value made a tensor), so that
+# floating-point results may differ in their last digits: the graph no longer folds the Python
+# value as a constant (Python computed it in double precision) and runs shape-generic kernels
+# where each shape had its own (another order of summation, no fusion that needs static shapes).
+# One value per step: the first of these that applies, in this order of precedence.
 CHANGES_EXAMPLES = "examples"
 CHANGES_DTYPE = "dtype"
 CHANGES_RANDOM = "random-stream"
 CHANGES_SAVED_SIGNATURE = "saved-model-signature"
-CHANGES = (CHANGES_EXAMPLES, CHANGES_DTYPE, CHANGES_RANDOM, CHANGES_SAVED_SIGNATURE)
+CHANGES_FLOAT_DIGITS = "float-last-digits"
+CHANGES = (CHANGES_EXAMPLES, CHANGES_DTYPE, CHANGES_RANDOM, CHANGES_SAVED_SIGNATURE, CHANGES_FLOAT_DIGITS)
+
+# Kinds whose traces are generalized: dimensions open (a signature, reduce_retracing, a dataset's
+# element_spec) or a Python value, or a list of tensors, passed as one tensor. keras-pad-rows is
+# among them for the same consequence: a row that was in a partial batch is computed in a full one,
+# and a batch of another size may round differently in its last bit.
+_GENERALIZING = frozenset({"input-signature", "element-spec", "reduce-retracing", "tensor-argument", "keras-pad-rows"})
+
+
+def generalizes(kind: str, cause: str) -> bool:
+    """Whether a step of ``kind`` for ``cause`` generalizes the graph (its ``changes``: CHANGES_FLOAT_DIGITS).
+
+    A tf.Variable passed as a tensor (``variable-spec-changed``) is read as it was: nothing is generalized.
+    """
+    return kind in _GENERALIZING and cause != "variable-spec-changed"
 
 # Steps with no edits of their own that tfretrace fix --apply makes all the same, through another
 # function's edits (a restored function, through the saving function's input_signature).
@@ -73,7 +93,8 @@ class PlanStep:
     # only safe steps; ``--unsafe-fixes`` adds the unsafe ones, printing each ``unsafe_reason``.
     safety: str | None = None
     unsafe_reason: str | None = None
-    # "tensorflow": the generalized signature was traced by TensorFlow with the run's outputs.
+    # "tensorflow": the generalized signature (or, for a tensor-argument step, the Python value as a
+    # tensor of its dtype) was traced by TensorFlow with the run's outputs.
     checked: str | None = None
 
     @property

@@ -9,13 +9,20 @@ from tfretrace.fix.candidate import FunctionContext
 from tfretrace.fix.source import Replacement, Span
 
 
-def body_problem(ctx: FunctionContext, param: str, arithmetic: bool, allow_constant: bool = False) -> str | None:
-    """Uses of ``param`` in the body that need a Python value, as one line; None when there are none."""
+def body_problem(
+    ctx: FunctionContext, param: str, arithmetic: bool, allow_constant: bool = False, probed: bool = False
+) -> str | None:
+    """Uses of ``param`` in the body that need a Python value, as one line; None when there are none.
+
+    ``probed``: TensorFlow traces the body with a tensor there (runtime.probe), which settles what a
+    trace shows (autograph turns a Python ``if`` on a tensor into graph control flow, or fails):
+    only the uses that would silently read the value another way are left to find here.
+    """
     node = None if ctx.definition is None else ctx.definition.node
     if node is None:
         return None
     uses = [u for u in unsafe_uses(node, param) if not (allow_constant and u.startswith("tf.constant("))]
-    if python_if(node, param):
+    if not probed and python_if(node, param):
         uses.append(f"a Python if on {param}")
     if arithmetic:
         # An int32 tensor mixes with int literals (step % 10) but not with float tensors (x * n);
@@ -34,20 +41,20 @@ def body_problem(ctx: FunctionContext, param: str, arithmetic: bool, allow_const
 
 
 def tensor_body(
-    ctx: FunctionContext, param: str, dtype: str, arithmetic: bool
+    ctx: FunctionContext, param: str, dtype: str, arithmetic: bool, probed: bool = False
 ) -> tuple[tuple[Replacement, ...], str | None]:
     """Body edits that let ``param`` be a tensor (``tf.constant`` -> ``tf.convert_to_tensor``).
 
-    Also what still needs a Python value there (None when nothing does).
+    Also what still needs a Python value there (None when nothing does); ``probed`` as ``body_problem``.
     """
-    problem = body_problem(ctx, param, arithmetic)
+    problem = body_problem(ctx, param, arithmetic, probed=probed)
     definition = ctx.definition
     if problem is None or definition is None or definition.node is None or definition.tf_alias is None:
         return (), problem
     calls = constant_calls(definition.node, param, definition.tf_alias, dtype)
     if not calls:
         return (), problem
-    rest = body_problem(ctx, param, arithmetic, allow_constant=True)
+    rest = body_problem(ctx, param, arithmetic, allow_constant=True, probed=probed)
     if rest:
         return (), rest
     edits = []

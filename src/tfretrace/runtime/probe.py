@@ -1,4 +1,4 @@
-"""The probe the planner asks once a run has finished: the live tf.function, traced afresh with a signature."""
+"""The probe the planner asks once a run has finished: the live tf.function, traced afresh with generalized inputs."""
 
 from __future__ import annotations
 
@@ -11,16 +11,24 @@ _NOT_FOUND = (
 )
 
 
-def probe_live(root: str) -> Probe:
-    """A probe for the functions of a run whose paths start at ``root``."""
+class _LiveProbe:
+    """Traces the run's own functions (found under ``root``) with a signature text, or an argument as a tensor."""
 
-    def probe(report: FunctionReport, signature: str, alias: str) -> str | None:
-        from tfretrace._tf.probe import live_function, live_methods, probe_signature
+    def __init__(self, root: str) -> None:
+        self._root = root
+
+    def _functions(self, report: FunctionReport) -> list[object]:
+        from tfretrace._tf.probe import live_function, live_methods
 
         path = report.location.rpartition(":")[0]
-        function = live_function(path, report.name, root)
+        function = live_function(path, report.name, self._root)
         # A method: each live instance's own function, probed against its own traces.
-        functions = [function] if function is not None else live_methods(path, report.name, root)
+        return [function] if function is not None else live_methods(path, report.name, self._root)
+
+    def __call__(self, report: FunctionReport, signature: str, alias: str) -> str | None:
+        from tfretrace._tf.probe import probe_signature
+
+        functions = self._functions(report)
         if not functions:
             return _NOT_FOUND
         for each in functions:
@@ -29,4 +37,25 @@ def probe_live(root: str) -> Probe:
                 return said
         return None
 
-    return probe
+    def argument(self, report: FunctionReport, param: str, dtypes: tuple[str, ...]) -> tuple[str | None, str | None]:
+        from tfretrace._tf.probe import probe_argument
+
+        functions = self._functions(report)
+        if not functions:
+            return None, None  # not asked: the planner keeps to what the source tells
+        # Every live function (each instance's, for a method) must take the same dtype.
+        said = [probe_argument(each, param, dtypes) for each in functions]
+        if any(found is None and why is None for found, why in said):
+            return None, None  # one could not be replayed: TensorFlow was not asked of all
+        refused = [why for _found, why in said if why is not None]
+        if refused:
+            return None, refused[0]
+        taken = {found for found, _why in said}
+        if len(taken) > 1:
+            return None, f"instances of the method took different dtypes ({', '.join(sorted(map(str, taken)))})"
+        return said[0][0], None
+
+
+def probe_live(root: str) -> Probe:
+    """A probe for the functions of a run whose paths start at ``root``."""
+    return _LiveProbe(root)

@@ -1,0 +1,212 @@
+"""Python numbers and bools passed as tensors, of the dtype TensorFlow traced the body with, on real TensorFlow.
+
+One program holds six functions: a bool flag in a user ``if`` forwarded to a Keras model whose
+layers take a symbolic ``training`` (TensorFlow accepts it as a tf.bool tensor), the same flag
+forwarded to a BatchNormalization model (TensorFlow refuses it: no edit), a learning rate decayed
+per epoch and subtracted from float64 weights and a list of numbers multiplied with float64 data (a
+float32 tensor fails there; TensorFlow traces them as float64), a count whose body says
+``tf.constant(n)`` (the step edits the body too: not probed), and a tf.Module method taking the flag
+(probed on its live instance). It prints its results and, last, TensorFlow's own trace count per
+function. The program is recorded once, fixed with ``--apply`` and with ``--apply --unsafe-fixes``
+in two copies, and run again, on the recorded data and on another learning rate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.tf
+pytest.importorskip("tensorflow")
+
+PROGRAM = """\
+import sys
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+keras.utils.set_random_seed(0)
+dense = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+normed = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3), keras.layers.BatchNormalization()])
+x = tf.reshape(tf.range(8, dtype=tf.float32), (2, 4)) / 8.0
+first_lr = float(sys.argv[1]) if len(sys.argv) > 1 else 0.1  # another run's data
+
+W = tf.Variable(np.array([1.0, -2.0, 0.5]))  # float64 weights
+X64 = tf.constant(np.array([[0.3, 0.1, -0.2], [1.0, 0.5, 0.25]]))
+
+
+@tf.function
+def augmented_step(x, lr, augment):
+    if augment:
+        x = x * 2.0
+    return tf.reduce_sum(dense(x, training=augment)) * lr
+
+
+@tf.function
+def normed_step(x, lr, training):
+    return tf.reduce_sum(tf.square(normed(x, training=training))) * lr
+
+
+@tf.function
+def decayed_step(lr):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.square(tf.linalg.matvec(X64, W)))
+    W.assign_sub(lr * tape.gradient(loss, W))
+    return loss
+
+
+@tf.function
+def weighted(weights):
+    return tf.reduce_sum(X64[0] * weights)
+
+
+@tf.function
+def ramp(n):
+    count = tf.cast(tf.constant(n), tf.float32)
+    return tf.reduce_sum(tf.ones([n])) / count
+
+
+class Trainer(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = tf.Variable(1.5)
+
+    @tf.function
+    def step(self, x, training):
+        if training:
+            x = x + 1.0
+        return tf.reduce_sum(dense(x, training=training)) * self.scale
+
+
+trainer = Trainer()
+
+lr = first_lr
+for epoch in range(4):
+    for flag in (True, False):
+        print("augmented", epoch, flag, f"{float(augmented_step(x, lr, flag)):.5f}")
+        print("normed", epoch, flag, f"{float(normed_step(x, lr, flag)):.5f}")
+        print("trainer", epoch, flag, f"{float(trainer.step(x, flag)):.5f}")
+    print("decayed", epoch, f"{float(decayed_step(lr)):.6f}")
+    print("weighted", epoch, f"{float(weighted([lr, 1.0, 0.5])):.6f}")
+    print("ramp", epoch, float(ramp(epoch + 2)))
+    lr *= 0.9
+for f in (augmented_step, normed_step, decayed_step, weighted, ramp):
+    print("traces", f.__name__, f.experimental_get_tracing_count())
+print("traces", "Trainer.step", trainer.step.experimental_get_tracing_count())
+"""
+
+FUNCTIONS = ("augmented_step", "normed_step", "decayed_step", "weighted", "ramp", "Trainer.step")
+OTHER_LR = "0.37"
+
+
+def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    root = Path(__file__).resolve().parents[1]
+    path = os.pathsep.join(p for p in (str(root / "src"), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1", PYTHONPATH=path)
+    return subprocess.run([sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """The program's results and TensorFlow's own trace count per function."""
+
+    results: list[str]
+    traces: dict[str, int]
+
+
+def _program(folder: Path, *args: str) -> Ran:
+    done = _run(folder, "flags.py", *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    counts = {line.split()[1]: int(line.split()[2]) for line in lines if line.startswith("traces ")}
+    return Ran([line for line in lines if not line.startswith("traces ")], counts)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The recorded session's functions, and the program as python ran it before any fix."""
+
+    folder: Path
+    functions: dict[str, dict[str, Any]]
+    before: Ran
+    before_other: Ran
+
+    def fixed(self, name: str, *options: str) -> Path:
+        """A copy of the recorded folder with ``tfretrace fix --apply OPTIONS`` made."""
+        copy = self.folder.parent / name
+        shutil.copytree(self.folder, copy)
+        done = _run(copy, "-m", "tfretrace", "fix", "s.json", "--apply", *options)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return copy
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    folder = tmp_path_factory.mktemp("values") / "recorded"
+    folder.mkdir()
+    (folder / "flags.py").write_text(PROGRAM)
+    before, before_other = _program(folder), _program(folder, OTHER_LR)
+    done = _run(folder, "-m", "tfretrace", "run", "--save", "s.json", "flags.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    functions = {f["name"]: f for f in json.loads((folder / "s.json").read_text())["functions"]}
+    return Recorded(folder, functions, before, before_other)
+
+
+def _edited(function: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in function["plan"] if s.get("edits")]
+
+
+def test_tensorflow_chooses_each_dtype_and_refuses_what_it_cannot_trace(recorded: Recorded) -> None:
+    # Fields, not words: each Python value made a tensor is a checked, unsafe tensor-argument step
+    # whose edit passes the dtype TensorFlow traced the body with.
+    steps = {name: _edited(recorded.functions[name]) for name in FUNCTIONS}
+    for name, dtypes in (("augmented_step", ["float32", "bool"]), ("normed_step", ["float32"]),
+                         ("decayed_step", ["float64"]), ("weighted", ["float64"]), ("Trainer.step", ["bool"])):
+        assert [s["kind"] for s in steps[name]] == ["tensor-argument"] * len(dtypes), name
+        assert all(s["safety"] == "unsafe" and s["unsafe_reason"] for s in steps[name]), name
+        assert all(s["checked"] == "tensorflow" for s in steps[name]), name
+        assert [s["edits"][0]["text"].rpartition("dtype=tf.")[2].rstrip(")") for s in steps[name]] == dtypes
+        assert all(s["changes"] == "float-last-digits" for s in steps[name]), name
+    # BatchNormalization refuses a symbolic `training`: no edit for it, and the plan says what
+    # TensorFlow said in the statement's python_use.
+    refused = [s for s in recorded.functions["normed_step"]["plan"] if s["kind"] == "statement"
+               and s["cause"] == "python-value-changed"]
+    assert len(refused) == 1 and refused[0].get("python_use")
+    assert not any("training" in e["text"] for s in steps["normed_step"] for e in s["edits"])
+    # A body the step edits too (tf.constant(n) -> tf.convert_to_tensor(n)) is not the one TensorFlow
+    # would trace: not asked, the dtype read from the source, as before.
+    assert [(s["kind"], s.get("checked")) for s in steps["ramp"]] == [("tensor-argument", None)]
+
+
+def test_apply_changes_nothing_and_unsafe_fixes_reach_the_predicted_count_with_the_same_results(
+    recorded: Recorded,
+) -> None:
+    # --apply alone: every step is unsafe, the program is left as it was and counts as predicted.
+    applied = recorded.fixed("apply")
+    assert (applied / "flags.py").read_text() == PROGRAM
+    alone = _program(applied)
+    assert alone.results == recorded.before.results
+    assert alone.traces == {name: recorded.functions[name]["fix_counts"]["apply"] for name in FUNCTIONS}
+    # --unsafe-fixes: TensorFlow's own count equals the prediction, on this run's data and another's:
+    # the flag and the rates are one trace where TensorFlow took a tensor; the refused flag keeps two.
+    folder = recorded.fixed("unsafe", "--unsafe-fixes")
+    after, after_other = _program(folder), _program(folder, OTHER_LR)
+    predicted = {name: recorded.functions[name]["fix_counts"]["unsafe_fixes"] for name in FUNCTIONS}
+    assert recorded.before.traces == {"augmented_step": 8, "normed_step": 8, "decayed_step": 4, "weighted": 4,
+                                      "ramp": 4, "Trainer.step": 2}
+    assert predicted == {"augmented_step": 1, "normed_step": 2, "decayed_step": 1, "weighted": 1, "ramp": 1,
+                         "Trainer.step": 1}
+    assert after.traces == predicted
+    assert after_other.traces == predicted
+    assert after.results == recorded.before.results
+    assert after_other.results == recorded.before_other.results
