@@ -161,7 +161,9 @@ def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[st
         return None, None
     refused: list[str] = []
     for dtype in dtypes:
-        fresh = tf.function(function.python_function)  # one per dtype: the program's cache is untouched
+        # A new tf.function per dtype on purpose: each probe starts from an empty cache, and the
+        # program's own object and cache are untouched.
+        fresh = tf.function(function.python_function)  # noqa: TFR101
         why = None
         for trace, found in zip(traces, bound, strict=True):
             assert found is not None
