@@ -39,8 +39,6 @@ SAFE: dict[str, tuple[str, str, list[list[str]]]] = {
     "k_partial": ("keras-pad-rows", PREDICT, [["1", "33", "95"]]),  # batch 32
     "k_multi": ("keras-pad-rows", PREDICT, [["1", "17", "47"]]),  # batch 16
     "d_spec": ("element-spec", "step", [["1"], ["9"], ["23"]]),  # batches of 8
-    # (features, labels) elements: the recorded leaves are pairs[0] and pairs[1] of one parameter.
-    "d_pairs": ("element-spec", "step", [["1"], ["9"], ["23"]]),
 }
 # program -> (its step kind, the safe program of the same kind it differs from)
 UNSAFE = {"k_custom_layer": ("keras-pad-rows", "k_partial"), "d_static": ("element-spec", "d_spec")}
