@@ -4,10 +4,12 @@ Each program of tests/data/partial_batches is recorded with ``tfretrace run --sa
 ``tfretrace fix --apply`` (safe edits only) and run again under ``bench/tf_counts.py``, which counts
 traces with TensorFlow's own counter. The safe programs (``k_partial``: a partial last batch, then
 a few rows, then many; ``k_multi``: dict inputs, two outputs, ``batch_size=16``; ``d_spec``: a
-MirroredStrategy step fed by a distributed dataset) must trace as the plan predicts, print what
+MirroredStrategy step fed by a distributed dataset; ``d_pairs``: the same with (features, labels)
+elements) must trace as the plan predicts, print what
 they printed, and print what the original prints on other row counts (1, batch + 1, 3 x batch - 1).
 The unsafe ones (``k_custom_layer``: a layer that centres each batch on its mean; ``d_static``: a
-replica function reading its batch size as a number) are left as they are by ``--apply``; with
+replica function reading its batch size as a number; ``d_two_datasets``: a step also fed by a
+dataset of wider elements, which the first dataset's spec refuses) are left as they are by ``--apply``; with
 ``--unsafe-fixes`` they print something else or crash, which is why their steps are unsafe.
 """
 
@@ -39,9 +41,16 @@ SAFE: dict[str, tuple[str, str, list[list[str]]]] = {
     "k_partial": ("keras-pad-rows", PREDICT, [["1", "33", "95"]]),  # batch 32
     "k_multi": ("keras-pad-rows", PREDICT, [["1", "17", "47"]]),  # batch 16
     "d_spec": ("element-spec", "step", [["1"], ["9"], ["23"]]),  # batches of 8
+    # (features, labels) elements: the recorded leaves are pairs[0] and pairs[1] of one parameter.
+    "d_pairs": ("element-spec", "step", [["1"], ["9"], ["23"]]),
 }
 # program -> (its step kind, the safe program of the same kind it differs from)
-UNSAFE = {"k_custom_layer": ("keras-pad-rows", "k_partial"), "d_static": ("element-spec", "d_spec")}
+UNSAFE = {
+    "k_custom_layer": ("keras-pad-rows", "k_partial"),
+    "d_static": ("element-spec", "d_spec"),
+    # The step is also fed by a second dataset of wider elements, which the first one's spec refuses.
+    "d_two_datasets": ("element-spec", "d_spec"),
+}
 
 
 class Recorded:

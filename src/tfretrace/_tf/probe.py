@@ -133,10 +133,31 @@ def probe_signature(function: Any, signature: str, alias: str) -> str | None:
             outputs = fresh.get_concrete_function().structured_outputs
     except Exception as exc:  # what TensorFlow says: the body cannot be traced with open dimensions
         return f"TensorFlow could not trace it with the open signature ({_said(exc)})"
-    for trace in traces:
-        reason = _differs(tf, outputs, trace.structured_outputs)
+    for number, trace in enumerate(traces, 1):
+        reason = _differs(tf, outputs, trace.structured_outputs) or _refused(tf, fresh, trace)
         if reason is not None:
-            return f"traced with the open signature, {reason}"
+            return f"traced with the open signature, {reason} (trace #{number})"
+    return None
+
+
+def _refused(tf: Any, fresh: Any, trace: Any) -> str | None:
+    """Why the signature would not take a recorded call's arguments as its one trace, or None where it does.
+
+    The signature is written from the run's calls, or taken from elsewhere (a distributed
+    dataset's ``element_spec``, which says nothing of calls fed by another dataset): TensorFlow
+    binds each trace's recorded arguments to it. A refusal, or a second trace, is a call of the
+    run the edited program would fail or retrace on.
+    """
+    args, kwargs = trace.structured_input_signature
+    if any(type(x).__name__ == "UnknownArgument" for x in tf.nest.flatten((args, kwargs))):
+        return None  # an object keyed by identity cannot be replayed; its outputs were compared
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            fresh.get_concrete_function(*args, **kwargs)
+    except Exception as exc:  # TensorFlow's own binding of the recorded arguments to the signature
+        return f"the signature refuses a call of the run ({_said(exc)})"
+    if fresh.experimental_get_tracing_count() != 1:
+        return "a call of the run traced again under the signature"
     return None
 
 

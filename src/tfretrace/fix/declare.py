@@ -189,7 +189,9 @@ def element_spec(ctx: FunctionContext, state: State) -> Candidate | None:
     if general is None:
         return None
     config = Config(reduce_retracing=state.config.reduce_retracing, input_signature=general)
-    found = _loop_source(ctx, calls[0].site, specs[0].path)
+    # The parameter the per-replica value sits in: `pairs` for `pairs[0]`, a (features, labels) element.
+    roots = {_root(leaf.path) for leaf in specs}
+    found = _loop_source(ctx, calls[0].site, roots.pop()) if len(roots) == 1 else None
     dataset = found or "dist_dataset"
     code, edits = decorator_edit(ctx, f"input_signature=[{dataset}.element_spec]", state)
     if found is None:
@@ -234,6 +236,11 @@ def _bound_once(tree: ast.Module, name: str) -> bool:
                                                                      for t in n.targets)]
     declared = any(isinstance(n, ast.Global) and name in n.names for n in ast.walk(tree))
     return len(stores) == 1 and len(top) == 1 and not declared
+
+
+def _root(path: str) -> str:
+    """The parameter a recorded leaf path starts from: ``pairs`` for ``pairs[0].replica[1]``."""
+    return re.split(r"[\[.]", path, maxsplit=1)[0]
 
 
 def _loop_source(ctx: FunctionContext, site: str | None, param: str) -> str | None:
