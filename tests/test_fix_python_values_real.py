@@ -8,7 +8,9 @@ float32 tensor fails there; TensorFlow traces them as float64), a count whose bo
 ``tf.constant(n)`` (the step edits the body too: not probed), and a tf.Module method taking the flag
 (probed on its live instance). It prints its results and, last, TensorFlow's own trace count per
 function. The program is recorded once, fixed with ``--apply`` and with ``--apply --unsafe-fixes``
-in two copies, and run again, on the recorded data and on another learning rate.
+in two copies, and run again, on the recorded data and on another learning rate. TensorFlow also
+compares each trace's graph with the graph of the value as a tensor: the rates and the list are
+used only as data (safe, written by ``--apply``), the flags steer the graph (unsafe).
 """
 
 from __future__ import annotations
@@ -172,16 +174,20 @@ def _edited(function: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_tensorflow_chooses_each_dtype_and_refuses_what_it_cannot_trace(recorded: Recorded) -> None:
-    # Fields, not words: each Python value made a tensor is a checked, unsafe tensor-argument step
-    # whose edit passes the dtype TensorFlow traced the body with.
+    # Fields, not words: each Python value made a tensor is a checked tensor-argument step whose
+    # edit passes the dtype TensorFlow traced the body with. It is safe where every trace's graph
+    # used the value only as data (a rate, a list of weights), unsafe where the graph depends on
+    # it (a flag in a Python `if`, a Keras `training` that picks its layers' branches).
     steps = {name: _edited(recorded.functions[name]) for name in FUNCTIONS}
-    normed = ["float32", "bool"] if KERAS2 else ["float32"]
-    for name, dtypes in (("augmented_step", ["float32", "bool"]), ("normed_step", normed),
-                         ("decayed_step", ["float64"]), ("weighted", ["float64"]), ("Trainer.step", ["bool"])):
-        assert [s["kind"] for s in steps[name]] == ["tensor-argument"] * len(dtypes), name
-        assert all(s["safety"] == "unsafe" and s["unsafe_reason"] for s in steps[name]), name
+    normed = [("float32", "safe"), ("bool", "unsafe")] if KERAS2 else [("float32", "safe")]
+    for name, expected in (("augmented_step", [("float32", "safe"), ("bool", "unsafe")]), ("normed_step", normed),
+                           ("decayed_step", [("float64", "safe")]), ("weighted", [("float64", "safe")]),
+                           ("Trainer.step", [("bool", "unsafe")])):
+        assert [s["kind"] for s in steps[name]] == ["tensor-argument"] * len(expected), name
         assert all(s["checked"] == "tensorflow" for s in steps[name]), name
-        assert [s["edits"][0]["text"].rpartition("dtype=tf.")[2].rstrip(")") for s in steps[name]] == dtypes
+        got = [(s["edits"][0]["text"].rpartition("dtype=tf.")[2].rstrip(")"), s["safety"]) for s in steps[name]]
+        assert got == expected, name
+        assert all(bool(s.get("unsafe_reason")) == (s["safety"] == "unsafe") for s in steps[name]), name
         assert all(s["changes"] == "float-last-digits" for s in steps[name]), name
     # Keras 3's BatchNormalization refuses a symbolic `training`: no edit for it, and the plan says
     # what TensorFlow said in the statement's python_use.
@@ -193,15 +199,20 @@ def test_tensorflow_chooses_each_dtype_and_refuses_what_it_cannot_trace(recorded
     assert [(s["kind"], s.get("checked")) for s in steps["ramp"]] == [("tensor-argument", None)]
 
 
-def test_apply_changes_nothing_and_unsafe_fixes_reach_the_predicted_count_with_the_same_results(
+def test_apply_writes_the_values_used_as_data_and_unsafe_fixes_the_rest_with_the_same_results(
     recorded: Recorded,
 ) -> None:
-    # --apply alone: every step is unsafe, the program is left as it was and counts as predicted.
+    # --apply alone: only the safe steps (the rates and the list) are written; TensorFlow's own
+    # count equals the prediction, and the program prints what it printed, on its data and another's.
     applied = recorded.fixed("apply")
-    assert (applied / "flags.py").read_text() == PROGRAM
-    alone = _program(applied)
+    assert (applied / "flags.py").read_text() != PROGRAM
+    alone, alone_other = _program(applied), _program(applied, OTHER_LR)
     assert alone.results == recorded.before.results
-    assert alone.traces == {name: recorded.functions[name]["fix_counts"]["apply"] for name in FUNCTIONS}
+    assert alone_other.results == recorded.before_other.results
+    expected = {"augmented_step": 2, "normed_step": 2, "decayed_step": 1, "weighted": 1, "ramp": 4, "Trainer.step": 2}
+    assert {name: recorded.functions[name]["fix_counts"]["apply"] for name in FUNCTIONS} == expected
+    assert alone.traces == expected
+    assert alone_other.traces == expected
     # --unsafe-fixes: TensorFlow's own count equals the prediction, on this run's data and another's:
     # the flag and the rates are one trace where TensorFlow took a tensor; the refused flag keeps two.
     folder = recorded.fixed("unsafe", "--unsafe-fixes")

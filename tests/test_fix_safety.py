@@ -108,7 +108,7 @@ def test_the_catalogue_lists_every_kind_and_every_program_it_must_leave_unchange
         assert kind in rows, kind
         assert ("unsafe" in rows[kind]) == (declared.never_safe is not None and not declared.probed), kind
         # TensorFlow decides a probed kind's class, and a checked unsafe kind's dtype.
-        assert ("TensorFlow" in rows[kind]) == (declared.probed or declared.checked_unsafe is not None), kind
+        assert ("TensorFlow" in rows[kind]) == (declared.probed or declared.value_checked), kind
     for program in sorted(PROGRAMS.glob("p*.py")):
         assert f"`{program.name}`" in text, program.name
 

@@ -37,7 +37,7 @@ ADAPTER = SRC / "_tf"
 ADAPTER_ORDER = [
     "__init__", "logfilter", "versions", "frames", "counters", "types", "import_watch", "keras_rows", "keras",
     "data_source", "origins", "reading", "earlier", "cache_hits", "loglevel", "xla_log", "xla", "relay", "hooks",
-    "warmup", "probe",
+    "warmup", "graph_compare", "probe",
 ]
 
 

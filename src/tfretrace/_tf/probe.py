@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tfretrace._tf.counters import counted_functions
+from tfretrace._tf.graph_compare import value_only_as_data
 
 # The globals of the program `tfretrace run` executed as __main__: python drops that module once
 # it has run, and the probe runs after (module-level tf.functions are found there).
@@ -161,7 +162,7 @@ def _refused(tf: Any, fresh: Any, trace: Any) -> str | None:
     return None
 
 
-def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[str | None, str | None]:
+def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[str | None, str | None, str | None]:
     """The first of ``dtypes`` with which TensorFlow traces the body, ``param`` a tensor, as the run did.
 
     Each trace of the run is traced again by a fresh ``tf.function`` of the same Python function,
@@ -169,24 +170,28 @@ def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[st
     which becomes ``tf.TensorSpec([], dtype)`` (a list of numbers: ``[its length]``, what
     ``tf.constant`` of it gives): the dtype is kept where every such trace succeeds
     with the outputs (structure, dtypes, ranks, static sizes open or equal) of the trace it
-    replays. Returns ``(dtype, None)``; ``(None, what TensorFlow said of each dtype)`` where none
-    does; ``(None, None)`` where TensorFlow could not be asked (no trace left, an argument the
-    trace did not keep, such as a model passed as an argument).
+    replays. Returns ``(dtype, None, depends)``: ``depends`` is None where every trace's graph is the
+    tensor's graph with the value as data (graph_compare), else where they part; ``(None, what
+    TensorFlow said of each dtype, None)`` where none does; ``(None, None, None)`` where TensorFlow
+    could not be asked (no trace left, an argument the trace did not keep, such as a model passed
+    as an argument).
     """
     import tensorflow as tf
 
-    traces = list(function._list_all_concrete_functions())[:_MAX_TRACES]
+    every = list(function._list_all_concrete_functions())
+    traces = every[:_MAX_TRACES]
     names = list(inspect.signature(function.python_function).parameters)
     bound = [_replayed(trace.structured_input_signature, names, param) for trace in traces]
     if not traces or any(b is None for b in bound):
-        return None, None
+        return None, None, None
     refused: list[str] = []
     for dtype in dtypes:
         # A new tf.function per dtype on purpose: each probe starts from an empty cache, and the
         # program's own object and cache are untouched.
         fresh = tf.function(function.python_function)  # noqa: TFR101
         why = None
-        for trace, found in zip(traces, bound, strict=True):
+        depends = None if len(every) <= _MAX_TRACES else f"only the first {_MAX_TRACES} traces of the run were compared"
+        for number, (trace, found) in enumerate(zip(traces, bound, strict=True), 1):
             assert found is not None
             args, kwargs, at = found
             value = args[at] if isinstance(at, int) else kwargs[at]
@@ -197,7 +202,8 @@ def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[st
                 kwargs = {**kwargs, at: spec}
             try:
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                    outputs = fresh.get_concrete_function(*args, **kwargs).structured_outputs
+                    concrete = fresh.get_concrete_function(*args, **kwargs)
+                outputs = concrete.structured_outputs
             except Exception as exc:  # what TensorFlow says of the body with a tensor there
                 why = f"{dtype}: TensorFlow could not trace the body ({_said(exc)})"
                 break
@@ -205,10 +211,14 @@ def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[st
             if differs is not None:
                 why = f"{dtype}: TensorFlow traced the body, {differs}"
                 break
+            if depends is None:
+                parts = value_only_as_data(trace.graph, concrete.graph, param, value)
+                if parts is not None:
+                    depends = f"the graph depends on the value: trace #{number} ({param}={value!r}): {parts}"
         if why is None:
-            return dtype, None
+            return dtype, None, depends
         refused.append(why)
-    return None, "; ".join(refused)
+    return None, "; ".join(refused), None
 
 
 def _replayed(

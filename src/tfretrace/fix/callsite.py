@@ -10,7 +10,7 @@ from tfretrace.fix.predict import Call
 from tfretrace.fix.safety import TF_CHECKED
 from tfretrace.fix.source import Replacement
 from tfretrace.fix.specs import is_top, shape_text
-from tfretrace.fix.tensor_body import add_n_body, body_note, tensor_body, with_body
+from tfretrace.fix.tensor_body import add_n_body, body_note, tensor_body, value_condition, with_body
 from tfretrace.records.events import PYTHON, TENSOR, VARIABLE, Leaf
 
 
@@ -133,11 +133,12 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
         dtype = "float32" if any(k.type_name == "float" for k in kids) else "int32"
         body, problem = tensor_body(ctx, path, dtype, arithmetic=False)
         checked = None
+        depends = None
         if not problem and not body:
             # TensorFlow decides the dtype, as for a number (python_numbers); a body the step edits
             # too is not the one it would trace.
             order = ("float32", "float64") if dtype == "float32" else ("int32", "int64")
-            found, said = ctx.tensor_dtype(path, order)
+            found, said, depends = ctx.tensor_dtype(path, order)
             if said is not None:
                 out.append(Candidate(
                     "structure-changed" if path in resized else "python-value-changed",
@@ -184,6 +185,7 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
                 edits,
                 state.map_calls(reached(new, calls, missing)),
                 tf_check=checked,
+                condition=value_condition(dtype, depends) if checked else None,
             )
         )
     return out

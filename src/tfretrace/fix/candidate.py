@@ -38,6 +38,11 @@ class State:
         return replace(self, replay=self.replay.with_calls(calls))
 
 
+# TensorFlow's answer for a Python value passed as a tensor: the dtype it traced the body with (or
+# None), what it said where no dtype did, and where the graph depends on the value (runtime.probe).
+Verdict = tuple[str | None, str | None, str | None]
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One fix for one root cause: what to write, where, and the calls and declaration it leaves."""
@@ -76,10 +81,11 @@ class FunctionContext:
     # only in the recorded run, once the program has finished (runtime.monitor).
     probe: Callable[[str], str | None] | None = None
     # Traces the live function with a Python argument as a scalar tensor of each dtype given: the
-    # first that traces as the run did, else None and what TensorFlow said (None, None: not asked).
-    probe_argument: Callable[[str, tuple[str, ...]], tuple[str | None, str | None]] | None = None
+    # first that traces as the run did, else None and what TensorFlow said (None, None: not asked),
+    # and, third, where the graph depends on the value (None: every trace used it only as data).
+    probe_argument: Callable[[str, tuple[str, ...]], Verdict] | None = None
     # Its verdicts, asked once per argument and dtypes: the planner asks at every step.
-    argument_verdicts: dict[tuple[str, tuple[str, ...]], tuple[str | None, str | None]] = field(default_factory=dict)
+    argument_verdicts: dict[tuple[str, tuple[str, ...]], Verdict] = field(default_factory=dict)
 
     @property
     def tf(self) -> str:
@@ -106,12 +112,12 @@ class FunctionContext:
                         names.add(bound)
         return tuple(sorted(names))
 
-    def tensor_dtype(self, param: str, dtypes: tuple[str, ...]) -> tuple[str | None, str | None]:
+    def tensor_dtype(self, param: str, dtypes: tuple[str, ...]) -> Verdict:
         """TensorFlow's verdict on ``param`` as a scalar tensor of each of ``dtypes`` (see ``probe_argument``)."""
         key = (param, dtypes)
         if key not in self.argument_verdicts:
             asked = self.probe_argument
-            self.argument_verdicts[key] = (None, None) if asked is None else asked(param, dtypes)
+            self.argument_verdicts[key] = (None, None, None) if asked is None else asked(param, dtypes)
         return self.argument_verdicts[key]
 
     def call_info(self, site: str | None) -> CallInfo | None:

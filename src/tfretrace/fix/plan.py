@@ -17,7 +17,7 @@ from tfretrace.fix import (
     signature,
 )
 from tfretrace.fix.body import random_draw
-from tfretrace.fix.candidate import Candidate, FunctionContext, State, first_config
+from tfretrace.fix.candidate import Candidate, FunctionContext, State, Verdict, first_config
 from tfretrace.fix.origin_advice import origin_steps
 from tfretrace.fix.plan_notes import dropped, unaddressed, unpredictable
 from tfretrace.fix.predict import calls_of, count, mean_seconds
@@ -56,9 +56,10 @@ class Probe(Protocol):
         """Traces it with a signature text (the file's tensorflow alias given): None where its outputs
         match the run's traces, else why not."""
 
-    def argument(self, report: FunctionReport, param: str, dtypes: tuple[str, ...]) -> tuple[str | None, str | None]:
+    def argument(self, report: FunctionReport, param: str, dtypes: tuple[str, ...]) -> Verdict:
         """Traces it with the Python value ``param`` a scalar tensor: the first of ``dtypes`` that traces as
-        the run did, else None and what TensorFlow said (None, None where it could not be asked)."""
+        the run did, else None and what TensorFlow said (None, None where it could not be asked), and
+        where the graph depends on the value (None: only as data)."""
 
 
 # Fix kinds tried at every step, each for one root cause.

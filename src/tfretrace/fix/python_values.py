@@ -9,7 +9,7 @@ from tfretrace.fix.callsite import missing_note, preview, reached, swap_leaf
 from tfretrace.fix.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.safety import TF_CHECKED
 from tfretrace.fix.specs import NUMBER_DTYPES, is_top
-from tfretrace.fix.tensor_body import body_note, tensor_body, with_body
+from tfretrace.fix.tensor_body import body_note, tensor_body, value_condition, with_body
 from tfretrace.records.events import PYTHON, TENSOR, Leaf
 
 
@@ -54,7 +54,7 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     order = {"float32": ("float32", "float64"), "int32": ("int32", "int64"), "int64": ("int64", "int32")}
     # TensorFlow traces the body as it is: one the step edits too (tf.constant(n) becomes
     # tf.convert_to_tensor(n)) is not the body it would trace, so it is not asked.
-    dtype, said = (None, None) if rewritten else ctx.tensor_dtype(path, order.get(guess, (guess,)))
+    dtype, said, depends = (None, None, None) if rewritten else ctx.tensor_dtype(path, order.get(guess, (guess,)))
     if said is not None:
         return Candidate(
             "python-value-changed",
@@ -88,6 +88,7 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
         edits,
         state.map_calls(reached(new, calls, missing)),
         tf_check=TF_CHECKED if checked else None,
+        condition=value_condition(dtype, depends) if checked else None,
     )
 
 

@@ -45,9 +45,11 @@ class KindSafety:
     probed: bool = False
     # Safe where the conditions its maker checked hold (the candidate's ``condition`` says why not).
     maker_checks: bool = False
-    # A kind TensorFlow checks without making it safe (a Python value made a tensor of the dtype
-    # TensorFlow traced): why such a checked step is still unsafe.
-    checked_unsafe: str | None = None
+    # A Python value made a tensor: safe only where TensorFlow traced the body with the dtype to the
+    # run's outputs (``checked``) and every trace's graph used the value only as data (the
+    # candidate's ``condition`` says where the graph depends on it, or why the dtype cannot hold
+    # every value the original took).
+    value_checked: bool = False
 
 
 _GENERALIZES = (
@@ -55,16 +57,6 @@ _GENERALIZES = (
     "code reading a static shape (x.shape[1], tf.random.normal(shape=x.shape)) may fail or take another "
     "branch, and a call of another size is refused; TensorFlow did not trace the open signature (no live "
     "function to probe)"
-)
-
-# A Python number or bool made a tensor of the dtype TensorFlow traced the body with: what a trace
-# cannot show. TensorFlow checked the graph, not what the body's Python does with the value.
-_STILL_UNSAFE = (
-    "TensorFlow traced the body with it as a tensor of this dtype, to the outputs of every trace of this run, "
-    "but the body's trace-time Python now sees a symbolic tensor, once, instead of each value (print, "
-    "isinstance and `is None` tests, Python arithmetic done in double precision before the graph saw a "
-    "constant: floating-point results may differ in the last digits), and a value outside the dtype's range "
-    "fails at the call site"
 )
 
 KINDS: dict[str, KindSafety] = {
@@ -132,8 +124,12 @@ KINDS: dict[str, KindSafety] = {
         "another dtype (a float32 tensor times float64 data, an int32 step / 10) TensorFlow refuses or "
         "computes in another dtype (TensorFlow did not trace it: no live module-level function to probe), "
         "and a variable passed as a tensor no longer aliases it",
-        "one graph for every value",
-        checked_unsafe=_STILL_UNSAFE,
+        "one graph for every value; safe only where TensorFlow, after the run, traced the body with the value a "
+        "tensor of that dtype (every trace of the run replayed) to the run's outputs, and each trace's graph is "
+        "that graph with the value as data: the same operations, the value's constants where the tensor is read. "
+        "Then the body's Python never looked at the value while tracing (no Python if, arithmetic or shape made "
+        "of it). An int stays unsafe: a value beyond int32 fails at the call site, where the original took it",
+        value_checked=True,
     ),
     "cast-dtype": KindSafety("the data is computed in the cast dtype", "one dtype, one graph"),
     "zero-state": KindSafety(
@@ -167,7 +163,7 @@ def kind_floor(kind: str, checked: str | None = None) -> str | None:
     found = KINDS.get(kind)
     if found is None:
         return f"tfretrace has no safety argument for the kind {kind!r}"
-    if found.probed and checked == TF_CHECKED:
+    if (found.probed or found.value_checked) and checked == TF_CHECKED:
         return None
     return found.never_safe
 
@@ -197,12 +193,10 @@ def classify(
         found = KINDS.get(kind)
         if found is not None and found.probed and tf_check:
             return UNSAFE, tf_check  # what TensorFlow said of the generalized signature
-        if found is not None and found.checked_unsafe is not None and tf_check == TF_CHECKED:
-            return UNSAFE, found.checked_unsafe
         return UNSAFE, floor
     if random is not None:
         return UNSAFE, f"the body draws random numbers ({random}): fewer traces draw other numbers"
-    if kind in KINDS and KINDS[kind].maker_checks:
+    if kind in KINDS and (KINDS[kind].maker_checks or KINDS[kind].value_checked):
         return (SAFE, None) if condition is None else (UNSAFE, condition)
     reason = _move_reason(kind, edits, reader, names, traced)
     return (SAFE, None) if reason is None else (UNSAFE, reason)

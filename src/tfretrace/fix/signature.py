@@ -13,6 +13,7 @@ from tfretrace.fix.rules import fold_all
 from tfretrace.fix.safety import TF_CHECKED
 from tfretrace.fix.signature_defaults import defaults_left_out, left_out_line, left_out_reason
 from tfretrace.fix.specs import NUMBER_DTYPES, is_top, signature_specs
+from tfretrace.fix.tensor_body import value_condition
 from tfretrace.records.events import PYTHON, TENSOR, Leaf
 
 
@@ -62,6 +63,8 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
     if specs is None:
         return None
     general, specs, pinned, tf_check = _probed(ctx, state, folded, general, specs, pinned, covered)
+    if tf_check == TF_CHECKED:
+        tf_check = _numbers_as_data(ctx, numbers) or TF_CHECKED
     if left_out:
         pinned = "; ".join(p for p in (pinned, left_out_line(left_out)) if p)
         if tf_check == TF_CHECKED:
@@ -126,6 +129,24 @@ def _probed(
         return general, specs, pinned, said
     line = "every dimension open: TensorFlow traced the body so, to the outputs of every trace of this run"
     return open_all, open_specs, line, TF_CHECKED
+
+
+def _numbers_as_data(ctx: FunctionContext, numbers: dict[str, Leaf]) -> str | None:
+    """Why a Python number the signature makes a tensor is not the same computation; None where each is data.
+
+    The open signature's probe compares outputs; a number folded into each trace as a constant
+    may also have steered the body's Python (an if, arithmetic, a shape): TensorFlow replays every
+    trace with the number a tensor and compares the graphs (fix.tensor_body's ``value_condition``).
+    """
+    for path, leaf in sorted(numbers.items()):
+        dtype = str(leaf.dtype)
+        found, said, depends = ctx.tensor_dtype(path, (dtype,))
+        if found is None:
+            return f"{path} as a {dtype} tensor: " + (said or "TensorFlow could not replay the run's traces with it")
+        reason = value_condition(dtype, depends)
+        if reason is not None:
+            return f"{path} as a {dtype} tensor: {reason}"
+    return None
 
 
 _FIRST_CALL_UNCHECKED = (

@@ -98,3 +98,17 @@ def add_n_body(ctx: FunctionContext, param: str) -> Replacement | None:
     if len(sums) != 1 or len(uses) != 1:
         return None
     return Replacement(_span(definition.path, sums[0]), f"{definition.tf_alias}.reduce_sum({param}, axis=0)")
+
+
+def value_condition(dtype: str, depends: str | None) -> str | None:
+    """Why a Python value passed as a tensor of ``dtype`` is not safe, or None (fix.safety's ``value_checked``).
+
+    ``depends``: where TensorFlow found each trace's graph to depend on the value (None: only as
+    data). An int32 refuses the Python ints beyond its range that the original took.
+    """
+    if depends is not None:
+        return depends
+    if dtype == "int32":
+        return "a Python int beyond int32's range fails at the call site, where the original took it"
+    return None
+

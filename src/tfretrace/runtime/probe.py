@@ -37,23 +37,26 @@ class _LiveProbe:
                 return said
         return None
 
-    def argument(self, report: FunctionReport, param: str, dtypes: tuple[str, ...]) -> tuple[str | None, str | None]:
+    def argument(
+        self, report: FunctionReport, param: str, dtypes: tuple[str, ...]
+    ) -> tuple[str | None, str | None, str | None]:
         from tfretrace._tf.probe import probe_argument
 
         functions = self._functions(report)
         if not functions:
-            return None, None  # not asked: the planner keeps to what the source tells
+            return None, None, None  # not asked: the planner keeps to what the source tells
         # Every live function (each instance's, for a method) must take the same dtype.
         said = [probe_argument(each, param, dtypes) for each in functions]
-        if any(found is None and why is None for found, why in said):
-            return None, None  # one could not be replayed: TensorFlow was not asked of all
-        refused = [why for _found, why in said if why is not None]
+        if any(found is None and why is None for found, why, _depends in said):
+            return None, None, None  # one could not be replayed: TensorFlow was not asked of all
+        refused = [why for _found, why, _depends in said if why is not None]
         if refused:
-            return None, refused[0]
-        taken = {found for found, _why in said}
+            return None, refused[0], None
+        taken = {found for found, _why, _depends in said}
         if len(taken) > 1:
-            return None, f"instances of the method took different dtypes ({', '.join(sorted(map(str, taken)))})"
-        return said[0][0], None
+            return None, f"instances of the method took different dtypes ({', '.join(sorted(map(str, taken)))})", None
+        depends = next((d for _found, _why, d in said if d is not None), None)
+        return said[0][0], None, depends
 
 
 def probe_live(root: str) -> Probe:
