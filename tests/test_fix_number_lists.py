@@ -56,12 +56,12 @@ def test_a_list_of_changing_numbers_becomes_one_tensor_and_tensorflow_traces_onc
     edited = [s for s in function["plan"] if s.get("edits")]
     assert [(s["cause"], s["kind"], s["traces_after"]) for s in edited] == [("python-value-changed",
                                                                              "tensor-argument", 1)]
-    # A Python number made a tensor is an unsafe class (the body may combine it with another
-    # dtype): written only with --unsafe-fixes, which this program's results then check.
-    assert edited[0]["safety"] == "unsafe" and edited[0]["unsafe_reason"]
-    # TensorFlow traced the body with the list a float32 tensor of its length, to the run's outputs.
+    # TensorFlow traced the body with the list a float32 tensor of its length, to the run's outputs,
+    # and each trace's graph used the list only as data (its constant where the tensor is read):
+    # safe, written by --apply alone, which this program's results then check.
     assert edited[0]["checked"] == "tensorflow"
-    applied = _run("-m", "tfretrace", "fix", "s.json", "--apply", "--unsafe-fixes", cwd=tmp_path)
+    assert edited[0]["safety"] == "safe" and "unsafe_reason" not in edited[0]
+    applied = _run("-m", "tfretrace", "fix", "s.json", "--apply", cwd=tmp_path)
     assert applied.returncode == 0, applied.stderr[-2000:]
     after, traces_after = _results(_run("l.py", cwd=tmp_path))
     assert traces_after == 1 and after == before

@@ -152,6 +152,11 @@ def _refused(tf: Any, fresh: Any, trace: Any) -> str | None:
     args, kwargs = trace.structured_input_signature
     if any(type(x).__name__ == "UnknownArgument" for x in tf.nest.flatten((args, kwargs))):
         return None  # an object keyed by identity cannot be replayed; its outputs were compared
+    # A recorded spec carries its parameter's name, which TensorFlow will not cast to a signature's
+    # unnamed spec: the call binds values, so only shape and dtype are asked.
+    args, kwargs = tf.nest.map_structure(
+        lambda x: tf.TensorSpec(x.shape, x.dtype) if isinstance(x, tf.TensorSpec) else x, (args, kwargs)
+    )
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             fresh.get_concrete_function(*args, **kwargs)

@@ -173,6 +173,34 @@ def _phase(
     *,
     tier: int,
 ) -> tuple[State, int, bool]:
+    """One phase's steps: the greedy ones and a declaration, or the declaration alone where it reaches as low.
+
+    A signature that covers a Python number reaches, in one edit of the decorator, the count that
+    passing the number as a tensor at every call site and then declaring reaches in two.
+    """
+    begin = len(steps)
+    direct = _final(ctx, state, current, tier)
+    found = _greedy(ctx, state, current, per_trace, steps, statements, said, tier=tier)
+    if direct is None or direct[0] > found[1] or len(steps) - begin < 2:
+        return found
+    del steps[begin:]
+    after, chosen = direct
+    steps.append(_step(_by_hand(chosen, tier != TIER_HAND), current, after, per_trace))
+    assert chosen.state is not None
+    return chosen.state, after, True
+
+
+def _greedy(
+    ctx: FunctionContext,
+    state: State,
+    current: int,
+    per_trace: float,
+    steps: list[PlanStep],
+    statements: list[PlanStep],
+    said: set[tuple[str, str]],
+    *,
+    tier: int,
+) -> tuple[State, int, bool]:
     """Greedy steps of one kind of maker, then the final declaration: the state, count, and whether one was made.
 
     ``tier``: TIER_SAFE, only safe candidates with edits; TIER_UNSAFE, any candidate with edits;
