@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from edit_helpers import apply_edits
-from tfretrace.fix.plan import PlanStep, plan_for, render_counts, with_plan
-from tfretrace.fix.predict import Config, calls_of, count
-from tfretrace.fix.rules import covers, fold_all, generalize, literal_key
-from tfretrace.fix.source import SourceReader
+from tfretrace.fix.core.predict import Config, calls_of, count
+from tfretrace.fix.core.rules import covers, fold_all, generalize, literal_key
+from tfretrace.fix.core.source import SourceReader
+from tfretrace.fix.planning.plan import PlanStep, plan_for, render_counts, with_plan
 from tfretrace.records.events import BY_TYPE, LITERAL_RULE, KerasInfo, Leaf, TraceEvent
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
@@ -432,7 +432,7 @@ def test_a_plan_from_a_bounded_history_says_so() -> None:
 
 
 def test_a_failing_plan_never_breaks_the_session(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tfretrace.fix import plan as plan_module
+    from tfretrace.fix.planning import plan as plan_module
 
     def broken(*args: object) -> FunctionReport:
         raise RuntimeError("boom")
@@ -498,7 +498,7 @@ def test_several_smaller_batch_sizes_are_not_a_remainder(tmp_path: Path) -> None
 def test_the_fast_cache_index_answers_like_the_subtyping_rules() -> None:
     import random
 
-    from tfretrace.fix.predict import _Table
+    from tfretrace.fix.core.predict import _Table
 
     rng = random.Random(7)
     dims = [None, 2, 3]

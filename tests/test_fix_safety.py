@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tfretrace.fix import move_checks
-from tfretrace.fix.safety import KINDS, SAFE, UNSAFE, classify
-from tfretrace.fix.source import Replacement, SourceReader, Span
+from tfretrace.fix.core import move_checks
+from tfretrace.fix.core.safety import KINDS, SAFE, UNSAFE, classify
+from tfretrace.fix.core.source import Replacement, SourceReader, Span
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "fix-catalogue.md"
 PROGRAMS = Path(__file__).resolve().parent / "data" / "fix_safety"
@@ -130,7 +130,7 @@ def test_an_object_bound_once_is_safe_only_if_the_file_never_changes_it(text: st
 
 
 def test_a_saved_signature_is_safe_only_where_tensorflow_traced_it() -> None:
-    from tfretrace.fix.step import PlanStep
+    from tfretrace.fix.planning.step import PlanStep
 
     edit = {"path": "p.py", "line": 1, "col": 0, "end_line": 1, "end_col": 1, "text": "x"}
     saved = {"cause": "shape-changed", "kind": "input-signature", "summary": "s", "edits": [edit],

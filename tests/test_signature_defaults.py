@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import ast
 
-from tfretrace.fix.predict import Call
-from tfretrace.fix.rules import covers
-from tfretrace.fix.signature_defaults import defaults_left_out
+from tfretrace.fix.core.predict import Call
+from tfretrace.fix.core.rules import covers
+from tfretrace.fix.core.signature_defaults import defaults_left_out
 from tfretrace.records.events import BY_TYPE, LITERAL_RULE, PYTHON, TENSOR, Leaf
 
 DEF = ast.parse("def __call__(self, x, scale=1.0, preds=False):\n    return x\n").body[0]

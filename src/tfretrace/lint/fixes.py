@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tfretrace.fix.source import Replacement, Span
+from tfretrace.fix.core.source import Replacement, Span
 from tfretrace.lint._names import Imports
 from tfretrace.lint.checker import lint_tree
 from tfretrace.lint.findings import Finding
@@ -26,7 +26,7 @@ from tfretrace.lint.notebook import NotebookError, NotebookSource, read_notebook
 from tfretrace.lint.runner import decode, parse, read_bytes
 
 if TYPE_CHECKING:  # fix.apply pulls in the session model: imported only when files are fixed
-    from tfretrace.fix.apply import FileChange
+    from tfretrace.fix.applying.apply import FileChange
 
 # The codes with a fix, and whether it is safe (behaviour kept) or unsafe (behaviour changed).
 SAFE: frozenset[str] = frozenset({"TFR115"})
@@ -262,8 +262,8 @@ def fix_files(paths: Sequence[str], codes: Sequence[str], max_size: int, *, unsa
     A notebook's code cells are fixed as the one module they are linted as, and each changed line
     is written back into its cell.
     """
-    from tfretrace.fix.apply import FileChange
-    from tfretrace.fix.rewrite import RewriteError, apply_replacements
+    from tfretrace.fix.applying.apply import FileChange
+    from tfretrace.fix.applying.rewrite import RewriteError, apply_replacements
 
     result = FixResult()
     if not FIXABLE.intersection(codes):
@@ -308,7 +308,7 @@ def fix_files(paths: Sequence[str], codes: Sequence[str], max_size: int, *, unsa
 
 def write_fixes(result: FixResult) -> None:
     """Write every fixed file atomically, or none: FixError when one changed since it was read."""
-    from tfretrace.fix.apply import FixError, write_all
+    from tfretrace.fix.applying.apply import FixError, write_all
 
     for change in result.changes:
         try:

@@ -158,8 +158,8 @@ class Monitor:
                               for s in self._functions.values())
         # The planner loads here, not at import: a run whose session is never asked for (and
         # `import tfretrace`) does not pay for it.
-        from tfretrace.fix.apply import source_hashes
-        from tfretrace.fix.plan import PlanCache
+        from tfretrace.fix.applying.apply import source_hashes
+        from tfretrace.fix.planning.plan import PlanCache
 
         if self._plans is None:
             self._plans = PlanCache()

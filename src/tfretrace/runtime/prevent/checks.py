@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import ast
 
-from tfretrace.fix.body import random_draw, size_reads, trace_time_effect
-from tfretrace.fix.rules import Signature
-from tfretrace.fix.specs import is_top
-from tfretrace.fix.step import CHANGES_RANDOM
+from tfretrace.fix.core.body import random_draw, size_reads, trace_time_effect
+from tfretrace.fix.core.rules import Signature
+from tfretrace.fix.core.specs import is_top
+from tfretrace.fix.planning.step import CHANGES_RANDOM
 from tfretrace.records.events import TENSOR
 
 
