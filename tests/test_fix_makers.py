@@ -188,7 +188,8 @@ def run(values, factor):
 
 
 def test_only_what_is_the_same_on_every_pass_moves_out_of_its_loop(tmp_path: Path) -> None:
-    from tfretrace.fix.core.hoist import object_edits, pipeline_edits
+    from tfretrace.fix.core.hoist import pipeline_edits
+    from tfretrace.fix.kinds.hoist_object import object_edits
 
     path = tmp_path / "hoists.py"
     path.write_text(HOISTS)

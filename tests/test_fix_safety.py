@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from tfretrace.fix.core import move_checks
-from tfretrace.fix.core.safety import KINDS, SAFE, UNSAFE, classify
+from tfretrace.fix.core.safety import SAFE, UNSAFE
 from tfretrace.fix.core.source import Replacement, SourceReader, Span
+from tfretrace.fix.kinds import KINDS
+from tfretrace.fix.planning.safety_plan import classify
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "fix-catalogue.md"
 PROGRAMS = Path(__file__).resolve().parent / "data" / "fix_safety"

@@ -660,7 +660,8 @@ BEFORE_LOOP = Span("prog.py", 29, 0, 29, 0)
 
 def _derived(kind: str) -> tuple[Replacement, ...]:
     """The edits tfretrace itself makes for ``kind`` in MOVES_PROGRAM (the planner's own functions)."""
-    from tfretrace.fix.core import factory, hoist
+    from tfretrace.fix.core import hoist
+    from tfretrace.fix.kinds import hoist_factory_call, hoist_object, wrap_vectorized_map
 
     reader = SourceReader(".")
     if kind in ("hoist-def", "input-signature"):
@@ -672,12 +673,12 @@ def _derived(kind: str) -> tuple[Replacement, ...]:
     elif kind in ("hoist-wrap", "hoist-pipeline"):
         found = hoist.pipeline_edits(reader, "prog.py:30" if kind == "hoist-wrap" else "prog.py:31")
     elif kind == "hoist-object":
-        found = hoist.object_edits(reader, "prog.py:33", "cfg")
+        found = hoist_object.object_edits(reader, "prog.py:33", "cfg")
     elif kind == "hoist-factory-call":
-        made = factory.factory_edits(reader, reader.function_at("prog.py:43", "scale"), "prog.py:51")
+        made = hoist_factory_call.factory_edits(reader, reader.function_at("prog.py:43", "scale"), "prog.py:51")
         found = None if made is None else made[1]
     elif kind == "wrap-vectorized-map":
-        wrapped = hoist.vectorized_edits(reader, "prog.py:36")
+        wrapped = wrap_vectorized_map.vectorized_edits(reader, "prog.py:36")
         found = None if wrapped is None else wrapped[1]
     elif kind == "tensor-argument":
         found = (Replacement(Span("prog.py", 26, 11, 26, 27), "tf.reduce_sum(losses, axis=0)"),

@@ -96,3 +96,26 @@ def is_literal(node: ast.expr, alias: str | None) -> bool:
     if isinstance(node, (ast.List, ast.Tuple)):
         return all(is_literal(e, alias) for e in node.elts)
     return is_dtype(node, alias)
+
+
+def call_argument(*conversions: str) -> Check:
+    """An argument of a call of the function, wrapped in ``tf.<conversion>(argument, dtype)``."""
+
+    def check(anchors: Anchors, edit: Replacement) -> str | None:
+        found = next((a for a in anchors.call_arguments(edit.span.path) if span_of(a, edit.span.path) == edit.span),
+                     None)
+        if found is None:
+            return f"not an argument of a call of {anchors.names[-1]}"
+        alias = anchors.alias(edit.span.path)
+        new = expression(edit.text)
+        dotted = None if not isinstance(new, ast.Call) else dotted_name(new.func)
+        if not isinstance(new, ast.Call) or dotted is None or dotted[1:] != [dotted[-1]] or dotted[0] != alias:
+            return "the new text is not a tensor conversion of the argument"
+        if dotted[-1] not in conversions or not new.args or ast.dump(new.args[0]) != ast.dump(found):
+            return "the new text is not a tensor conversion of the argument"
+        extra = [*new.args[1:], *(k.value for k in new.keywords)]
+        if any(k.arg != "dtype" for k in new.keywords) or not all(is_dtype(v, alias) for v in extra):
+            return "the new text passes more than a dtype to the conversion"
+        return None
+
+    return check

@@ -84,3 +84,9 @@ def root_name(func: ast.expr) -> str | None:
     while isinstance(func, ast.Attribute):
         func = func.value
     return func.id if isinstance(func, ast.Name) else None
+
+
+def spans_line(node: ast.AST, line: int) -> bool:
+    """Whether a statement or expression node covers a source line."""
+    first = getattr(node, "lineno", None)
+    return first is not None and first <= line <= (getattr(node, "end_lineno", None) or first)

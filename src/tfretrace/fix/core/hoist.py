@@ -5,10 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from tfretrace.fix.core.candidate import FunctionContext
 from tfretrace.fix.core.defs import root_name
 from tfretrace.fix.core.files import lines as source_lines
-from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.source import DefInfo, Replacement, SourceReader, Span
 
 
@@ -32,7 +30,7 @@ def hoist_edits(
     top = next((s for s in tree.body if s.lineno <= node.lineno <= (s.end_lineno or s.lineno)), None)
     if not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) or top.name != definition.outer:
         return None
-    if any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(node)) or _bound_at_module(tree, node.name):
+    if any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(node)) or bound_at_module(tree, node.name):
         return None
     lines = source_lines(text)  # numbered as ast numbers them
     first = min([node.lineno] + [d.lineno for d in node.decorator_list])
@@ -48,16 +46,7 @@ def hoist_edits(
     return Replacement(removed, ""), Replacement(Span(definition.path, start, 0, start, 0), moved)
 
 
-def hoist_summary(definition: DefInfo) -> str:
-    """What the hoist step says."""
-    return (
-        f"move {definition.name} out of {definition.outer}() to module level: it closes over nothing of "
-        f"{definition.outer}(), and each call of {definition.outer}() made a new tf.function at "
-        f"{definition.path}:{definition.line}"
-    )
-
-
-def _bound_at_module(tree: ast.Module, name: str) -> bool:
+def bound_at_module(tree: ast.Module, name: str) -> bool:
     for statement in tree.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and statement.name == name:
             return True
@@ -124,17 +113,6 @@ def wrap_moved(
     if insertion.text.count(definition.wrap_text) != 1:
         return None
     return removal, Replacement(insertion.span, insertion.text.replace(definition.wrap_text, new))
-
-
-def object_edits(reader: SourceReader, site: str, name: str) -> tuple[Replacement, Replacement] | None:
-    """``name = Config(...)`` made in the loop around the call at ``site``, moved before that loop.
-
-    Only for a class of the same file whose ``__init__`` does nothing but store its arguments on
-    ``self`` (making it once cannot skip a side effect), built from constants and names the loop
-    does not bind, where the loop neither rebinds ``name`` nor sets an attribute of it or calls a
-    method on it: every pass then passes one equal object, and TensorFlow keys it by identity.
-    """
-    return made_once(reader, site, name, lambda tree, func: _pure_class(tree, func))
 
 
 def made_once(
@@ -241,29 +219,6 @@ def _touched(loop: ast.For | ast.While, name: str) -> bool:
     )
 
 
-def _pure_class(tree: ast.Module, name: str) -> bool:
-    # A module-level class whose __init__ only stores its parameters (or constants) on self.
-    cls = next((s for s in tree.body if isinstance(s, ast.ClassDef) and s.name == name), None)
-    if cls is None or cls.bases or cls.decorator_list:
-        return False
-    init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
-    if init is None:
-        return False
-    params = {a.arg for a in (*init.args.args, *init.args.kwonlyargs)}
-    for statement in init.body:
-        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
-            continue  # a docstring
-        if not (
-            isinstance(statement, ast.Assign) and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Attribute)
-            and isinstance(statement.targets[0].value, ast.Name) and statement.targets[0].value.id == "self"
-            and (isinstance(statement.value, ast.Constant)
-                 or (isinstance(statement.value, ast.Name) and statement.value.id in params))
-        ):
-            return False
-    return True
-
-
 def _move_before(
     path: str, text: str, loop: ast.For | ast.While, statement: ast.Assign
 ) -> tuple[Replacement, Replacement] | None:
@@ -297,58 +252,3 @@ def _chained(call: ast.Call, value: ast.expr) -> bool:
     # A method called on another call of the chain (`.map(parse)`, `.batch(4)`): the innermost
     # call of the chain is checked to be TensorFlow's itself.
     return isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call)
-
-
-def vectorized_edits(reader: SourceReader, site: str) -> tuple[str, tuple[Replacement, Replacement]] | None:
-    """``tf.vectorized_map(fn, elems)`` called eagerly at ``site`` -> a tf.function made once that calls it.
-
-    The wrapper (``vectorized_<fn>``) is written before the module-level statement holding the
-    call; ``fn`` must be a module-level name and the call pass nothing but ``fn`` and ``elems``.
-    Returns the wrapper's name and the edits.
-    """
-    path, _, line_text = site.rpartition(":")
-    parsed = reader.module(path)
-    alias = reader.tf_alias(path)
-    if parsed is None or alias is None or not line_text.isdigit():
-        return None
-    _text, tree = parsed
-    line = int(line_text)
-    found = [
-        n for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "vectorized_map"
-        and root_name(n.func) == alias and n.lineno <= line <= (n.end_lineno or n.lineno)
-    ]
-    if len(found) != 1 or len(found[0].args) != 2 or found[0].keywords:
-        return None
-    call = found[0]
-    fn, elems = call.args
-    if not isinstance(fn, ast.Name) or not _bound_at_module(tree, fn.id) or isinstance(elems, ast.Starred):
-        return None
-    name = f"vectorized_{fn.id}"
-    top = next((s for s in tree.body if s.lineno <= call.lineno <= (s.end_lineno or s.lineno)), None)
-    if top is None or _bound_at_module(tree, name):
-        return None
-    start = min([top.lineno] + [d.lineno for d in getattr(top, "decorator_list", [])])
-    wrapper = f"@{alias}.function\ndef {name}(elems):\n    return {alias}.vectorized_map({fn.id}, elems)\n"
-    elems_text = reader.text(_span(path, elems))
-    return name, (
-        Replacement(Span(path, start, 0, start, 0), wrapper),
-        Replacement(_span(path, call), f"{name}({elems_text})"),
-    )
-
-
-def _span(path: str, node: ast.expr) -> Span:
-    return Span(path, node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
-
-
-def object_once(
-    ctx: FunctionContext, calls: tuple[Call, ...], param: str
-) -> tuple[Replacement, Replacement] | None:
-    """``object_edits`` for the object one recorded call site passes as ``param`` (a plain name)."""
-    # One recorded call site passing a plain name for the parameter, bound in the loop around it.
-    sites = ctx.sites(calls)
-    info = ctx.call_info(sites[0]) if len(sites) == 1 else None
-    found = None if info is None else info.arg(param)
-    if found is None or not found[1].isidentifier():
-        return None
-    return object_edits(ctx.reader, sites[0], found[1])

@@ -16,10 +16,6 @@ from collections.abc import Iterable
 from tfretrace.fix.core.source import Replacement, SourceReader
 
 _FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
-# tf.data methods that take a function traced once per build of the pipeline.
-_TAKES_FUNCTION = frozenset({"map", "filter", "flat_map", "interleave", "reduce", "scan", "apply", "group_by_window"})
-# Dataset methods that draw random numbers.
-_RANDOM_METHODS = frozenset({"shuffle", "random", "sample_from_datasets", "choose_from_datasets", "rejection_resample"})
 
 
 def frozen_reads(tree: ast.Module, function: _FunctionNode) -> str | None:
@@ -40,7 +36,7 @@ def _reads(tree: ast.Module, function: _FunctionNode, seen: set[str]) -> str | N
     for node in ast.walk(function):
         if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load) or node.id in local:
             continue
-        bindings = _module_bindings(tree, node.id)
+        bindings = module_bindings(tree, node.id)
         if not bindings:
             continue  # a builtin
         reason = _binding_risk(tree, node.id, bindings, seen)
@@ -139,7 +135,7 @@ def _class_attributes_assigned(tree: ast.Module, name: str) -> str | None:
     return None
 
 
-def _module_bindings(tree: ast.Module, name: str) -> list[ast.stmt]:
+def module_bindings(tree: ast.Module, name: str) -> list[ast.stmt]:
     """Module-level statements that bind ``name`` (inside if/for/while/with/try too, not inside defs)."""
     found: list[ast.stmt] = []
     for statement in _module_statements(tree.body):
@@ -248,64 +244,7 @@ def names_bound(statement: ast.stmt) -> set[str]:
 
 def module_def(tree: ast.Module, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The module-level def of ``name`` when it is the name's only module binding."""
-    bindings = _module_bindings(tree, name)
+    bindings = module_bindings(tree, name)
     if len(bindings) == 1 and isinstance(bindings[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
         return bindings[0]
     return None
-
-
-def only_passed_to(scope: ast.AST, name: str, callees: Iterable[str]) -> str | None:
-    """Why an object made once could change between passes: the loop uses it other than as ``callees``' argument."""
-    allowed = set(callees)
-    passed: set[int] = set()
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Call) and _callee(node.func) in allowed:
-            passed.update(id(a) for a in node.args)
-            passed.update(id(k.value) for k in node.keywords)
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) and id(node) not in passed:
-            return (
-                f"the loop uses {name} at line {node.lineno} other than as the function's argument (a helper or "
-                "setattr may change it): made once, the changes would carry over to the next pass"
-            )
-    return None
-
-
-def _callee(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
-
-
-def pipeline_risk(tree: ast.Module, statement: ast.stmt) -> str | None:
-    """Why a pipeline built once computes other results than one built every pass, or None."""
-    for node in ast.walk(statement):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in _RANDOM_METHODS:
-                return (
-                    f"the pipeline calls .{node.func.attr}(): built once, it draws a new order (or sample) each "
-                    "iteration where each build drew its own (a seeded shuffle repeated its order every epoch)"
-                )
-            if node.func.attr in _TAKES_FUNCTION:
-                for arg in (*node.args, *(k.value for k in node.keywords)):
-                    reason = _function_arg_risk(tree, arg)
-                    if reason is not None:
-                        return f"the function given to .{node.func.attr}() is traced once, not per build: {reason}"
-    return None
-
-
-def _function_arg_risk(tree: ast.Module, arg: ast.expr) -> str | None:
-    if isinstance(arg, ast.Lambda):
-        return frozen_reads(tree, arg)
-    if isinstance(arg, ast.Name):
-        found = module_def(tree, arg.id)
-        if found is not None:
-            return frozen_reads(tree, found)
-        if not _module_bindings(tree, arg.id):
-            return None  # a builtin
-        return f"{arg.id} is not a def of this file bound once"
-    if isinstance(arg, ast.Constant):
-        return None
-    return "it is not a plain function of this file"

@@ -34,11 +34,13 @@ from dataclasses import replace
 
 from tfretrace.fix.core.anchor_base import Anchors, expression, span_of
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
+from tfretrace.fix.core.kind import Kind
 from tfretrace.fix.core.predict import Call
+from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement, Span, is_user_path
 from tfretrace.records.events import CONTAINERS, TENSOR
 
-KIND = "keras-pad-rows"
+NAME = "keras-pad-rows"
 HELPER_NAME = "predict_full_batches"
 ROWS_INDEPENDENT = "independent"  # tfretrace._tf.keras_rows' verdict, as the session stores it
 _KEYWORDS = frozenset({"verbose", "batch_size"})
@@ -108,7 +110,7 @@ def pad_rows(ctx: FunctionContext, state: State) -> Candidate | None:
     sizes = sorted(set(batch_of.values()))
     return Candidate(
         "shape-changed",
-        KIND,
+        NAME,
         f"predict in full batches: pad the rows of its NumPy inputs to a multiple of the batch size "
         f"({', '.join(map(str, sizes))}) and cut the outputs back ({HELPER_NAME}, written once in the file)",
         _code(ctx, edits),
@@ -258,5 +260,22 @@ def missing_helper(anchors: Anchors, edits: tuple[Replacement, ...]) -> str | No
     helped = {e.span.path for e in edits if e.text == HELPER}
     for edit in edits:
         if edit.text != HELPER and edit.span.path not in helped:
-            return f"{edit.span.path}:{edit.span.line}: {KIND} edit refused: {HELPER_NAME} is not written in that file"
+            return f"{edit.span.path}:{edit.span.line}: {NAME} edit refused: {HELPER_NAME} is not written in that file"
     return None
+
+
+# The kind as the registry (fix.kinds) lists it: its class with the argument, and its anchor check.
+KIND = Kind(
+    NAME,
+    KindSafety(
+        None,
+        "predict's NumPy inputs padded on the rows only (the last row repeated) to full batches, every output cut "
+        "back to the rows given; safe only where, read while predict ran, the model is Keras' own Sequential or "
+        "Functional of layers that compute each row alone (no custom layer, Lambda, stateful RNN or "
+        "training=True; one step per execution) and every input was NumPy arrays; any other input goes to "
+        "predict as it was",
+        maker_checks=True,
+    ),
+    check=check_edit,
+    whole=missing_helper,  # its new lines are the helper, not a move
+)

@@ -16,10 +16,15 @@ from dataclasses import replace
 from tfretrace.fix.core.anchor_base import Anchors, span_of
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, first_config, varying_paths
 from tfretrace.fix.core.defs import callee_name
+from tfretrace.fix.core.kind import Kind
 from tfretrace.fix.core.predict import Call, calls_of
+from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement, Span
 from tfretrace.fix.core.specs import is_top
 from tfretrace.records.events import TENSOR, Leaf
+
+NAME = "neutral-key"
+
 
 # Multiplying by one is exact in these (not in complex types: inf * 0 in the cross terms is nan).
 _REAL = frozenset({"float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
@@ -46,7 +51,7 @@ def neutral_keys(ctx: FunctionContext, state: State) -> list[Candidate]:
         }
         out.append(Candidate(
             "structure-changed",
-            "neutral-key",
+            NAME,
             f"pass {path}[{key!r}] on every call: the calls without it pass tf.ones_like({path}[{partner!r}]), "
             f"which the body only multiplies {path}[{partner!r}] by (the same values, one structure)",
             "\n".join(f"# {e.span.path}:{e.span.line}: the dict passed as {path}\n{e.text}" for e in edits),
@@ -280,3 +285,51 @@ def neutral_key_dict(anchors: Anchors, edit: Replacement) -> str | None:
     if any(edit in c.edits for c in neutral_keys(ctx, state)):
         return None
     return "not the dict with a mask key tfretrace fills for this function"
+
+
+def dict_keys(ctx: FunctionContext, state: State) -> list[Candidate]:
+    """A dict that sometimes lacks a key: always pass every key (advice: what to pass is the user's call)."""
+    out: list[Candidate] = []
+    calls = state.replay.calls
+    for path in varying_paths(calls, "dict"):
+        heads = [leaf for c in calls for leaf in c.signature if leaf.path == path]
+        if any(h.kind != "dict" for h in heads):
+            continue
+        widest = max(calls, key=lambda c: sum(1 for leaf in c.signature if leaf.path.startswith(path + "[")))
+        full = tuple(leaf for leaf in widest.signature if leaf.path == path or leaf.path.startswith(path + "["))
+        keys = [leaf.path[len(path) :] for leaf in full if leaf.path.count("[") == path.count("[") + 1]
+        new = {}
+        for c in calls:
+            have = {leaf.path for leaf in c.signature}
+            if all(leaf.path in have for leaf in full):
+                continue
+            rest = [leaf for leaf in c.signature if not (leaf.path == path or leaf.path.startswith(path + "["))]
+            at = next(i for i, leaf in enumerate(c.signature) if leaf.path == path)
+            new[c.index] = replace(c, signature=(*rest[:at], *full, *rest[at:]))
+        if not new:
+            continue
+        moved = state.map_calls(dict(new))
+        out.append(
+            Candidate(
+                "structure-changed",
+                "advice",
+                f"always pass {path} with the same keys ({', '.join(keys)}): a key present on some calls and "
+                "absent on others is a new structure; pass a neutral value (e.g. an all-ones mask) instead",
+                None,
+                (),
+                replace(moved, signature_advice=True),
+            )
+        )
+    return out
+
+
+# The kind as the registry (fix.kinds) lists it: its class with the argument, and its anchor check.
+KIND = Kind(
+    NAME,
+    KindSafety(
+        None,
+        "the key's entry is ones of the recorded dtype and shape, and the body's only use of it is "
+        "`x = x * d[key]` under `if key in d`: multiplying by ones gives the same values",
+    ),
+    check=neutral_key_dict,
+)

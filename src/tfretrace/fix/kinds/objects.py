@@ -1,13 +1,12 @@
-"""One object where a loop, a factory or a new instance made one per call: a tf.function, a Keras model, an argument."""
+"""Maker for a new tf.function object per pass or call: hoist-def, hoist-factory-call, hoist-wrap, or advice."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
-from tfretrace.fix.core.factory import factory_edits
-from tfretrace.fix.core.hoist import hoist_edits, hoist_summary, object_once, pipeline_edits
-from tfretrace.records.events import OBJECT, TraceEvent
+from tfretrace.fix.kinds import hoist_def, hoist_factory_call, hoist_wrap
+from tfretrace.records.events import TraceEvent
 
 
 def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
@@ -33,27 +32,13 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
             "keras-load-model": f"load the model once and reuse it: each load_model() makes new {method} functions",
         }.get(cause, f"build the Keras model once and reuse it: each new model makes new {method} functions")
         return Candidate(cause, "advice", summary, None, (), merged)
-    moved = hoist_edits(ctx.definition, ctx.reader)
-    if definition is not None and moved is not None:
-        code = f"# {definition.path}:{moved[1].span.line}, at module level\n{moved[1].text.rstrip()}"
-        return Candidate(
-            "new-function-object", "hoist-def", hoist_summary(definition), code, moved, replace(merged, moved=True)
-        )
+    hoisted = hoist_def.candidate(ctx, merged)
+    if hoisted is not None:
+        return hoisted
     if definition is not None and definition.outer_kind == "def":
-        sites = ctx.sites(calls)
-        made = factory_edits(ctx.reader, definition, sites[0]) if len(sites) == 1 else None
-        if made is not None:
-            name, edits = made
-            return Candidate(
-                "new-function-object",
-                "hoist-factory-call",
-                f"call {definition.outer}() once, before the loop that called it again for {name} at "
-                f"{sites[0]}: it only makes the tf.function {definition.name}, and every pass passed it the same "
-                "arguments",
-                f"# {edits[1].span.path}:{edits[1].span.line}: before the loop\n{edits[1].text.rstrip()}",
-                edits,
-                merged,
-            )
+        called = hoist_factory_call.candidate(ctx, definition, ctx.sites(calls), merged)
+        if called is not None:
+            return called
         closes = ", ".join(definition.closes_over)
         summary = (
             f"define {definition.name} once, outside {definition.outer}() (module level or __init__), "
@@ -72,17 +57,9 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
     where = ""
     if definition is not None and definition.wrap_call is not None:
         site = f"{definition.path}:{definition.wrap_call.line}"
-        once = pipeline_edits(ctx.reader, site)
-        if once is not None:
-            # `loss_fn = tf.function(compute_loss)` inside a loop: the same object made before it.
-            return Candidate(
-                "new-function-object",
-                "hoist-wrap",
-                f"make the tf.function for {ctx.short} once, before the loop that re-created it at {site}",
-                f"# {site}: before the loop\n{once[1].text.rstrip()}",
-                once,
-                replace(merged, moved=True),  # a later declaration edits the moved line
-            )
+        wrapped = hoist_wrap.candidate(ctx, site, merged)
+        if wrapped is not None:
+            return wrapped
         where = f" (the tf.function(...) call at {site})"
     return Candidate(
         "new-function-object",
@@ -115,52 +92,3 @@ def _object_cause(ctx: FunctionContext) -> str:
         if event.cause in _OBJECT_CAUSES:
             counts[event.cause] = counts.get(event.cause, 0) + 1
     return max(counts, key=lambda c: (counts[c], c)) if counts else "new-function-object"
-
-
-def same_object(ctx: FunctionContext, state: State) -> list[Candidate]:
-    """A new object per call keyed by identity: create it once and pass the same one."""
-    out = []
-    calls = state.replay.calls
-    paths = []
-    for call in calls:
-        for leaf in call.signature:
-            if leaf.kind == OBJECT and leaf.path not in paths:
-                paths.append(leaf.path)
-    for path in paths:
-        leaves = [leaf for c in calls for leaf in c.signature if leaf.path == path and leaf.kind == OBJECT]
-        if len({leaf.ident for leaf in leaves}) < 2:
-            continue
-        first = leaves[0]
-        module = dict(first.extra).get("module", "")
-        new = {
-            c.index: replace(
-                c,
-                signature=tuple(
-                    replace(leaf, ident=first.ident, alive=True) if leaf.path == path and leaf.kind == OBJECT else leaf
-                    for leaf in c.signature
-                ),
-            )
-            for c in calls
-        }
-        if module.split(".")[0] in ("keras", "tensorflow", "tf_keras"):
-            summary = (
-                f"{path} is a new {first.type_name} per call, keyed by identity: build it once and pass "
-                "the same object (or capture it instead of passing it)"
-            )
-        else:
-            summary = (
-                f"{path} is a new {first.type_name} object per call, keyed by identity: create it once "
-                "and pass the same object, or make it a NamedTuple (compared by value)"
-            )
-        moved = object_once(ctx, calls, path)
-        if moved is not None:
-            # A config object of a plain class made in the loop around the call: made once before it.
-            out.append(Candidate(
-                "object-identity", "hoist-object",
-                f"{path} is a new {first.type_name} per call, keyed by identity: make it once, before the loop",
-                f"# {moved[1].span.path}:{moved[1].span.line}: before the loop\n{moved[1].text.rstrip()}",
-                moved, state.map_calls(dict(new)),
-            ))
-            continue
-        out.append(Candidate("object-identity", "advice", summary, None, (), state.map_calls(dict(new))))
-    return out

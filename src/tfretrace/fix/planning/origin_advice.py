@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from tfretrace.fix.core.hoist import pipeline_edits, vectorized_edits
+from tfretrace.fix.core.hoist import pipeline_edits
 from tfretrace.fix.core.rules import fold_all
-from tfretrace.fix.core.safety import classify
 from tfretrace.fix.core.source import SourceReader
 from tfretrace.fix.core.specs import spec_text
+from tfretrace.fix.kinds.wrap_vectorized_map import vectorized_edits
+from tfretrace.fix.planning.safety_plan import classify
 from tfretrace.fix.planning.step import OPEN_FRAMEWORK_CODE, PlanStep
 from tfretrace.records.events import TENSOR, TraceEvent
 from tfretrace.records.function_report import FunctionReport

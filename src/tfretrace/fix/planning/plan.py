@@ -12,14 +12,19 @@ from tfretrace.fix.core.predict import calls_of, count, mean_seconds
 from tfretrace.fix.core.safety import ADVICE, TF_CHECKED
 from tfretrace.fix.core.source import SourceReader
 from tfretrace.fix.kinds import (
-    callsite,
-    declare,
-    keras_fixes,
+    cast_dtype,
+    drop_remainder,
+    element_spec,
+    hoist_object,
+    input_signature,
+    keras_call,
+    keras_pad,
     keras_pad_rows,
     neutral_key,
     objects,
-    python_values,
-    signature,
+    reduce_retracing,
+    tensor_argument,
+    zero_state,
 )
 from tfretrace.fix.planning.origin_advice import origin_steps
 from tfretrace.fix.planning.plan_notes import dropped, unaddressed, unpredictable
@@ -48,7 +53,6 @@ __all__ = [
 ]
 
 
-
 class Probe(Protocol):
     """TensorFlow, asked about a function of the run once the program has finished (runtime.probe)."""
 
@@ -63,19 +67,19 @@ class Probe(Protocol):
 
 # Fix kinds tried at every step, each for one root cause.
 _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
-    python_values.python_numbers,
-    callsite.dtypes,
-    callsite.none_to_zeros,
-    callsite.lists,
+    tensor_argument.python_numbers,
+    cast_dtype.dtypes,
+    zero_state.none_to_zeros,
+    tensor_argument.lists,
     neutral_key.neutral_keys,
-    callsite.dict_keys,
-    callsite.read_only_variables,
-    declare.drop_remainder,
+    neutral_key.dict_keys,
+    tensor_argument.read_only_variables,
+    drop_remainder.drop_remainder,
     objects.one_object,
-    objects.same_object,
+    hoist_object.same_object,
     keras_pad_rows.pad_rows,
-    keras_fixes.predict_as_call,
-    keras_fixes.predict_buckets,
+    keras_call.predict_as_call,
+    keras_pad.predict_buckets,
 )
 
 
@@ -83,8 +87,8 @@ _KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
 # values keeps passing them: after such an edit it no longer matches the calls' traces and traces
 # on its own, which the replay (traced calls only) cannot count.
 _CALL_SITE_KINDS = frozenset({
-    python_values.python_numbers, callsite.dtypes, callsite.none_to_zeros, callsite.lists, neutral_key.neutral_keys,
-    callsite.dict_keys,
+    tensor_argument.python_numbers, cast_dtype.dtypes, zero_state.none_to_zeros, tensor_argument.lists,
+    neutral_key.neutral_keys, neutral_key.dict_keys,
 })
 
 
@@ -282,7 +286,7 @@ def _enabling(
 
 def _final(ctx: FunctionContext, state: State, current: int, tier: int) -> tuple[int, Candidate] | None:
     # The last step: one declaration covering every call; reduce_retracing where none can be written.
-    for make in (declare.element_spec, signature.final_signature, declare.reduce_retracing):
+    for make in (element_spec.element_spec, input_signature.final_signature, reduce_retracing.reduce_retracing):
         candidate = make(ctx, state)
         if candidate is None or candidate.state is None:
             continue

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tfretrace.fix.kinds import saved_signature
 from tfretrace.fix.planning.step import (
     BY_TOOL,
     CHANGES_FLOAT_DIGITS,
@@ -25,7 +26,7 @@ from tfretrace.records.events import Leaf
 from tfretrace.records.function_report import FunctionReport
 
 RESTORED_SUFFIX = " (restored by tf.saved_model.load)"
-SAVED_SIGNATURE = "saved-signature"
+SAVED_SIGNATURE = saved_signature.NAME
 _DECLARING = ("input-signature", "element-spec")
 _RESTORED_CAUSES = frozenset({"first-trace", "restored-new-signature", "restored-reloaded"})
 

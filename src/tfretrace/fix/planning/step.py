@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tfretrace.fix.core.safety import ADVICE, SAFE, SAFETIES, TF_CHECKED, UNSAFE, kind_floor
+from tfretrace.fix.core.safety import ADVICE, SAFE, SAFETIES, TF_CHECKED, UNSAFE
 from tfretrace.fix.core.source import Replacement, Span
+from tfretrace.fix.kinds import kind_floor
 
 # Who makes a step (the session's ``by``): tfretrace's own edit, or a person.
 BY_TOOL = "tfretrace"

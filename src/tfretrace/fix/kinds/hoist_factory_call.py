@@ -11,9 +11,18 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Iterator
 
+from tfretrace.fix.core.anchor_base import Anchors
+from tfretrace.fix.core.anchor_moves import move, recorded_sites
+from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.hoist import made_once
+from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import DefInfo, Replacement, SourceReader
+
+NAME = "hoist-factory-call"
+
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -150,3 +159,43 @@ def _is_constant(node: ast.expr) -> bool:
     if isinstance(node, ast.Tuple):
         return all(_is_constant(e) for e in node.elts)
     return False
+
+
+def _factory_once(anchors: Anchors, edit: Replacement) -> Iterator[tuple[Replacement, ...]]:
+    # `f = make_f(...)` in the loop around a recorded call of f, for a factory that only makes the def.
+    for site in recorded_sites(anchors, edit):
+        made = factory_edits(anchors.reader, anchors.definition, site)
+        if made is not None:
+            yield made[1]
+
+
+def candidate(ctx: FunctionContext, definition: DefInfo, sites: list[str], merged: State) -> Candidate | None:
+    """The factory called once before its loop, where one recorded call site calls it again on every pass."""
+    made = factory_edits(ctx.reader, definition, sites[0]) if len(sites) == 1 else None
+    if made is None:
+        return None
+    name, edits = made
+    return Candidate(
+        "new-function-object",
+        NAME,
+        f"call {definition.outer}() once, before the loop that called it again for {name} at "
+        f"{sites[0]}: it only makes the tf.function {definition.name}, and every pass passed it the same "
+        "arguments",
+        f"# {edits[1].span.path}:{edits[1].span.line}: before the loop\n{edits[1].text.rstrip()}",
+        edits,
+        merged,
+    )
+
+
+# The kind as the registry (fix.kinds) lists it: its class with the argument, and its anchor check.
+KIND = Kind(
+    NAME,
+    KindSafety(
+        None,
+        "the factory only makes the tf.function and is called with constants; safe only where the def's "
+        "module reads cannot change between passes (a class attribute the loop anneals can) and no `del` "
+        "removes the name",
+    ),
+    check=move(_factory_once, "the factory called once before its loop"),
+    derive=_factory_once,
+)

@@ -1,4 +1,4 @@
-"""The final input_signature step: one signature for every recorded call, open where data sizes vary."""
+"""Fix kind input-signature: one signature for every recorded call, open where sizes vary; maker, anchors, class."""
 
 from __future__ import annotations
 
@@ -7,13 +7,16 @@ from dataclasses import replace
 
 from tfretrace.fix.core.body import number_dtype, python_if, reads_static_size, steers_control_flow, unsafe_uses
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
+from tfretrace.fix.core.declaration import declaration, decorator_edit
+from tfretrace.fix.core.kind import Kind
 from tfretrace.fix.core.predict import Call, Config, count
 from tfretrace.fix.core.rules import fold_all
-from tfretrace.fix.core.safety import TF_CHECKED
+from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
 from tfretrace.fix.core.signature_defaults import defaults_left_out, left_out_line, left_out_reason
 from tfretrace.fix.core.specs import NUMBER_DTYPES, is_top, signature_specs
-from tfretrace.fix.kinds.declare import decorator_edit
 from tfretrace.records.events import PYTHON, TENSOR, Leaf
+
+NAME = "input-signature"
 
 
 def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
@@ -79,7 +82,7 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
     opened = _opened(folded)
     return Candidate(
         _remaining_cause(calls, ctx.report.main_cause),
-        "input-signature",
+        NAME,
         "one input_signature for every call seen"
         + (f", open where they varied: {opened}" if opened else "")
         + (f"; {pinned}" if pinned else "")
@@ -262,3 +265,25 @@ def _varied_size_read(node: ast.AST, leaf: Leaf) -> bool:
     """
     opened = leaf.kind == TENSOR and (leaf.shape is None or (bool(leaf.shape) and leaf.shape[0] is None))
     return opened and reads_static_size(node, leaf.path)
+
+
+_GENERALIZES = (
+    "the body sees None where each call had a size, and a dimension constant in this run is pinned: "
+    "code reading a static shape (x.shape[1], tf.random.normal(shape=x.shape)) may fail or take another "
+    "branch, and a call of another size is refused; TensorFlow did not trace the open signature (no live "
+    "function to probe)"
+)
+
+
+# The kind as the registry (fix.kinds) lists it: its class with the argument, and its anchor check.
+KIND = Kind(
+    NAME,
+    KindSafety(
+        _GENERALIZES,
+        "every dimension open, and TensorFlow traced the body with that signature (a fresh tf.function of "
+        "the same Python function, in the recorded run) to outputs of the structure, dtypes and ranks of every "
+        "trace of the run, each static size open or the same: it accepts every input the original did",
+        probed=True,
+    ),
+    check=declaration("input_signature"),
+)
