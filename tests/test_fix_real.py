@@ -182,7 +182,7 @@ def test_a_partial_training_batch_keeps_every_example(results: dict[str, Any]) -
 
 
 def test_every_planned_edit_is_at_an_anchor_of_its_kind(results: dict[str, Any]) -> None:
-    """`fix` replays a session's edits only at the anchors fix.anchors knows: the planner's own pass."""
+    """`fix` replays a session's edits only at the anchors fix.kinds' anchor checks know: the planner's own pass."""
     from tfretrace.fix.applying.anchors import anchors_for, check_edit
     from tfretrace.fix.core.source import SourceReader
     from tfretrace.fix.planning.plan import plan_steps

@@ -1,4 +1,4 @@
-"""Which trailing parameters an input_signature leaves at their default (fix.signature_defaults), on recorded calls.
+"""Which trailing parameters an input_signature leaves at their default (fix.core.signature_defaults), recorded calls.
 
 The TensorFlow side (a left-out default is bound as a Literal, 9 -> 3 traces on the Core APIs
 MLP) is measured in tests/test_fix_module_signature_real.py.

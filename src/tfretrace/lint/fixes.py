@@ -1,7 +1,7 @@
 """`tfretrace lint --fix`: the mechanical fixes of lint findings, as edits for tfretrace fix's rewriter.
 
-A fix is a list of ``fix.source.Replacement`` spans, applied by ``fix.rewrite.apply_replacements``
-(libcst, comments and layout kept) and written by ``fix.apply.write_all`` (atomic, all files or
+A fix is a list of ``fix.core.source.Replacement`` spans, applied by ``fix.applying.rewrite.apply_replacements``
+(libcst, comments and layout kept) and written by ``fix.applying.apply.write_all`` (atomic, all files or
 none): the same code path as ``tfretrace fix``. Safe fixes keep the program's behaviour (a renamed
 keyword); unsafe ones change what the code does at run time (a tensor argument instead of a Python
 number, ``tf.print`` on every call instead of ``print`` once per trace) and need ``--unsafe-fixes``.
@@ -25,7 +25,7 @@ from tfretrace.lint.formats import shown_path
 from tfretrace.lint.notebook import NotebookError, NotebookSource, read_notebook, with_new_lines
 from tfretrace.lint.runner import decode, parse, read_bytes
 
-if TYPE_CHECKING:  # fix.apply pulls in the session model: imported only when files are fixed
+if TYPE_CHECKING:  # fix.applying.apply pulls in the session model: imported only when files are fixed
     from tfretrace.fix.applying.apply import FileChange
 
 # The codes with a fix, and whether it is safe (behaviour kept) or unsafe (behaviour changed).

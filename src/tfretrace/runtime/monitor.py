@@ -163,7 +163,7 @@ class Monitor:
 
         if self._plans is None:
             self._plans = PlanCache()
-        # Once the program has finished, TensorFlow traces each generalized signature (fix.signature):
+        # Once the program has finished, TensorFlow traces each generalized signature (fix.kinds.input_signature):
         # the probe runs the body's Python once more, which a running program must not see.
         probe = probe_live(self._root) if self.program_done and not self.active else None
         functions = keras_rows_apart(self._plans.planned(functions, self.internal_error, probe))

@@ -45,7 +45,7 @@ class Advice:
     function: str
     summary: str
     where: str
-    # An unsafe step (fix.safety): why it may change results; ``applied`` with --unsafe-fixes.
+    # An unsafe step (fix.planning.safety_plan): why it may change results; ``applied`` with --unsafe-fixes.
     unsafe_reason: str | None = None
     applied: bool = False
 
@@ -248,7 +248,7 @@ def prepare(
 
 
 def _check_anchors(session: Session, reader: SourceReader, unsafe: bool) -> None:
-    """FixError unless every edit that is made sits at an anchor of its step's kind (see fix.anchors)."""
+    """FixError unless every edit that is made sits at an anchor of its step's kind (see fix.applying.anchors)."""
     for report in session.functions:
         steps = [s for s in plan_steps(report) if s.edits and (unsafe or s.tier == 0)]
         if not steps:

@@ -24,7 +24,7 @@ class RewriteError(ValueError):
 
 
 # Whole statements (a def moved to module level) are the file's own lines, compared with what the
-# file itself gives before any parser sees them (fix.anchor_moves): bounded like a def, not a decorator.
+# file itself gives before any parser sees them (fix.core.anchor_moves): bounded like a def, not a decorator.
 MAX_LINES_CHARS = 200_000
 
 

@@ -58,7 +58,7 @@ class Verification:
     seconds: float = 0.0  # copy and run, wall clock
     timed_out: bool = False
     changed_data: tuple[str, ...] = ()  # linked data files the run changed (it should only read them)
-    stdout: StdoutCheck | None = None  # whether its stdout matched the recorded run's (fix.output_check)
+    stdout: StdoutCheck | None = None  # whether its stdout matched the recorded run's (fix.applying.output_check)
 
 
 def program_command(command: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -133,11 +133,11 @@ def verify(
     unsafe: bool = False,
     check_output: bool = True,
 ) -> Verification:
-    """Copy ``root`` (see fix.workcopy), apply ``changes`` in the copy, run ``command`` there monitored.
+    """Copy ``root`` (see fix.applying.workcopy), apply ``changes`` in the copy, run ``command`` there monitored.
 
     Nothing is written outside the copy but the log; SIGTERM stops the program and removes the copy.
     With ``check_output`` its stdout is compared with the recorded run's, and where they differ an
-    unedited copy is run the same way afterwards (fix.output_check).
+    unedited copy is run the same way afterwards (fix.applying.output_check).
     """
     from tfretrace.fix.applying.progress import Status
 
@@ -178,7 +178,7 @@ def verify(
             except subprocess.TimeoutExpired:
                 timed_out = True
             finally:
-                # The program, its group, and what it started in sessions of its own (fix.stray).
+                # The program, its group, and what it started in sessions of its own (fix.applying.stray).
                 stop(proc, copy, _GRACE)
         try:
             after: Session | None = None if timed_out else load(saved)

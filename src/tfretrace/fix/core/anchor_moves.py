@@ -1,4 +1,4 @@
-"""Anchors of the edits that move or add statements, rewrite a body's call, or replace Keras predict.
+"""What the move kinds' anchor checks share: a move's edits derived again from the file, a moved def or line judged.
 
 A move (a def to module level, a statement out of its loop, a vectorized_map wrapper) is never
 judged from the session's text alone: the edits tfretrace would make are derived again from the

@@ -51,13 +51,13 @@ class Candidate:
     final: bool = False
     pinned: str | None = None  # an input_signature's dims that stay pinned, and why
     python_use: str | None = None  # a statement: the body's uses that need the Python value
-    safety: str | None = None  # fix.safety's class, set by the planner
+    safety: str | None = None  # the kind's class (fix.kinds), set by the planner
     # A generalized signature, or a Python value as a tensor of one dtype, traced by TensorFlow
-    # (fix.safety): "tensorflow" where the probe found the same outputs, else what TensorFlow said
+    # (fix.planning.safety_plan): "tensorflow" where the probe found the same outputs, else what TensorFlow said
     # (signatures only); None where no probe ran (no live function).
     tf_check: str | None = None
     unsafe_reason: str | None = None
-    # A kind whose maker checks its own conditions (fix.safety's ``maker_checks``): why they do not
+    # A kind whose maker checks its own conditions (KindSafety's ``maker_checks``): why they do not
     # hold here (the step is then unsafe), None where they do.
     condition: str | None = None
 

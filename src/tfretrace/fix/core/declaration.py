@@ -84,7 +84,7 @@ def _is_spec(node: ast.expr, alias: str | None) -> bool:
     if isinstance(node, ast.Dict):
         return all(isinstance(k, ast.Constant) for k in node.keys) and all(_is_spec(v, alias) for v in node.values)
     if isinstance(node, ast.Attribute) and node.attr == "element_spec":
-        return isinstance(node.value, ast.Name)  # the dataset's name, as fix.declare writes it
+        return isinstance(node.value, ast.Name)  # the dataset's name, as fix.kinds.element_spec writes it
     if not isinstance(node, ast.Call) or alias is None:
         return False
     dotted = dotted_name(node.func)

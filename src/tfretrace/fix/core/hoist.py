@@ -1,4 +1,4 @@
-"""Move what is re-created on every pass out of it: a tf.function def to module level, a pipeline out of its loop."""
+"""The hoists several kinds share: a tf.function def moved to module level, a statement made once before its loop."""
 
 from __future__ import annotations
 

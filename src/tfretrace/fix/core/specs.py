@@ -64,7 +64,7 @@ def _spec_source(leaf: Leaf, by_path: dict[str, Leaf], tf: str) -> str | None:
         keys = [k.path[len(leaf.path) + 1 : -1] for k in kids]
         return "{" + ", ".join(f"{key}: {p}" for key, p in zip(keys, texts)) + "}"
     # A namedtuple or attrs class would be called when the edited file is imported: `fix --apply`
-    # writes no call but TensorFlow's spec constructors (fix.anchors), so none is planned.
+    # writes no call but TensorFlow's spec constructors (fix.core.declaration), so none is planned.
     return None
 
 

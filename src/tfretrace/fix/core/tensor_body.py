@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import ast
 
+from tfretrace.fix.core.anchor_base import span_of
 from tfretrace.fix.core.body import constant_calls, python_if, unsafe_uses
 from tfretrace.fix.core.candidate import FunctionContext
-from tfretrace.fix.core.source import Replacement, Span
+from tfretrace.fix.core.source import Replacement
 
 
 def body_problem(
@@ -59,7 +60,7 @@ def tensor_body(
         return (), rest
     edits = []
     for call in calls:
-        span, func = _span(definition.path, call), _span(definition.path, call.func)
+        span, func = span_of(call, definition.path), span_of(call.func, definition.path)
         text, head = ctx.reader.text(span), ctx.reader.text(func)
         edits.append(Replacement(span, f"{definition.tf_alias}.convert_to_tensor" + text[len(head):]))
     return tuple(edits), None
@@ -78,10 +79,6 @@ def body_note(body: tuple[Replacement, ...], ctx: FunctionContext) -> str:
     return f", and {ctx.tf}.convert_to_tensor for {ctx.tf}.constant in {ctx.short}'s body" if body else ""
 
 
-def _span(path: str, node: ast.expr) -> Span:
-    return Span(path, node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
-
-
 def add_n_body(ctx: FunctionContext, param: str) -> Replacement | None:
     """``tf.add_n(param)`` -> ``tf.reduce_sum(param, axis=0)``, when that call is the body's only use of ``param``."""
     definition = ctx.definition
@@ -97,4 +94,4 @@ def add_n_body(ctx: FunctionContext, param: str) -> Replacement | None:
     ]
     if len(sums) != 1 or len(uses) != 1:
         return None
-    return Replacement(_span(definition.path, sums[0]), f"{definition.tf_alias}.reduce_sum({param}, axis=0)")
+    return Replacement(span_of(sums[0], definition.path), f"{definition.tf_alias}.reduce_sum({param}, axis=0)")

@@ -1,4 +1,4 @@
-"""A factory that only makes a tf.function, called again on every pass of a loop: called once before it.
+"""Fix kind hoist-factory-call: a factory that only makes a tf.function, called on each pass, called once before.
 
 ``f = make_f(2.0)`` in a loop makes a new tf.function (an empty trace cache) on every pass. Where
 ``make_f`` is a module-level def whose body is nothing but the tf.function def and ``return`` of

@@ -9,7 +9,7 @@ from tfretrace.fix.core.anchor_moves import recorded_sites
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.kind import Kind
 from tfretrace.fix.core.safety import KindSafety
-from tfretrace.fix.core.source import Replacement, Span, is_user_path
+from tfretrace.fix.core.source import Replacement, is_user_path
 from tfretrace.records.events import TENSOR
 
 NAME = "keras-call"
@@ -91,9 +91,9 @@ def _predict_call(ctx: FunctionContext, site: str) -> Replacement | str | None:
         return (f"calling the model instead of predict at {site} (model(x, training=False).numpy()) is not "
                 f"offered: {path}:{reader} reads model.predict_function, which the call would leave untraced")
     assert isinstance(node.func, ast.Attribute)
-    model = ctx.reader.text(_span(path, node.func.value))
-    data = ctx.reader.text(_span(path, node.args[0]))
-    return Replacement(_span(path, node), f"{model}({data}, training=False).numpy()")
+    model = ctx.reader.text(span_of(node.func.value, path))
+    data = ctx.reader.text(span_of(node.args[0], path))
+    return Replacement(span_of(node, path), f"{model}({data}, training=False).numpy()")
 
 
 def _names_a_dataset(tree: ast.Module, call: ast.Call) -> bool:
@@ -107,10 +107,6 @@ def _names_a_dataset(tree: ast.Module, call: ast.Call) -> bool:
             if "Dataset" in text or ".batch(" in text or "data." in text:
                 return True
     return False
-
-
-def _span(path: str, node: ast.expr) -> Span:
-    return Span(path, node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
 
 
 def keras_call(anchors: Anchors, edit: Replacement) -> str | None:

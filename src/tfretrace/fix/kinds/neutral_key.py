@@ -1,4 +1,4 @@
-"""A dict key the function only multiplies by (a mask): filled with ones where a call leaves it out.
+"""Fix kind neutral-key: a dict key the function only multiplies by (a mask), filled with ones where a call lacks it.
 
 ``f({"values": v})`` next to ``f({"values": v, "mask": m})`` is two structures, two traces. Where
 the body does nothing with the key but ``x = x * d["mask"]`` under ``if "mask" in d:`` (no

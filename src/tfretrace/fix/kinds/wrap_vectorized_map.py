@@ -6,7 +6,7 @@ import ast
 from collections.abc import Iterator
 
 from tfretrace.fix.core import move_checks
-from tfretrace.fix.core.anchor_base import Anchors
+from tfretrace.fix.core.anchor_base import Anchors, span_of
 from tfretrace.fix.core.anchor_moves import move, recorded_sites
 from tfretrace.fix.core.defs import root_name
 from tfretrace.fix.core.hoist import bound_at_module
@@ -48,15 +48,11 @@ def vectorized_edits(reader: SourceReader, site: str) -> tuple[str, tuple[Replac
         return None
     start = min([top.lineno] + [d.lineno for d in getattr(top, "decorator_list", [])])
     wrapper = f"@{alias}.function\ndef {name}(elems):\n    return {alias}.vectorized_map({fn.id}, elems)\n"
-    elems_text = reader.text(_span(path, elems))
+    elems_text = reader.text(span_of(elems, path))
     return name, (
         Replacement(Span(path, start, 0, start, 0), wrapper),
-        Replacement(_span(path, call), f"{name}({elems_text})"),
+        Replacement(span_of(call, path), f"{name}({elems_text})"),
     )
-
-
-def _span(path: str, node: ast.expr) -> Span:
-    return Span(path, node.lineno, node.col_offset, node.end_lineno or node.lineno, node.end_col_offset or 0)
 
 
 def _vectorized_once(anchors: Anchors, edit: Replacement) -> Iterator[tuple[Replacement, ...]]:

@@ -4,28 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Protocol
 
 from tfretrace.fix.core.body import random_draw
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, first_config
 from tfretrace.fix.core.predict import calls_of, count, mean_seconds
 from tfretrace.fix.core.safety import ADVICE, TF_CHECKED
 from tfretrace.fix.core.source import SourceReader
-from tfretrace.fix.kinds import (
-    cast_dtype,
-    drop_remainder,
-    element_spec,
-    hoist_object,
-    input_signature,
-    keras_call,
-    keras_pad,
-    keras_pad_rows,
-    neutral_key,
-    objects,
-    reduce_retracing,
-    tensor_argument,
-    zero_state,
-)
+from tfretrace.fix.kinds import CALL_SITE_MAKERS, FINAL_MAKERS, MAKERS
 from tfretrace.fix.planning.origin_advice import origin_steps
 from tfretrace.fix.planning.plan_notes import dropped, unaddressed, unpredictable
 from tfretrace.fix.planning.restored import announce_serving, link_restored
@@ -63,33 +49,6 @@ class Probe(Protocol):
     def argument(self, report: FunctionReport, param: str, dtypes: tuple[str, ...]) -> tuple[str | None, str | None]:
         """Traces it with the Python value ``param`` a scalar tensor: the first of ``dtypes`` that traces as
         the run did, else None and what TensorFlow said (None, None where it could not be asked)."""
-
-
-# Fix kinds tried at every step, each for one root cause.
-_KINDS: tuple[Callable[[FunctionContext, State], Any], ...] = (
-    tensor_argument.python_numbers,
-    cast_dtype.dtypes,
-    zero_state.none_to_zeros,
-    tensor_argument.lists,
-    neutral_key.neutral_keys,
-    neutral_key.dict_keys,
-    tensor_argument.read_only_variables,
-    drop_remainder.drop_remainder,
-    objects.one_object,
-    hoist_object.same_object,
-    keras_pad_rows.pad_rows,
-    keras_call.predict_as_call,
-    keras_pad.predict_buckets,
-)
-
-
-# Kinds that change what the __call__ sites pass. A get_concrete_function call passing Python
-# values keeps passing them: after such an edit it no longer matches the calls' traces and traces
-# on its own, which the replay (traced calls only) cannot count.
-_CALL_SITE_KINDS = frozenset({
-    tensor_argument.python_numbers, cast_dtype.dtypes, zero_state.none_to_zeros, tensor_argument.lists,
-    neutral_key.neutral_keys, neutral_key.dict_keys,
-})
 
 
 def plan_for(
@@ -249,10 +208,10 @@ def _by_hand(candidate: Candidate, by_tool: bool) -> Candidate:
 
 def _candidates(ctx: FunctionContext, state: State, tier: int) -> list[Candidate]:
     out: list[Candidate] = []
-    for kind in _KINDS:
+    for kind in MAKERS:
         found = kind(ctx, state)
         made = found if isinstance(found, list) else [] if found is None else [found]
-        if kind in _CALL_SITE_KINDS and ctx.report.concrete_python_sites:
+        if kind in CALL_SITE_MAKERS and ctx.report.concrete_python_sites:
             made = [_unseen_path(ctx, c) for c in made]
         out.extend(made)
     return [c for c in (classified(ctx, c) for c in out) if admitted(c, tier)]
@@ -286,7 +245,7 @@ def _enabling(
 
 def _final(ctx: FunctionContext, state: State, current: int, tier: int) -> tuple[int, Candidate] | None:
     # The last step: one declaration covering every call; reduce_retracing where none can be written.
-    for make in (element_spec.element_spec, input_signature.final_signature, reduce_retracing.reduce_retracing):
+    for make in FINAL_MAKERS:
         candidate = make(ctx, state)
         if candidate is None or candidate.state is None:
             continue

@@ -90,7 +90,7 @@ class PlanStep:
     open: str | None = None
     # What the step changes in the results besides the trace count: one of CHANGES, or None.
     changes: str | None = None
-    # ``safe``, ``unsafe`` or ``advice`` (fix.safety); None on a statement. ``fix --apply`` writes
+    # ``safe``, ``unsafe`` or ``advice`` (declared per kind in fix.kinds); None on a statement. ``fix --apply`` writes
     # only safe steps; ``--unsafe-fixes`` adds the unsafe ones, printing each ``unsafe_reason``.
     safety: str | None = None
     unsafe_reason: str | None = None

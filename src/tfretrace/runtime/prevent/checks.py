@@ -14,7 +14,7 @@ from tfretrace.records.events import TENSOR
 def refusal(node: ast.FunctionDef | ast.AsyncFunctionDef | None, signature: Signature) -> str | None:
     """Why ``signature`` must not be warmed for this body, or None when the checks clear it.
 
-    The planner's rule for an input_signature (fix.signature): a dimension left open that the
+    The planner's rule for an input_signature (fix.kinds.input_signature): a dimension left open that the
     body reads as a Python number (``x.shape[0] == 1``, ``x.shape[0] // 2``, ``len(x)``) is None
     in the general trace, which then takes another branch or fails after its trace-time Python
     ran. Neither may happen to the user's program, so such a signature is not warmed. A body
