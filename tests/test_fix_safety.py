@@ -103,6 +103,25 @@ def test_kinds_that_change_values_are_never_safe(tmp_path: Path) -> None:
     assert classify("input-signature", (), SourceReader(tmp_path)) == ("advice", None)
 
 
+def test_every_kind_module_is_in_the_registry_once() -> None:
+    # One module per edit kind (issue 29 item 6): a module declaring a KIND the registry does not
+    # list would have a class and an anchor check that nothing reads.
+    import importlib
+    import pkgutil
+
+    import tfretrace.fix.kinds as kinds
+
+    declared = []
+    for info in pkgutil.iter_modules(kinds.__path__):
+        module = importlib.import_module(f"tfretrace.fix.kinds.{info.name}")
+        if hasattr(module, "KIND"):
+            assert module.KIND.name == module.NAME, info.name
+            declared.append(module.KIND)
+    assert sorted(k.name for k in declared) == sorted(k.name for k in kinds.REGISTRY)
+    assert len(set(KINDS)) == len(kinds.REGISTRY)
+    assert set(kinds.CHECKS) == set(KINDS) - {"saved-signature"}  # the one kind that makes no edit of its own
+
+
 def test_the_catalogue_lists_every_kind_and_every_program_it_must_leave_unchanged() -> None:
     text = DOCS.read_text()
     rows = dict(re.findall(r"^\| `([a-z-]+)` \| ([^|]+) \|", text, flags=re.M))

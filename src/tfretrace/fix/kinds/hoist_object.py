@@ -10,6 +10,7 @@ from tfretrace.fix.core import move_checks
 from tfretrace.fix.core.anchor_base import Anchors
 from tfretrace.fix.core.anchor_moves import move
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
+from tfretrace.fix.core.defs import callee_name
 from tfretrace.fix.core.hoist import made_once
 from tfretrace.fix.core.kind import Kind
 from tfretrace.fix.core.predict import Call
@@ -143,12 +144,13 @@ def conditions(scope: ast.AST, moved: ast.stmt, names: tuple[str, ...]) -> str |
     (bound,) = move_checks.names_bound(moved) or {""}
     return only_passed_to(scope, bound, names)
 
+
 def only_passed_to(scope: ast.AST, name: str, callees: Iterable[str]) -> str | None:
     """Why an object made once could change between passes: the loop uses it other than as ``callees``' argument."""
     allowed = set(callees)
     passed: set[int] = set()
     for node in ast.walk(scope):
-        if isinstance(node, ast.Call) and _callee(node.func) in allowed:
+        if isinstance(node, ast.Call) and callee_name(node.func) in allowed:
             passed.update(id(a) for a in node.args)
             passed.update(id(k.value) for k in node.keywords)
     for node in ast.walk(scope):
@@ -157,14 +159,6 @@ def only_passed_to(scope: ast.AST, name: str, callees: Iterable[str]) -> str | N
                 f"the loop uses {name} at line {node.lineno} other than as the function's argument (a helper or "
                 "setattr may change it): made once, the changes would carry over to the next pass"
             )
-    return None
-
-
-def _callee(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
     return None
 
 
