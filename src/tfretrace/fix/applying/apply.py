@@ -21,6 +21,7 @@ from tfretrace.fix.core.files import digest as digest_bytes
 from tfretrace.fix.core.files import lines as source_lines
 from tfretrace.fix.core.source import Replacement, SourceReader, Span, is_user_path, resolve
 from tfretrace.fix.errors import FixError as FixError  # re-exported: callers import it from here
+from tfretrace.fix.kinds import cast_dtype, tensor_argument
 from tfretrace.fix.planning.plan import plan_steps
 from tfretrace.fix.planning.step import BY_HAND
 from tfretrace.records.function_report import FunctionReport
@@ -98,7 +99,7 @@ def _inside(path: Path, root: str | os.PathLike[str] | None) -> bool:
 
 
 # Kinds whose edits are at the call sites: a recorded site none of them reaches is left to the user.
-_CALL_SITE_KINDS = frozenset({"tensor-argument", "cast-dtype"})
+_CALL_SITE_KINDS = frozenset({tensor_argument.NAME, cast_dtype.NAME})
 
 
 def edits_by_file(

@@ -133,4 +133,5 @@ KIND = Kind(
         probed=True,
     ),
     check=declaration("input_signature"),
+    generalizes=True,
 )

@@ -286,4 +286,5 @@ KIND = Kind(
         probed=True,
     ),
     check=declaration("input_signature"),
+    generalizes=True,
 )

@@ -278,4 +278,5 @@ KIND = Kind(
     ),
     check=check_edit,
     whole=missing_helper,  # its new lines are the helper, not a move
+    generalizes=True,
 )

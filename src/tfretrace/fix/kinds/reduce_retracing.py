@@ -43,4 +43,5 @@ KIND = Kind(
         "TensorFlow's own relaxation of shapes",
     ),
     check=declaration("reduce_retracing"),
+    generalizes=True,
 )

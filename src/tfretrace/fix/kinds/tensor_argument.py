@@ -364,4 +364,5 @@ KIND = Kind(
     ),
     # At the call sites, and in the body: tf.constant(param) -> tf.convert_to_tensor, tf.add_n -> reduce_sum.
     check=any_of(call_argument("constant", "convert_to_tensor", "stack"), body_constant, body_sum),
+    generalizes=True,
 )

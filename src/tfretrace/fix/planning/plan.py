@@ -11,7 +11,7 @@ from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, firs
 from tfretrace.fix.core.predict import calls_of, count, mean_seconds
 from tfretrace.fix.core.safety import ADVICE, TF_CHECKED
 from tfretrace.fix.core.source import SourceReader
-from tfretrace.fix.kinds import CALL_SITE_MAKERS, FINAL_MAKERS, MAKERS
+from tfretrace.fix.kinds import CALL_SITE_MAKERS, FINAL_MAKERS, MAKERS, cast_dtype, drop_remainder, keras_pad_rows
 from tfretrace.fix.planning.origin_advice import origin_steps
 from tfretrace.fix.planning.plan_notes import dropped, unaddressed, unpredictable
 from tfretrace.fix.planning.restored import announce_serving, link_restored
@@ -100,7 +100,7 @@ def plan_for(
     return tuple([_with_changes(ctx, step) for step in steps] + statements)
 
 
-_KIND_CHANGES = {"drop-remainder": CHANGES_EXAMPLES, "cast-dtype": CHANGES_DTYPE}
+_KIND_CHANGES = {drop_remainder.NAME: CHANGES_EXAMPLES, cast_dtype.NAME: CHANGES_DTYPE}
 
 FLOAT_DIGITS_NOTE = "; floats may differ in the last digits (shape-generic kernels, no constant folding)"
 _PADDED_ROWS_NOTE = "; floats may differ in the last digits (a row of a partial batch is computed in a full one)"
@@ -115,7 +115,7 @@ def _with_changes(ctx: FunctionContext, step: PlanStep) -> PlanStep:
     if draw is None:
         if generalizes(step.kind, step.cause):
             # Issue 33: a generalized signature moved a printed float in its 5th decimal, unsaid.
-            note = _PADDED_ROWS_NOTE if step.kind == "keras-pad-rows" else FLOAT_DIGITS_NOTE
+            note = _PADDED_ROWS_NOTE if step.kind == keras_pad_rows.NAME else FLOAT_DIGITS_NOTE
             step = replace(step, changes=CHANGES_FLOAT_DIGITS, summary=step.summary + note)
         return announce_serving(ctx.report, step)
     # Seen on tensorflow/docs DCGAN: after an input_signature the generated images' mean moved in
@@ -190,7 +190,7 @@ def _phase(
 
 # Fixes that change what the program computes (drop_remainder skips the partial batch's examples):
 # taken only where no declaration from the same calls removes as many traces.
-_DROPS_DATA = frozenset({"drop-remainder"})
+_DROPS_DATA = frozenset({drop_remainder.NAME})
 
 
 def _declared_now(ctx: FunctionContext, state: State, current: int, tier: int, after: int) -> bool:

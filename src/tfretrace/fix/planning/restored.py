@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tfretrace.fix.kinds import saved_signature
+from tfretrace.fix.kinds import element_spec, input_signature, saved_signature
 from tfretrace.fix.planning.step import (
     BY_TOOL,
     CHANGES_FLOAT_DIGITS,
@@ -27,7 +27,7 @@ from tfretrace.records.function_report import FunctionReport
 
 RESTORED_SUFFIX = " (restored by tf.saved_model.load)"
 SAVED_SIGNATURE = saved_signature.NAME
-_DECLARING = ("input-signature", "element-spec")
+_DECLARING = (input_signature.NAME, element_spec.NAME)
 _RESTORED_CAUSES = frozenset({"first-trace", "restored-new-signature", "restored-reloaded"})
 
 

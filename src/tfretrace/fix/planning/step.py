@@ -8,7 +8,7 @@ from typing import Any
 
 from tfretrace.fix.core.safety import ADVICE, SAFE, SAFETIES, TF_CHECKED, UNSAFE
 from tfretrace.fix.core.source import Replacement, Span
-from tfretrace.fix.kinds import kind_floor
+from tfretrace.fix.kinds import REGISTRY, kind_floor, saved_signature
 
 # Who makes a step (the session's ``by``): tfretrace's own edit, or a person.
 BY_TOOL = "tfretrace"
@@ -39,11 +39,8 @@ CHANGES_SAVED_SIGNATURE = "saved-model-signature"
 CHANGES_FLOAT_DIGITS = "float-last-digits"
 CHANGES = (CHANGES_EXAMPLES, CHANGES_DTYPE, CHANGES_RANDOM, CHANGES_SAVED_SIGNATURE, CHANGES_FLOAT_DIGITS)
 
-# Kinds whose traces are generalized: dimensions open (a signature, reduce_retracing, a dataset's
-# element_spec) or a Python value, or a list of tensors, passed as one tensor. keras-pad-rows is
-# among them for the same consequence: a row that was in a partial batch is computed in a full one,
-# and a batch of another size may round differently in its last bit.
-_GENERALIZING = frozenset({"input-signature", "element-spec", "reduce-retracing", "tensor-argument", "keras-pad-rows"})
+# Kinds whose traces are generalized, as each kind declares it (fix.core.kind.Kind.generalizes).
+_GENERALIZING = frozenset(kind.name for kind in REGISTRY if kind.generalizes)
 
 
 def generalizes(kind: str, cause: str) -> bool:
@@ -55,7 +52,7 @@ def generalizes(kind: str, cause: str) -> bool:
 
 # Steps with no edits of their own that tfretrace fix --apply makes all the same, through another
 # function's edits (a restored function, through the saving function's input_signature).
-THROUGH_ANOTHER = frozenset({"saved-signature"})
+THROUGH_ANOTHER = frozenset({saved_signature.NAME})
 
 
 @dataclass(frozen=True)
