@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfretrace.fix.plan import plan_steps
+from tfretrace.fix.planning.plan import plan_steps
 from tfretrace.records.function_report import FunctionReport
 
 COUNTS = Path(__file__).resolve().with_name("tf_counts.py")

@@ -51,9 +51,9 @@ from fix_judge import (
     recorded,
 )
 
-from tfretrace.fix.plan import saved_prediction
-from tfretrace.fix.restored import RESTORED_SUFFIX
-from tfretrace.fix.source import SourceReader
+from tfretrace.fix.core.source import SourceReader
+from tfretrace.fix.planning.plan import saved_prediction
+from tfretrace.fix.planning.restored import RESTORED_SUFFIX
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import load
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tfretrace.fix.rewrite import apply_replacements
-from tfretrace.fix.source import Replacement
+from tfretrace.fix.applying.rewrite import apply_replacements
+from tfretrace.fix.core.source import Replacement
 
 
 def apply_edits(text: str, edits: Iterable[Replacement]) -> str:

@@ -21,8 +21,8 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
 import tfretrace  # noqa: E402
-from tfretrace.fix.plan import predict_applied  # noqa: E402
-from tfretrace.fix.source import Replacement  # noqa: E402
+from tfretrace.fix.core.source import Replacement  # noqa: E402
+from tfretrace.fix.planning.plan import predict_applied  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from edit_helpers import apply_edits  # noqa: E402
@@ -438,7 +438,7 @@ def main(out: Path) -> None:
         plan = report.get("plan", [])
         edits = [
             Replacement(
-                tfretrace.fix.source.Span(e["path"], e["line"], e["col"], e["end_line"], e["end_col"]), e["text"]
+                tfretrace.fix.core.source.Span(e["path"], e["line"], e["col"], e["end_line"], e["end_col"]), e["text"]
             )
             for step in plan
             for e in step["edits"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfretrace.fix.step import PlanStep
+from tfretrace.fix.planning.step import PlanStep
 from tfretrace.records.events import Change, Leaf, TraceEvent
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.render.notebook import CellRetraces

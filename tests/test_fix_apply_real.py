@@ -54,7 +54,7 @@ def record_apply_measure(
 
 def apply_count(function: dict[str, Any], unsafe: bool = False) -> int:
     """The plan's --apply count (``unsafe``: with --unsafe-fixes), else the traces recorded."""
-    from tfretrace.fix.step import PlanStep, applied_count
+    from tfretrace.fix.planning.step import PlanStep, applied_count
 
     found = applied_count([PlanStep.from_dict(s) for s in function["plan"]], unsafe=unsafe)
     return int(function["traces"]) if found is None else found

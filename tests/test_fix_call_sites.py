@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tfretrace.fix.apply import edits_by_file
-from tfretrace.fix.plan import plan_for
-from tfretrace.fix.source import SourceReader
+from tfretrace.fix.applying.apply import edits_by_file
+from tfretrace.fix.core.source import SourceReader
+from tfretrace.fix.planning.plan import plan_for
 from tfretrace.records.events import Leaf, TraceEvent
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
@@ -66,7 +66,7 @@ def test_a_step_that_reaches_only_some_call_sites_predicts_only_that_and_lists_t
 
 
 def test_a_step_by_hand_on_a_keras_function_points_at_the_user_s_call_site() -> None:
-    from tfretrace.fix.step import PlanStep
+    from tfretrace.fix.planning.step import PlanStep
     from tfretrace.records.events import KerasInfo
 
     events = tuple(

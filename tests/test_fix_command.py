@@ -11,8 +11,8 @@ import pytest
 
 from sessions import storm
 from tfretrace.cli import main
-from tfretrace.fix.plan import PlanStep
-from tfretrace.fix.source import Replacement, Span
+from tfretrace.fix.core.source import Replacement, Span
+from tfretrace.fix.planning.plan import PlanStep
 from tfretrace.records.session import Session
 
 TRAIN = (

@@ -7,14 +7,14 @@ from pathlib import Path
 
 from sessions import healthy, keras_predict, session, storm
 from test_fix_plan import PARTIAL, report, t
-from tfretrace.fix.plan import PlanStep, plan_for, predict_applied
-from tfretrace.fix.source import SourceReader
-from tfretrace.fix.step import applied_count, render_counts
-from tfretrace.fix.verify import _compare
+from tfretrace.fix.applying.verify import _compare
+from tfretrace.fix.core.source import SourceReader
+from tfretrace.fix.planning.plan import PlanStep, plan_for, predict_applied
+from tfretrace.fix.planning.step import applied_count, render_counts
 
 
 def _step(kind: str, before: int, after: int, edits: bool, safety: str | None = None) -> PlanStep:
-    from tfretrace.fix.source import Replacement, Span
+    from tfretrace.fix.core.source import Replacement, Span
 
     made = (Replacement(Span("a.py", 1, 0, 1, 1), "x"),) if edits else ()
     safety = safety or ("safe" if edits else "advice")
@@ -138,8 +138,8 @@ def test_a_body_that_needs_the_python_value_keeps_it_and_says_so(tmp_path: Path)
 def test_rewrite_moves_statements_and_refuses_what_is_not_one() -> None:
     import pytest
 
-    from tfretrace.fix.rewrite import RewriteError, apply_replacements
-    from tfretrace.fix.source import Replacement, Span
+    from tfretrace.fix.applying.rewrite import RewriteError, apply_replacements
+    from tfretrace.fix.core.source import Replacement, Span
 
     text = (
         "import x\n\n\ndef outer(xs):\n    @x.function\n    def inner(a):\n        return a\n\n    return inner(xs)\n"
@@ -188,7 +188,8 @@ def run(values, factor):
 
 
 def test_only_what_is_the_same_on_every_pass_moves_out_of_its_loop(tmp_path: Path) -> None:
-    from tfretrace.fix.hoist import object_edits, pipeline_edits
+    from tfretrace.fix.core.hoist import pipeline_edits
+    from tfretrace.fix.kinds.hoist_object import object_edits
 
     path = tmp_path / "hoists.py"
     path.write_text(HOISTS)
@@ -247,7 +248,7 @@ def test_a_def_that_closes_over_nothing_moves_and_the_signature_follows_it(tmp_p
     assert moved.startswith("@tf.function(input_signature=[tf.TensorSpec(shape=[None, None], dtype=tf.float32)])")
     assert "\ndef batch_error(x):\n    return tf.reduce_sum(x)\n" in moved
     from edit_helpers import apply_edits
-    from tfretrace.fix.apply import _overlaps
+    from tfretrace.fix.applying.apply import _overlaps
 
     # What fix --apply writes: the later step's edits replace the earlier ones at the same places.
     kept = [e for e in hoist.edits if not any(_overlaps(e, s) for s in signature.edits)] + list(signature.edits)

@@ -10,9 +10,9 @@ import pytest
 
 from sessions import event, tensor
 from tfretrace.cli import main
-from tfretrace.fix.factory import factory_edits
-from tfretrace.fix.plan import PlanStep, plan_for
-from tfretrace.fix.source import SourceReader
+from tfretrace.fix.core.source import SourceReader
+from tfretrace.fix.kinds.hoist_factory_call import factory_edits
+from tfretrace.fix.planning.plan import PlanStep, plan_for
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 

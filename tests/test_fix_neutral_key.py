@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from sessions import event, tensor
-from tfretrace.fix.anchors import AnchorError, anchors_for, check_step
-from tfretrace.fix.plan import plan_for
-from tfretrace.fix.source import Replacement, SourceReader
+from tfretrace.fix.applying.anchors import AnchorError, anchors_for, check_step
+from tfretrace.fix.core.source import Replacement, SourceReader
+from tfretrace.fix.planning.plan import plan_for
 from tfretrace.records.events import Change, Leaf
 from tfretrace.records.function_report import FunctionReport
 

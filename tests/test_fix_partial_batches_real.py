@@ -115,7 +115,7 @@ def same_output(a: str, b: str) -> bool:
 
 
 def _apply_count(function: dict[str, Any]) -> int:
-    from tfretrace.fix.step import PlanStep, applied_count
+    from tfretrace.fix.planning.step import PlanStep, applied_count
 
     found = applied_count([PlanStep.from_dict(s) for s in function["plan"]])
     return int(function["traces"]) if found is None else found

@@ -131,7 +131,7 @@ def test_the_replay_rules_agree_with_tensorflows_own_trace_types() -> None:
     from tensorflow.core.function.trace_type import trace_type_builder
 
     from tfretrace._tf.types import leaves_of
-    from tfretrace.fix.rules import common_leaf, leaf_covers
+    from tfretrace.fix.core.rules import common_leaf, leaf_covers
     from tfretrace.records.events import Leaf
 
     def spec(shape: tuple[int | None, ...] | None, dtype: Any = tf.float32) -> Any:
@@ -182,10 +182,10 @@ def test_a_partial_training_batch_keeps_every_example(results: dict[str, Any]) -
 
 
 def test_every_planned_edit_is_at_an_anchor_of_its_kind(results: dict[str, Any]) -> None:
-    """`fix` replays a session's edits only at the anchors fix.anchors knows: the planner's own pass."""
-    from tfretrace.fix.anchors import anchors_for, check_edit
-    from tfretrace.fix.plan import plan_steps
-    from tfretrace.fix.source import SourceReader
+    """`fix` replays a session's edits only at the anchors fix.kinds' anchor checks know: the planner's own pass."""
+    from tfretrace.fix.applying.anchors import anchors_for, check_edit
+    from tfretrace.fix.core.source import SourceReader
+    from tfretrace.fix.planning.plan import plan_steps
     from tfretrace.records.function_report import FunctionReport
 
     checked = 0

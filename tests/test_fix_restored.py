@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sessions import event, tensor
-from tfretrace.fix.plan import PlanStep, applied_count, plan_steps
-from tfretrace.fix.restored import link_restored
-from tfretrace.fix.source import Replacement, Span
+from tfretrace.fix.core.source import Replacement, Span
+from tfretrace.fix.planning.plan import PlanStep, applied_count, plan_steps
+from tfretrace.fix.planning.restored import link_restored
 from tfretrace.records.function_report import FunctionReport
 
 SIGNATURE = Replacement(Span("prog.py", 5, 5, 5, 16), "tf.function(input_signature=[tf.TensorSpec([None])])")

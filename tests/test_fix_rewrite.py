@@ -6,8 +6,8 @@ import ast
 
 import pytest
 
-from tfretrace.fix.rewrite import RewriteError, apply_replacements
-from tfretrace.fix.source import Replacement, Span
+from tfretrace.fix.applying.rewrite import RewriteError, apply_replacements
+from tfretrace.fix.core.source import Replacement, Span
 
 BEFORE = '''import tensorflow as tf  # the alias
 

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tfretrace.fix import move_checks
-from tfretrace.fix.safety import KINDS, SAFE, UNSAFE, classify
-from tfretrace.fix.source import Replacement, SourceReader, Span
+from tfretrace.fix.core import move_checks
+from tfretrace.fix.core.safety import SAFE, UNSAFE
+from tfretrace.fix.core.source import Replacement, SourceReader, Span
+from tfretrace.fix.kinds import KINDS
+from tfretrace.fix.planning.safety_plan import classify
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "fix-catalogue.md"
 PROGRAMS = Path(__file__).resolve().parent / "data" / "fix_safety"
@@ -101,6 +103,25 @@ def test_kinds_that_change_values_are_never_safe(tmp_path: Path) -> None:
     assert classify("input-signature", (), SourceReader(tmp_path)) == ("advice", None)
 
 
+def test_every_kind_module_is_in_the_registry_once() -> None:
+    # One module per edit kind (issue 29 item 6): a module declaring a KIND the registry does not
+    # list would have a class and an anchor check that nothing reads.
+    import importlib
+    import pkgutil
+
+    import tfretrace.fix.kinds as kinds
+
+    declared = []
+    for info in pkgutil.iter_modules(kinds.__path__):
+        module = importlib.import_module(f"tfretrace.fix.kinds.{info.name}")
+        if hasattr(module, "KIND"):
+            assert module.KIND.name == module.NAME, info.name
+            declared.append(module.KIND)
+    assert sorted(k.name for k in declared) == sorted(k.name for k in kinds.REGISTRY)
+    assert len(set(KINDS)) == len(kinds.REGISTRY)
+    assert set(kinds.CHECKS) == set(KINDS) - {"saved-signature"}  # the one kind that makes no edit of its own
+
+
 def test_the_catalogue_lists_every_kind_and_every_program_it_must_leave_unchanged() -> None:
     text = DOCS.read_text()
     rows = dict(re.findall(r"^\| `([a-z-]+)` \| ([^|]+) \|", text, flags=re.M))
@@ -130,7 +151,7 @@ def test_an_object_bound_once_is_safe_only_if_the_file_never_changes_it(text: st
 
 
 def test_a_saved_signature_is_safe_only_where_tensorflow_traced_it() -> None:
-    from tfretrace.fix.step import PlanStep
+    from tfretrace.fix.planning.step import PlanStep
 
     edit = {"path": "p.py", "line": 1, "col": 0, "end_line": 1, "end_col": 1, "text": "x"}
     saved = {"cause": "shape-changed", "kind": "input-signature", "summary": "s", "edits": [edit],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sessions import event, tensor
-from tfretrace.fix.predict import Config, calls_of, count
+from tfretrace.fix.core.predict import Config, calls_of, count
 from tfretrace.records.function_report import FunctionReport
 
 

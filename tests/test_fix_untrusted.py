@@ -19,10 +19,10 @@ import pytest
 
 from sessions import storm
 from tfretrace.cli import main
-from tfretrace.fix import apply as apply_mod
-from tfretrace.fix.plan import PlanStep
-from tfretrace.fix.source import Replacement, SourceReader, Span
-from tfretrace.fix.verify import program_command
+from tfretrace.fix.applying import apply as apply_mod
+from tfretrace.fix.applying.verify import program_command
+from tfretrace.fix.core.source import Replacement, SourceReader, Span
+from tfretrace.fix.planning.plan import PlanStep
 from tfretrace.records.events import KerasInfo
 from tfretrace.records.session import Session, load
 
@@ -468,7 +468,7 @@ def _verify(project: Path, saved: Path, *options: str, timeout: int = 120) -> su
 
 
 def _can_clone(folder: Path) -> bool:
-    from tfretrace.fix.workcopy import _clone
+    from tfretrace.fix.applying.workcopy import _clone
 
     (folder / "probe").write_bytes(b"x")
     return _clone(folder / "probe", folder / "probe.clone")
@@ -563,7 +563,7 @@ def test_verify_stops_the_program_at_the_timeout(tmp_path: Path) -> None:
 def test_verify_shows_progress_and_elapsed_time_on_a_terminal() -> None:
     import io
 
-    from tfretrace.fix.progress import Status
+    from tfretrace.fix.applying.progress import Status
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -660,7 +660,8 @@ BEFORE_LOOP = Span("prog.py", 29, 0, 29, 0)
 
 def _derived(kind: str) -> tuple[Replacement, ...]:
     """The edits tfretrace itself makes for ``kind`` in MOVES_PROGRAM (the planner's own functions)."""
-    from tfretrace.fix import factory, hoist
+    from tfretrace.fix.core import hoist
+    from tfretrace.fix.kinds import hoist_factory_call, hoist_object, wrap_vectorized_map
 
     reader = SourceReader(".")
     if kind in ("hoist-def", "input-signature"):
@@ -672,12 +673,12 @@ def _derived(kind: str) -> tuple[Replacement, ...]:
     elif kind in ("hoist-wrap", "hoist-pipeline"):
         found = hoist.pipeline_edits(reader, "prog.py:30" if kind == "hoist-wrap" else "prog.py:31")
     elif kind == "hoist-object":
-        found = hoist.object_edits(reader, "prog.py:33", "cfg")
+        found = hoist_object.object_edits(reader, "prog.py:33", "cfg")
     elif kind == "hoist-factory-call":
-        made = factory.factory_edits(reader, reader.function_at("prog.py:43", "scale"), "prog.py:51")
+        made = hoist_factory_call.factory_edits(reader, reader.function_at("prog.py:43", "scale"), "prog.py:51")
         found = None if made is None else made[1]
     elif kind == "wrap-vectorized-map":
-        wrapped = hoist.vectorized_edits(reader, "prog.py:36")
+        wrapped = wrap_vectorized_map.vectorized_edits(reader, "prog.py:36")
         found = None if wrapped is None else wrapped[1]
     elif kind == "tensor-argument":
         found = (Replacement(Span("prog.py", 26, 11, 26, 27), "tf.reduce_sum(losses, axis=0)"),
@@ -766,7 +767,7 @@ NEW_KIND_HOSTILE: list[tuple[str, Callable[[], tuple[Replacement, ...]]]] = [
 def test_the_new_kinds_edits_off_their_anchors_or_with_foreign_text_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, make: Callable[[], tuple[Replacement, ...]]
 ) -> None:
-    from tfretrace.fix.anchors import AnchorError, anchors_for, check_step
+    from tfretrace.fix.applying.anchors import AnchorError, anchors_for, check_step
 
     (tmp_path / "prog.py").write_text(MOVES_PROGRAM)
     edits = make()
@@ -782,13 +783,13 @@ def test_the_new_kinds_edits_off_their_anchors_or_with_foreign_text_are_refused(
 
 def test_a_def_longer_than_an_edit_text_is_moved_whole(tmp_path: Path) -> None:
     # A moved def is the file's own lines, not a decorator: its size is not bounded like one.
-    from tfretrace.fix.rewrite import MAX_EDIT_CHARS
+    from tfretrace.fix.applying.rewrite import MAX_EDIT_CHARS
 
     padding = "".join(f"        x = x + {i}  # a long training step, line {i}\n" for i in range(150))
     program = MOVES_PROGRAM.replace("        return x + 1\n", padding + "        return x + 1\n")
     assert len(padding) > MAX_EDIT_CHARS
     (tmp_path / "prog.py").write_text(program)
-    from tfretrace.fix import hoist
+    from tfretrace.fix.core import hoist
 
     reader = SourceReader(".")
     edits = hoist.hoist_edits(reader.function_at("prog.py:15", "step"), reader)
@@ -812,7 +813,7 @@ def test_a_def_longer_than_an_edit_text_is_moved_whole(tmp_path: Path) -> None:
 def test_the_copy_keeps_the_edited_program_where_git_ignores_its_folder(tmp_path: Path) -> None:
     # make demo runs its copy of the example in the git-ignored .demo/: --verify must copy and
     # edit that file, and still leave out everything else git ignores.
-    from tfretrace.fix.workcopy import plan_copy
+    from tfretrace.fix.applying.workcopy import plan_copy
 
     (tmp_path / ".git").mkdir()
     (tmp_path / ".gitignore").write_text(".demo/\n")

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from test_fix_untrusted import one_line_error, recorded, step
 from tfretrace.cli import main
-from tfretrace.fix.anchors import AnchorError, anchors_for, check_edit
-from tfretrace.fix.plan import PlanStep
-from tfretrace.fix.source import Replacement, SourceReader, Span
+from tfretrace.fix.applying.anchors import AnchorError, anchors_for, check_edit
+from tfretrace.fix.core.source import Replacement, SourceReader, Span
+from tfretrace.fix.planning.plan import PlanStep
 from tfretrace.records.function_report import FunctionReport
 
 # A stand-in `tensorflow` module: the edited program runs here without TensorFlow, and a call of

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from sessions import storm
 from tfretrace.cli import main
-from tfretrace.fix.plan import PlanStep
-from tfretrace.fix.source import Replacement, Span
+from tfretrace.fix.core.source import Replacement, Span
+from tfretrace.fix.planning.plan import PlanStep
 from tfretrace.records.session import Session
 
 # Matrix rows leave it out (tools/matrix.py): plan edits from hand-made sessions: pure Python.

@@ -40,6 +40,13 @@ ADAPTER_ORDER = [
     "warmup", "graph_compare", "probe",
 ]
 
+# Inside the fix package, by role, bottom up: a sub-package imports only itself and those before
+# it. core is what every kind and the planner share, kinds holds one module per edit kind and the
+# registry, planning assembles plans from the kinds, applying turns a session into file changes.
+# The package's own __init__ and errors sit below them all and import none of them.
+FIX = SRC / "fix"
+FIX_ORDER = ["core", "kinds", "planning", "applying"]
+
 
 def _dotted(path: Path) -> str:
     """``tfretrace.records.events`` for src/tfretrace/records/events.py; a package is its __init__."""
@@ -201,6 +208,36 @@ def test_the_adapter_package_imports_bottom_up() -> None:
             if target.startswith("tfretrace._tf."):
                 other = target.split(".")[2]
                 assert ADAPTER_ORDER.index(other) < here, f"_tf/{path.name} imports {target}"
+
+
+def _fix_rank(module: str) -> int:
+    """The place of a fix module's sub-package in FIX_ORDER; -1 for the package's own __init__ and errors."""
+    parts = module.split(".")
+    if len(parts) == 2 or parts[2] == "errors":
+        return -1
+    assert parts[2] in FIX_ORDER, f"{module}: fix sub-package {parts[2]} is in no role: add it to FIX_ORDER"
+    return FIX_ORDER.index(parts[2])
+
+
+def test_every_fix_module_has_a_role() -> None:
+    loose = {p.name for p in FIX.glob("*.py")}
+    assert loose == {"__init__.py", "errors.py"}, "put fix modules in a sub-package of FIX_ORDER"
+    assert sorted(p.name for p in FIX.iterdir() if p.is_dir() and p.name != "__pycache__") == sorted(FIX_ORDER)
+
+
+@pytest.mark.parametrize("path", sorted(FIX.rglob("*.py")), ids=lambda p: str(p.relative_to(FIX)))
+def test_fix_sub_packages_import_in_role_order(path: Path) -> None:
+    # Every import counts, lazy and type-only ones included: core -> kinds -> planning -> applying.
+    here = _fix_rank(_dotted(path))
+    for target in _imports(path):
+        if target.startswith("tfretrace.fix."):
+            assert _fix_rank(target) <= here, f"{_dotted(path)} imports {target}: against {FIX_ORDER}"
+
+
+def test_fix_role_order_check_sees_a_violation() -> None:
+    assert _fix_rank("tfretrace.fix.kinds.neutral_key") > _fix_rank("tfretrace.fix.core.source")
+    assert _fix_rank("tfretrace.fix.core.source") < _fix_rank("tfretrace.fix.applying.apply")
+    assert _fix_rank("tfretrace.fix.errors") < _fix_rank("tfretrace.fix.core")
 
 
 def test_package_lint_and_plugin_import_without_tensorflow() -> None:

@@ -96,7 +96,7 @@ def test_python_values_including_kwargs_and_equal_literals() -> None:
     assert fn.calls == 4
     # The fix plan's replay of TF's cache rules, over the recorded calls, gives TF's count on
     # either rule (the leaves say which one recorded them).
-    from tfretrace.fix.predict import Config, calls_of, count
+    from tfretrace.fix.core.predict import Config, calls_of, count
 
     assert count(calls_of(fn), Config()) == value_fn.experimental_get_tracing_count()
 

@@ -233,7 +233,7 @@ def test_a_prevented_run_gates_and_plans_as_the_program_is_written(tmp_path: Pat
 
 
 def test_verify_measures_the_program_without_prevention(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tfretrace.fix.verify import verify
+    from tfretrace.fix.applying.verify import verify
     from tfretrace.records.session import load
 
     (tmp_path / "train.py").write_text(PROGRAM, encoding="utf-8")

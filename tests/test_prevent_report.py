@@ -52,7 +52,7 @@ def test_verify_compares_a_prevented_function_from_its_count_as_written(tmp_path
     from dataclasses import replace
 
     from sessions import healthy
-    from tfretrace.fix.verify import _compare
+    from tfretrace.fix.applying.verify import _compare
 
     # Prevention kept train_step at one trace; its plan (as written) is what --verify checks.
     warmed = replace(healthy("train_step", "train.py:8"), plan=({"cause": "shape-changed", "kind": "input-signature",

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from test_fix_untrusted import TF_DECORATOR, TRAIN, recorded, step
-from tfretrace.fix import apply as apply_mod
-from tfretrace.fix.source import Replacement, Span
+from tfretrace.fix.applying import apply as apply_mod
+from tfretrace.fix.core.source import Replacement, Span
 
 # Loaded by the `fix` process only (through the test's PYTHONPATH): the first file write finishes,
 # says so in a file, then waits; the signal arrives while the second file is still unwritten.
 _PAUSE = """\
 import time
-import tfretrace.fix.apply as apply
+import tfretrace.fix.applying.apply as apply
 
 _real = apply.atomic_write_text
 _calls = []

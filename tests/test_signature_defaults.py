@@ -1,4 +1,4 @@
-"""Which trailing parameters an input_signature leaves at their default (fix.signature_defaults), on recorded calls.
+"""Which trailing parameters an input_signature leaves at their default (fix.core.signature_defaults), recorded calls.
 
 The TensorFlow side (a left-out default is bound as a Literal, 9 -> 3 traces on the Core APIs
 MLP) is measured in tests/test_fix_module_signature_real.py.
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import ast
 
-from tfretrace.fix.predict import Call
-from tfretrace.fix.rules import covers
-from tfretrace.fix.signature_defaults import defaults_left_out
+from tfretrace.fix.core.predict import Call
+from tfretrace.fix.core.rules import covers
+from tfretrace.fix.core.signature_defaults import defaults_left_out
 from tfretrace.records.events import BY_TYPE, LITERAL_RULE, PYTHON, TENSOR, Leaf
 
 DEF = ast.parse("def __call__(self, x, scale=1.0, preds=False):\n    return x\n").body[0]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tfretrace.cli.lint_command import main
-from tfretrace.fix.apply import FixError
+from tfretrace.fix.applying.apply import FixError
 from tfretrace.lint import lint_source
 from tfretrace.lint.fixes import FIXABLE, SAFE, fix_files, write_fixes
 

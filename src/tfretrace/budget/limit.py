@@ -234,7 +234,7 @@ def _with_checked_fix(state: FunctionState, event: TraceEvent) -> TraceEvent:
             trace_seconds=state.seconds, objects=state.objects, events=tuple(state.events()), keras=state.keras,
         )
         # The planner loads only when a budget is exceeded: importing tfretrace stays light.
-        from tfretrace.fix.plan import fix_for
+        from tfretrace.fix.planning.plan import fix_for
 
         return replace(event, fix=fix_for(report, event))
     except Exception:

@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ns.command == "profile":
             return profile_command.command_profile(ns, sys.stdout, sys.stderr)
         if ns.command == "fix":
-            from tfretrace.fix.apply import FixError  # the fixer loads only for `fix`
+            from tfretrace.fix.applying.apply import FixError  # the fixer loads only for `fix`
 
             out = console_for(sys.stdout)
             width, color = out.width, colored(out)

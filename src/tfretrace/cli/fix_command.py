@@ -16,8 +16,8 @@ from tfretrace.cli.invocation import tfretrace_command
 from tfretrace.records.session import load
 
 if TYPE_CHECKING:
-    from tfretrace.fix.apply import Advice, FileChange
-    from tfretrace.fix.verify import Verification
+    from tfretrace.fix.applying.apply import Advice, FileChange
+    from tfretrace.fix.applying.verify import Verification
     from tfretrace.records.session import Session
 
 
@@ -101,8 +101,8 @@ def command_fix(
 ) -> int:
     """Run ``tfretrace fix``; FixError and session errors become one line and exit status 2."""
     # The fixer and the renderer load here: `tfretrace --help` and the other commands skip them.
-    from tfretrace.fix.apply import FixError, as_written, prepare, write_all
-    from tfretrace.fix.verify import log_path, verify
+    from tfretrace.fix.applying.apply import FixError, as_written, prepare, write_all
+    from tfretrace.fix.applying.verify import log_path, verify
     from tfretrace.render.text import render_plans
 
     if ns.also_run and command is None:
@@ -151,7 +151,7 @@ def command_fix(
 def _on_other_data(ns: argparse.Namespace, session: Session, changes: list[FileChange], root: Path,
                    out: TextIO, err: TextIO) -> bool:
     """Each --also-run command as written and edited; False when the edit broke or changed it unannounced."""
-    from tfretrace.fix.other_data import (
+    from tfretrace.fix.applying.other_data import (
         CRASHED,
         EXIT_DIFFERS,
         OUTPUT_DIFFERS,
@@ -188,7 +188,7 @@ def _on_other_data(ns: argparse.Namespace, session: Session, changes: list[FileC
 
 
 def _print_changes(changes: list[FileChange], advice: list[Advice], out: TextIO) -> None:
-    from tfretrace.fix.apply import unified_diff
+    from tfretrace.fix.applying.apply import unified_diff
 
     if changes:
         out.write("\n" + printable(unified_diff(changes)))
@@ -239,8 +239,8 @@ def _record(path: str, result: Verification, err: TextIO) -> None:
     A session that cannot be rewritten (read-only, its folder gone) only loses this record: the
     measurement was printed, and --apply still runs.
     """
-    from tfretrace.fix.apply import mark_verified
-    from tfretrace.fix.verify import row_key
+    from tfretrace.fix.applying.apply import mark_verified
+    from tfretrace.fix.applying.verify import row_key
 
     if result.session is None or result.exit_status != 0:
         return

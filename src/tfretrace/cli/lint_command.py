@@ -98,7 +98,7 @@ def _load_config(args: argparse.Namespace) -> config_mod.LintConfig:
 
 def _fix(args: argparse.Namespace, report: Report, codes: tuple[str, ...], max_size: int) -> int | None:
     """--diff: print the diff and give the exit code; --fix: write the files (None on failure)."""
-    from tfretrace.fix.apply import FixError, unified_diff
+    from tfretrace.fix.applying.apply import FixError, unified_diff
     from tfretrace.lint.fixes import FIXABLE, fix_files, summary, write_fixes
 
     paths = sorted({f.path for f in report.findings if f.code in FIXABLE})

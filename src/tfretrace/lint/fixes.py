@@ -1,7 +1,7 @@
 """`tfretrace lint --fix`: the mechanical fixes of lint findings, as edits for tfretrace fix's rewriter.
 
-A fix is a list of ``fix.source.Replacement`` spans, applied by ``fix.rewrite.apply_replacements``
-(libcst, comments and layout kept) and written by ``fix.apply.write_all`` (atomic, all files or
+A fix is a list of ``fix.core.source.Replacement`` spans, applied by ``fix.applying.rewrite.apply_replacements``
+(libcst, comments and layout kept) and written by ``fix.applying.apply.write_all`` (atomic, all files or
 none): the same code path as ``tfretrace fix``. Safe fixes keep the program's behaviour (a renamed
 keyword); unsafe ones change what the code does at run time (a tensor argument instead of a Python
 number, ``tf.print`` on every call instead of ``print`` once per trace) and need ``--unsafe-fixes``.
@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tfretrace.fix.source import Replacement, Span
+from tfretrace.fix.core.source import Replacement, Span
 from tfretrace.lint._names import Imports
 from tfretrace.lint.checker import lint_tree
 from tfretrace.lint.findings import Finding
@@ -25,8 +25,8 @@ from tfretrace.lint.formats import shown_path
 from tfretrace.lint.notebook import NotebookError, NotebookSource, read_notebook, with_new_lines
 from tfretrace.lint.runner import decode, parse, read_bytes
 
-if TYPE_CHECKING:  # fix.apply pulls in the session model: imported only when files are fixed
-    from tfretrace.fix.apply import FileChange
+if TYPE_CHECKING:  # fix.applying.apply pulls in the session model: imported only when files are fixed
+    from tfretrace.fix.applying.apply import FileChange
 
 # The codes with a fix, and whether it is safe (behaviour kept) or unsafe (behaviour changed).
 SAFE: frozenset[str] = frozenset({"TFR115"})
@@ -262,8 +262,8 @@ def fix_files(paths: Sequence[str], codes: Sequence[str], max_size: int, *, unsa
     A notebook's code cells are fixed as the one module they are linted as, and each changed line
     is written back into its cell.
     """
-    from tfretrace.fix.apply import FileChange
-    from tfretrace.fix.rewrite import RewriteError, apply_replacements
+    from tfretrace.fix.applying.apply import FileChange
+    from tfretrace.fix.applying.rewrite import RewriteError, apply_replacements
 
     result = FixResult()
     if not FIXABLE.intersection(codes):
@@ -308,7 +308,7 @@ def fix_files(paths: Sequence[str], codes: Sequence[str], max_size: int, *, unsa
 
 def write_fixes(result: FixResult) -> None:
     """Write every fixed file atomically, or none: FixError when one changed since it was read."""
-    from tfretrace.fix.apply import FixError, write_all
+    from tfretrace.fix.applying.apply import FixError, write_all
 
     for change in result.changes:
         try:

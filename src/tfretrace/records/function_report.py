@@ -11,7 +11,7 @@ from tfretrace.records.events import KerasInfo, TraceEvent
 from tfretrace.records.function_key import FunctionKey
 from tfretrace.records.xla_events import RECOMPILE, XlaEvent
 
-# The types of a fix plan step's known fields (tfretrace.fix.plan.PlanStep.to_dict); a step may
+# The types of a fix plan step's known fields (tfretrace.fix.planning.plan.PlanStep.to_dict); a step may
 # lack some (the renderers skip it) or carry fields a newer tfretrace added.
 _STEP_FIELDS: dict[str, Any] = {
     "cause": C.text, "kind": C.text, "summary": C.text, "code": C.optional_text,
@@ -69,7 +69,7 @@ class FunctionReport:
     failed_traces: int = 0
     dropped_events: int = 0
     worker: str | None = None
-    # The fix plan in its JSON form (tfretrace.fix.plan.PlanStep.to_dict), ranked by savings.
+    # The fix plan in its JSON form (tfretrace.fix.planning.plan.PlanStep.to_dict), ranked by savings.
     plan: tuple[dict[str, Any], ...] = ()
     # The exact number of retraces, recorded live; None (older sessions, hand-built reports)
     # counts the kept events, which miss the ones beyond the bounded history.

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from tfretrace._util.text import plural, printable
-from tfretrace.fix.step import BY_TOOL, PlanStep, numbered, plan_steps, render_counts
+from tfretrace.fix.planning.step import BY_TOOL, PlanStep, numbered, plan_steps, render_counts
 from tfretrace.records import catalogue
 from tfretrace.records.cause import Cause
 from tfretrace.records.events import KerasInfo, TraceEvent

@@ -13,7 +13,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from tfretrace._util.version import __version__
-from tfretrace.fix.step import plan_steps
+from tfretrace.fix.planning.step import plan_steps
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session

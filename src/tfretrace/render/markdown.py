@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tfretrace._util.text import plural
-from tfretrace.fix.step import plan_steps
+from tfretrace.fix.planning.step import plan_steps
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 from tfretrace.render import _model

@@ -6,7 +6,7 @@ import html
 from dataclasses import dataclass
 
 from tfretrace._util.text import plural
-from tfretrace.fix.step import PlanStep, plan_steps
+from tfretrace.fix.planning.step import PlanStep, plan_steps
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tfretrace._util.text import plural
-from tfretrace.fix.step import plan_steps
+from tfretrace.fix.planning.step import plan_steps
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session

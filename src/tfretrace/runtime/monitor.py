@@ -158,12 +158,12 @@ class Monitor:
                               for s in self._functions.values())
         # The planner loads here, not at import: a run whose session is never asked for (and
         # `import tfretrace`) does not pay for it.
-        from tfretrace.fix.apply import source_hashes
-        from tfretrace.fix.plan import PlanCache
+        from tfretrace.fix.applying.apply import source_hashes
+        from tfretrace.fix.planning.plan import PlanCache
 
         if self._plans is None:
             self._plans = PlanCache()
-        # Once the program has finished, TensorFlow traces each generalized signature (fix.signature):
+        # Once the program has finished, TensorFlow traces each generalized signature (fix.kinds.input_signature):
         # the probe runs the body's Python once more, which a running program must not see.
         probe = probe_live(self._root) if self.program_done and not self.active else None
         functions = keras_rows_apart(self._plans.planned(functions, self.internal_error, probe))

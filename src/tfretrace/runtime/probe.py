@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfretrace.fix.plan import Probe
+from tfretrace.fix.planning.plan import Probe
 from tfretrace.records.function_report import FunctionReport
 
 _NOT_FOUND = (

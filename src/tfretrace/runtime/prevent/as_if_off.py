@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tfretrace.explain.analyzer import Prior, explain
-from tfretrace.fix.rules import Signature, covers
+from tfretrace.fix.core.rules import Signature, covers
 from tfretrace.records.events import EXPECTED_CAUSES, TraceEvent
 from tfretrace.records.function_report import FunctionReport
 
@@ -64,8 +64,8 @@ def planned_off(
 
     ``objects`` None: nothing was warmed, so the run's own record is the program as written.
     """
-    from tfretrace.fix.plan import predict_applied, with_plan
-    from tfretrace.fix.source import SourceReader
+    from tfretrace.fix.core.source import SourceReader
+    from tfretrace.fix.planning.plan import predict_applied, with_plan
 
     reader = SourceReader()
     if objects is None:

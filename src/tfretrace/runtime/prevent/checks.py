@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import ast
 
-from tfretrace.fix.body import random_draw, size_reads, trace_time_effect
-from tfretrace.fix.rules import Signature
-from tfretrace.fix.specs import is_top
-from tfretrace.fix.step import CHANGES_RANDOM
+from tfretrace.fix.core.body import random_draw, size_reads, trace_time_effect
+from tfretrace.fix.core.rules import Signature
+from tfretrace.fix.core.specs import is_top
+from tfretrace.fix.planning.step import CHANGES_RANDOM
 from tfretrace.records.events import TENSOR
 
 
 def refusal(node: ast.FunctionDef | ast.AsyncFunctionDef | None, signature: Signature) -> str | None:
     """Why ``signature`` must not be warmed for this body, or None when the checks clear it.
 
-    The planner's rule for an input_signature (fix.signature): a dimension left open that the
+    The planner's rule for an input_signature (fix.kinds.input_signature): a dimension left open that the
     body reads as a Python number (``x.shape[0] == 1``, ``x.shape[0] // 2``, ``len(x)``) is None
     in the general trace, which then takes another branch or fails after its trace-time Python
     ran. Neither may happen to the user's program, so such a signature is not warmed. A body

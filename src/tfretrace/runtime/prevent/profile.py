@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tfretrace.fix.predict import calls_of
-from tfretrace.fix.rules import Signature, common_signature, covers
-from tfretrace.fix.specs import is_top
+from tfretrace.fix.core.predict import calls_of
+from tfretrace.fix.core.rules import Signature, common_signature, covers
+from tfretrace.fix.core.specs import is_top
 from tfretrace.records.events import KerasInfo
 from tfretrace.records.function_key import FunctionKey
 from tfretrace.records.function_report import FunctionReport

@@ -9,8 +9,8 @@ import weakref
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tfretrace.fix.predict import Call, Config, Replay, count
-from tfretrace.fix.rules import Signature, covers
+from tfretrace.fix.core.predict import Call, Config, Replay, count
+from tfretrace.fix.core.rules import Signature, covers
 from tfretrace.records.prevention import FunctionPrevention, PreventionReport
 from tfretrace.runtime.prevent.checks import changes_of, refusal
 from tfretrace.runtime.prevent.match import find

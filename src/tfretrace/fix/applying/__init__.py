@@ -1,0 +1,1 @@
+"""A session turned into file changes and measured: anchor checks, all-or-nothing writes, verify runs."""

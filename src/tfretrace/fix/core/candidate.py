@@ -1,0 +1,210 @@
+"""The record every fix kind produces, and what the kinds share: the function's context and its calls."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from tfretrace.fix.core.defs import callee_name
+from tfretrace.fix.core.predict import Call, Config, Replay
+from tfretrace.fix.core.rules import literal_key
+from tfretrace.fix.core.source import CallInfo, DefInfo, Replacement, SourceReader, is_user_path
+from tfretrace.records.events import PYTHON, Leaf
+from tfretrace.records.function_report import FunctionReport
+
+
+@dataclass(frozen=True)
+class State:
+    """The function's calls and declaration after the fixes chosen so far."""
+
+    replay: Replay
+    config: Config
+    # An advice step (done by hand) changed what the calls pass: a declaration written for those
+    # calls would reject the program as it is, so it is advice too.
+    signature_advice: bool = False
+    # A hoist step moved the def to module level: a later declaration edits the moved copy.
+    moved: bool = False
+    # keras-pad-rows rewrote the model's predict calls: no other predict edit goes at those calls.
+    keras_padded: bool = False
+
+    def map_calls(self, change: dict[int, Call | None]) -> State:
+        """Calls replaced (or dropped, for None) by call index."""
+        calls = []
+        for call in self.replay.calls:
+            new = change.get(call.index, call)
+            if new is not None:
+                calls.append(new)
+        return replace(self, replay=self.replay.with_calls(calls))
+
+
+# TensorFlow's answer for a Python value passed as a tensor: the dtype it traced the body with (or
+# None), what it said where no dtype did, and where the graph depends on the value (runtime.probe).
+Verdict = tuple[str | None, str | None, str | None]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One fix for one root cause: what to write, where, and the calls and declaration it leaves."""
+
+    cause: str
+    kind: str
+    summary: str
+    code: str | None
+    edits: tuple[Replacement, ...] = ()
+    state: State | None = None  # None: a statement, nothing changes
+    final: bool = False
+    pinned: str | None = None  # an input_signature's dims that stay pinned, and why
+    python_use: str | None = None  # a statement: the body's uses that need the Python value
+    safety: str | None = None  # the kind's class (fix.kinds), set by the planner
+    # A generalized signature, or a Python value as a tensor of one dtype, traced by TensorFlow
+    # (fix.planning.safety_plan): "tensorflow" where the probe found the same outputs, else what TensorFlow said
+    # (signatures only); None where no probe ran (no live function).
+    tf_check: str | None = None
+    unsafe_reason: str | None = None
+    # A kind whose maker checks its own conditions (KindSafety's ``maker_checks``): why they do not
+    # hold here (the step is then unsafe), None where they do.
+    condition: str | None = None
+
+
+@dataclass
+class FunctionContext:
+    """What the fix kinds know about one function: its report, its def, its call sites."""
+
+    report: FunctionReport
+    reader: SourceReader
+    definition: DefInfo | None
+    short: str
+    calls_seen: dict[str, CallInfo | None] = field(default_factory=dict)
+    random: str | None = None  # a random draw in the body: every step that removes traces is unsafe
+    # Traces the live function with a signature text and says why it differs (None: the same);
+    # only in the recorded run, once the program has finished (runtime.monitor).
+    probe: Callable[[str], str | None] | None = None
+    # Traces the live function with a Python argument as a scalar tensor of each dtype given: the
+    # first that traces as the run did, else None and what TensorFlow said (None, None: not asked),
+    # and, third, where the graph depends on the value (None: every trace used it only as data).
+    probe_argument: Callable[[str, tuple[str, ...]], Verdict] | None = None
+    # Its verdicts, asked once per argument and dtypes: the planner asks at every step.
+    argument_verdicts: dict[tuple[str, tuple[str, ...]], Verdict] = field(default_factory=dict)
+
+    @property
+    def tf(self) -> str:
+        """The user's name for the tensorflow module."""
+        alias = self.definition.tf_alias if self.definition is not None else None
+        return alias or "tf"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names the function is called by: its own, and the name a ``tf.function(f)`` call is bound to."""
+        names = {self.short, self.report.name.rsplit(".", 1)[-1]}
+        wrap = self.definition.wrap_call if self.definition is not None else None
+        parsed = self.reader.module(wrap.path) if wrap is not None else None
+        if wrap is not None and parsed is not None:
+            # `tf_f = tf.function(f)` (or `self.step = tf.function(self._step)`): the calls are tf_f(...).
+            for node in ast.walk(parsed[1]):
+                if (
+                    isinstance(node, ast.Assign)
+                    and (node.value.lineno, node.value.col_offset) == (wrap.line, wrap.col)
+                    and len(node.targets) == 1
+                ):
+                    bound = callee_name(node.targets[0])
+                    if bound is not None:
+                        names.add(bound)
+        return tuple(sorted(names))
+
+    def tensor_dtype(self, param: str, dtypes: tuple[str, ...]) -> Verdict:
+        """TensorFlow's verdict on ``param`` as a scalar tensor of each of ``dtypes`` (see ``probe_argument``)."""
+        key = (param, dtypes)
+        if key not in self.argument_verdicts:
+            asked = self.probe_argument
+            self.argument_verdicts[key] = (None, None, None) if asked is None else asked(param, dtypes)
+        return self.argument_verdicts[key]
+
+    def call_info(self, site: str | None) -> CallInfo | None:
+        """The user's call expression at a call site (user files only)."""
+        if site is None or not is_user_path(site.rpartition(":")[0]):
+            return None
+        if site not in self.calls_seen:
+            params = self.definition.params if self.definition is not None else ()
+            self.calls_seen[site] = self.reader.call_at(site, self.names, params)
+        return self.calls_seen[site]
+
+    def all_sites(self, calls: Sequence[Call]) -> list[str]:
+        """The recorded call sites, then every other call of the function in the same files.
+
+        A call that hit the cache was never recorded; a call-site fix must reach it too, or it
+        would keep passing the old form and trace again next to the edited calls.
+        """
+        sites = self.sites(calls)
+        files = list(dict.fromkeys(site.rpartition(":")[0] for site in sites))
+        for path in files:
+            for line in self.reader.call_lines(path, self.names):
+                site = f"{path}:{line}"
+                if site not in sites and self.call_info(site) is not None:
+                    sites.append(site)
+        return sites
+
+    def sites(self, calls: Sequence[Call]) -> list[str]:
+        """Distinct user call sites of these calls, in order of appearance."""
+        seen: list[str] = []
+        for call in calls:
+            if call.site is not None and call.site not in seen:
+                seen.append(call.site)
+        return seen
+
+    def arg_edits(self, calls: Sequence[Call], param: str, wrap: str) -> tuple[tuple[Replacement, ...], list[str]]:
+        """Wrap the expression passed for ``param`` at every call site: edits, and the sites not found.
+
+        ``wrap`` is a format string with ``{expr}`` and ``{tf}`` (that file's name for tensorflow).
+        """
+        edits: list[Replacement] = []
+        missing: list[str] = []
+        recorded = set(self.sites(calls))
+        params = self.definition.params if self.definition is not None else ()
+        for site in self.all_sites(calls):
+            # Every call on the line: `a = f(x, 1); b = f(x, 2)` is two calls to edit.
+            infos = self.reader.calls_at(site, self.names, params) if self.call_info(site) is not None else []
+            found_all = [info.arg(param) for info in infos]
+            alias = self.reader.tf_alias(site.rpartition(":")[0])
+            if not found_all or any(f is None for f in found_all) or alias is None:
+                # A call that passes nothing for it, or a file with no `import tensorflow as ...`
+                # (the wrapped call would not resolve): left to the user.
+                if site in recorded:
+                    missing.append(site)
+                continue
+            for found in found_all:
+                assert found is not None
+                edits.append(Replacement(found[2], wrap.format(expr=found[1], tf=alias)))
+        return tuple(edits), missing
+
+
+def varying_paths(calls: Sequence[Call], kind: str | None = None) -> list[str]:
+    """Paths whose leaf differs between calls (optionally only where some call has ``kind`` there)."""
+    seen: dict[str, set[object]] = {}
+    kinds: dict[str, set[str]] = {}
+    order: list[str] = []
+    for call in calls:
+        for leaf in call.signature:
+            if leaf.path not in seen:
+                seen[leaf.path] = set()
+                kinds[leaf.path] = set()
+                order.append(leaf.path)
+            seen[leaf.path].add(_key(leaf))
+            kinds[leaf.path].add(leaf.kind)
+    return [p for p in order if len(seen[p]) > 1 and (kind is None or kind in kinds[p])]
+
+
+def _key(leaf: Leaf) -> object:
+    if leaf.kind == PYTHON:
+        return ("py", literal_key(leaf))
+    return (leaf.kind, leaf.dtype, leaf.shape, leaf.value, leaf.type_name, leaf.ident, leaf.extra)
+
+
+def first_config(report: FunctionReport, definition: DefInfo | None) -> Config:
+    """How the function is declared today, as far as the recording and the source tell."""
+    reduce = report.keras is not None or any(e.traced_as is not None for e in report.events)
+    if definition is not None and definition.decorator_text and "reduce_retracing=True" in definition.decorator_text:
+        reduce = True
+    if definition is not None and definition.wrap_text and "reduce_retracing=True" in definition.wrap_text:
+        reduce = True
+    return Config(reduce_retracing=reduce)

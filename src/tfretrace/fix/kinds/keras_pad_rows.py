@@ -1,0 +1,282 @@
+"""Fix kind keras-pad-rows: Keras ``predict`` in full batches (rows padded, outputs cut back); maker, anchors, class.
+
+Keras 3's ``predict`` builds one ``tf.function`` (``reduce_retracing=True``) and calls it once per
+batch with that batch's tensors: the first batch shape traces, a new one (a partial last batch,
+or a few rows before many) traces again with the batch dimension relaxed to ``None``, and the
+relaxed trace serves every later call. One trace above the minimum per model.
+
+The edit: each ``model.predict(x, ...)`` call of that model in the file becomes
+``predict_full_batches(model, x, ...)``, a helper written once at the top of the file (after its
+imports). For NumPy inputs it pads the rows, and only the rows (axis 0, the last row repeated), to
+a multiple of the batch size, so every batch has one shape, and cuts every output (each of a
+dict, list or tuple) back to the rows given; any other input (a dataset, a tensor, no rows) goes
+to ``predict`` as it was. Progress bars keep their number of steps.
+
+Safe where ``tfretrace._tf.keras_rows`` found, while ``predict`` ran, that the model computes each
+row from that row alone (Keras' own Sequential/Functional, every layer of a known per-row kind,
+no ``training=True``, one step per execution) and every recorded input was NumPy arrays: the
+kept rows' predictions are then the ones the original computed (a batch of another size may
+round differently in the last bit on some kernels; measured bitwise equal on CPU). Otherwise the
+step is unsafe with that reason. Predicted: every recorded call with its rows set to the call
+site's batch size; offered only where the relaxed traces left no other dimension open (a call
+never recorded may then differ only in its rows), and every ``.predict`` call of the model's name
+in the file is one the edit reaches (no ``predict_on_batch``, no keyword but
+``verbose``/``batch_size``, a literal batch size). Not seen: a call that hit the relaxed trace
+(never recorded, so its input was not read) and passed a dataset goes to ``predict`` as it was
+and traces its partial batch again; a call of the same model under another name in another file
+is not rewritten.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from tfretrace.fix.core.anchor_base import Anchors, expression, span_of
+from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
+from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.predict import Call
+from tfretrace.fix.core.safety import KindSafety
+from tfretrace.fix.core.source import Replacement, Span, is_user_path
+from tfretrace.records.events import CONTAINERS, TENSOR
+
+NAME = "keras-pad-rows"
+HELPER_NAME = "predict_full_batches"
+ROWS_INDEPENDENT = "independent"  # tfretrace._tf.keras_rows' verdict, as the session stores it
+_KEYWORDS = frozenset({"verbose", "batch_size"})
+_DEFAULT_BATCH = 32  # Keras' predict on arrays: `if not batch_size: batch_size = 32`
+
+HELPER = f'''def {HELPER_NAME}(model, x, batch_size=None, **kwargs):
+    """model.predict(x, ...) in full batches: the same predictions, one batch shape.
+
+    Written by tfretrace fix (keras-pad-rows). predict traces again for every new batch shape (a
+    partial last batch, a few rows before many). The rows of NumPy inputs are padded, the last row
+    repeated, to a multiple of the batch size, and every output is cut back to the rows given: the
+    model computes each row from that row alone, so the kept rows are the ones predict computed.
+    Other inputs go to predict as they were.
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    size = batch_size or {_DEFAULT_BATCH}  # predict's own default for arrays
+    rows = {{len(a) if type(a) is np.ndarray and a.ndim else 0 for a in tf.nest.flatten(x)}}
+    extra = -min(rows) % size
+    if len(rows) != 1 or 0 in rows or extra == 0:
+        return model.predict(x, batch_size=batch_size, **kwargs)
+    (count,) = rows
+
+    def pad(a):
+        return np.concatenate([a, np.repeat(a[-1:], extra, axis=0)])
+
+    outputs = model.predict(tf.nest.map_structure(pad, x), batch_size=batch_size, **kwargs)
+    return tf.nest.map_structure(lambda y: y[:count], outputs)
+'''
+
+
+def pad_rows(ctx: FunctionContext, state: State) -> Candidate | None:
+    """Every ``model.predict(x)`` of the model -> ``predict_full_batches(model, x)``: one batch shape."""
+    keras = ctx.report.keras
+    calls = state.replay.calls
+    if keras is None or keras.method != "predict" or len(calls) < 2 or state.keras_padded:
+        return None
+    verdicts = [e.keras.rows for e in ctx.report.events if e.keras is not None]
+    if not verdicts or any(v is None for v in verdicts):
+        return None  # not read while predict ran (Keras 2, a session from before): nothing to check
+    for event in ctx.report.events:
+        for leaf in event.traced_as or ():
+            if leaf.kind == TENSOR and leaf.shape is not None and None in leaf.shape[1:]:
+                return None  # calls served by this trace may differ in more than their rows: not predictable
+    sites = ctx.sites(calls)
+    found = _site_calls(ctx, sites)
+    if found is None:
+        return None
+    edits, batch_of = found
+    new = {}
+    for call in calls:
+        size = batch_of.get(call.site or "")
+        if size is None:
+            return None
+        signature = []
+        for leaf in call.signature:
+            if leaf.kind in CONTAINERS:  # the batch's list or tuple
+                signature.append(leaf)
+                continue
+            if leaf.kind != TENSOR or not leaf.shape or not isinstance(leaf.shape[0], int) or leaf.shape[0] > size:
+                return None  # per-replica values, a Python value, a row count above the batch size
+            signature.append(replace(leaf, shape=(size, *leaf.shape[1:])))
+        new[call.index] = replace(call, signature=tuple(signature))
+    changed: dict[int, Call | None] = dict(new)
+    reason = next((v for v in verdicts if v != ROWS_INDEPENDENT), None)
+    sizes = sorted(set(batch_of.values()))
+    return Candidate(
+        "shape-changed",
+        NAME,
+        f"predict in full batches: pad the rows of its NumPy inputs to a multiple of the batch size "
+        f"({', '.join(map(str, sizes))}) and cut the outputs back ({HELPER_NAME}, written once in the file)",
+        _code(ctx, edits),
+        edits,
+        replace(state.map_calls(changed), keras_padded=True),
+        condition=None if reason is None else f"padding the rows may change the kept rows' predictions: {reason}",
+    )
+
+
+def _code(ctx: FunctionContext, edits: tuple[Replacement, ...]) -> str | None:
+    """The calls as they read after the edit, under a line saying where the helper goes (the diff shows it whole)."""
+    calls = ctx.reader.preview([e for e in edits if e.text != HELPER]) or ""
+    helpers = ", ".join(f"{e.span.path}:{e.span.line}" for e in edits if e.text == HELPER)
+    return f"# def {HELPER_NAME}(model, x, batch_size=None, **kwargs) written before {helpers}\n{calls}"
+
+
+def _site_calls(ctx: FunctionContext, sites: list[str]) -> tuple[tuple[Replacement, ...], dict[str, int]] | None:
+    """The edits (calls and helper) and each recorded site's batch size; None where any call is out of reach."""
+    receivers: dict[str, set[str]] = {}
+    batch_of: dict[str, int] = {}
+    for site in sites:
+        path, _, line = site.rpartition(":")
+        parsed = ctx.reader.module(path) if is_user_path(path) and line.isdigit() else None
+        if parsed is None:
+            return None
+        at = [c for c in _predict_calls(parsed[1]) if c.lineno <= int(line) <= (c.end_lineno or c.lineno)]
+        if len(at) != 1 or _batch_size(at[0]) is None:
+            return None
+        assert isinstance(at[0].func, ast.Attribute)
+        receivers.setdefault(path, set()).add(ast.unparse(at[0].func.value))
+        batch_of[site] = _batch_size(at[0]) or _DEFAULT_BATCH
+    edits: list[Replacement] = []
+    for path, names in receivers.items():
+        parsed = ctx.reader.module(path)
+        assert parsed is not None
+        tree = parsed[1]
+        if _binds(tree, HELPER_NAME) or _other_uses(tree, names):
+            return None
+        if names & {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}:
+            return None  # `def infer(model, x): model.predict(x)` predicts with models whose rows were not all read
+        top = _after_imports(tree)
+        if top is None:
+            return None
+        first = _start(top)
+        edits.append(Replacement(Span(path, first, 0, first, 0), HELPER))
+        for call in _predict_calls(tree):
+            assert isinstance(call.func, ast.Attribute)
+            if ast.unparse(call.func.value) not in names:
+                continue
+            if _batch_size(call) is None:
+                return None  # a call of the model's predict the edit cannot reach
+            edits.append(Replacement(span_of(call, path), _helper_call(call)))
+    return tuple(edits), batch_of
+
+
+def _predict_calls(tree: ast.Module) -> list[ast.Call]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            and n.func.attr == "predict"]
+
+
+def _batch_size(call: ast.Call) -> int | None:
+    """The batch size of a ``.predict(x[, verbose=..., batch_size=<int>])`` call (0: predict's default); else None."""
+    if len(call.args) != 1 or isinstance(call.args[0], ast.Starred):
+        return None
+    if any(k.arg not in _KEYWORDS for k in call.keywords):
+        return None  # steps, callbacks, **kwargs: not a call the helper takes as it is
+    size = next((k.value for k in call.keywords if k.arg == "batch_size"), None)
+    if size is None or (isinstance(size, ast.Constant) and size.value is None):
+        return 0
+    if isinstance(size, ast.Constant) and type(size.value) is int and size.value >= 0:
+        return size.value
+    return None
+
+
+def _helper_call(call: ast.Call) -> str:
+    assert isinstance(call.func, ast.Attribute)
+    parts = [ast.unparse(call.func.value), *(ast.unparse(a) for a in call.args),
+             *(f"{k.arg}={ast.unparse(k.value)}" for k in call.keywords)]
+    return f"{HELPER_NAME}({', '.join(parts)})"
+
+
+def _binds(tree: ast.Module, name: str) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        if isinstance(node, ast.Name) and node.id == name:
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name) == name:
+            return True
+    return False
+
+
+def _other_uses(tree: ast.Module, receivers: set[str]) -> bool:
+    """Whether the file calls the model's predict function another way (predict_on_batch, predict_function)."""
+    return any(
+        isinstance(n, ast.Attribute) and n.attr in ("predict_on_batch", "predict_function")
+        and ast.unparse(n.value) in receivers
+        for n in ast.walk(tree)
+    )
+
+
+def _after_imports(tree: ast.Module) -> ast.stmt | None:
+    """The first module-level statement after the leading docstring and imports: where the helper goes."""
+    for i, node in enumerate(tree.body):
+        docstring = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if not (docstring or isinstance(node, (ast.Import, ast.ImportFrom))):
+            return node
+    return None
+
+
+def _start(node: ast.stmt) -> int:
+    """The first line of a statement, its decorators included (new lines go before them)."""
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)])
+
+
+def check_edit(anchors: Anchors, edit: Replacement) -> str | None:
+    """A session's keras-pad-rows edit: the helper, exactly, before a module-level statement; or a
+    ``.predict`` call of one input made ``predict_full_batches(receiver, the same arguments)``."""
+    keras = anchors.report.keras
+    if keras is None or keras.method != "predict":
+        return "not a Keras predict function"
+    tree = anchors.tree(edit.span.path)
+    if tree is None:
+        return "the file cannot be read"
+    span = edit.span
+    if (span.line, span.col) == (span.end_line, span.end_col):
+        if edit.text != HELPER:
+            return f"the new lines are not tfretrace's {HELPER_NAME}"
+        if _binds(tree, HELPER_NAME):
+            return f"the file already binds {HELPER_NAME}"
+        if span.col != 0 or not any(_start(node) == span.line for node in tree.body):
+            return "new lines go only before a module-level statement"
+        return None
+    found = next((c for c in _predict_calls(tree) if span_of(c, span.path) == span), None)
+    if found is None or _batch_size(found) is None:
+        return "not a .predict() call of one input, with at most verbose and a literal batch_size"
+    new = expression(edit.text)
+    wanted = expression(_helper_call(found))
+    if new is None or wanted is None or ast.dump(new) != ast.dump(wanted):
+        return f"the new text is not {HELPER_NAME} of the same receiver and arguments"
+    return None
+
+
+def missing_helper(anchors: Anchors, edits: tuple[Replacement, ...]) -> str | None:
+    """A step that rewrites a predict call in a file must also write the helper there."""
+    helped = {e.span.path for e in edits if e.text == HELPER}
+    for edit in edits:
+        if edit.text != HELPER and edit.span.path not in helped:
+            return f"{edit.span.path}:{edit.span.line}: {NAME} edit refused: {HELPER_NAME} is not written in that file"
+    return None
+
+
+# The kind as the registry (fix.kinds) lists it: its class with the argument, and its anchor check.
+KIND = Kind(
+    NAME,
+    KindSafety(
+        None,
+        "predict's NumPy inputs padded on the rows only (the last row repeated) to full batches, every output cut "
+        "back to the rows given; safe only where, read while predict ran, the model is Keras' own Sequential or "
+        "Functional of layers that compute each row alone (no custom layer, Lambda, stateful RNN or "
+        "training=True; one step per execution) and every input was NumPy arrays; any other input goes to "
+        "predict as it was",
+        maker_checks=True,
+    ),
+    check=check_edit,
+    whole=missing_helper,  # its new lines are the helper, not a move
+    generalizes=True,
+)

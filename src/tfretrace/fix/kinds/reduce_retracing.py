@@ -1,0 +1,47 @@
+"""Fix kind reduce-retracing: ``reduce_retracing=True`` where TensorFlow's generalization removes traces."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tfretrace.fix.core.body import reads_static_size
+from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
+from tfretrace.fix.core.declaration import declaration, decorator_edit
+from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.safety import KindSafety
+from tfretrace.records.events import TENSOR
+
+NAME = "reduce-retracing"
+
+
+def reduce_retracing(ctx: FunctionContext, state: State) -> Candidate | None:
+    """reduce_retracing=True, offered only where TF's generalization removes traces."""
+    if state.config.reduce_retracing or ctx.report.keras is not None:
+        return None
+    node = None if ctx.definition is None else ctx.definition.node
+    varied = varying_paths(state.replay.calls, TENSOR)
+    if node is not None and any(reads_static_size(node, path) for path in varied):
+        # Generalized to a None dimension, x.shape[0] is None and len(x) fails in the new trace.
+        return None
+    code, edits = decorator_edit(ctx, "reduce_retracing=True", state)
+    return Candidate(
+        "shape-changed",
+        NAME,
+        "let TensorFlow generalize the shapes that vary (reduce_retracing=True)",
+        code,
+        edits,
+        replace(state, config=replace(state.config, reduce_retracing=True)),
+    )
+
+
+# The kind as the registry (fix.kinds) lists it: its class with the argument, and its anchor check.
+KIND = Kind(
+    NAME,
+    KindSafety(
+        "TensorFlow traces with None dimensions after a shape changes: code reading a static shape may "
+        "fail or take another branch",
+        "TensorFlow's own relaxation of shapes",
+    ),
+    check=declaration("reduce_retracing"),
+    generalizes=True,
+)

@@ -1,0 +1,364 @@
+"""Fix kind tensor-argument: Python numbers, lists and variables passed as tensors; makers, anchors, class."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from tfretrace.fix.core.anchor_base import Anchors, call_argument, dotted_name, expression, span_of
+from tfretrace.fix.core.anchor_moves import any_of
+from tfretrace.fix.core.body import assigns_to, number_dtype
+from tfretrace.fix.core.call_edits import missing_note, preview, reached, swap_leaf
+from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
+from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
+from tfretrace.fix.core.source import Replacement
+from tfretrace.fix.core.specs import NUMBER_DTYPES, is_top
+from tfretrace.fix.core.tensor_body import add_n_body, body_note, tensor_body, value_condition, with_body
+from tfretrace.records.events import PYTHON, TENSOR, VARIABLE, Leaf
+
+NAME = "tensor-argument"
+
+
+def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
+    """Varying Python int/float/bool arguments become tensors at the call site, of the dtype TensorFlow accepts.
+
+    Where the run's function can be traced again (``ctx.probe_argument``), TensorFlow decides: the
+    argument is tried as a scalar tensor of each candidate dtype (floats: float32, then float64;
+    ints: the one a ``tf.summary`` step needs first; bools: bool) and the first whose trace gives
+    every recorded trace's outputs is written, so the dtype is the one the graph combines it
+    with. Where none traces so, no edit: a statement with what TensorFlow said. Where TensorFlow
+    cannot be asked, numbers are guessed from the source as before and bools stay a statement.
+    """
+    out: list[Candidate] = []
+    calls = state.replay.calls
+    for path in varying_paths(calls, PYTHON):
+        if not is_top(path):
+            continue
+        leaves = [leaf for c in calls for leaf in c.signature if leaf.path == path]
+        types = {leaf.type_name for leaf in leaves if leaf.kind == PYTHON}
+        if any(leaf.kind != PYTHON for leaf in leaves):
+            continue  # None -> tensor and the like: none_to_zeros
+        if not types <= {"int", "float"} and types != {"bool"}:
+            continue
+        found = _number(ctx, state, path, types)
+        if found is not None:
+            out.append(found)
+    return out
+
+
+def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None]) -> Candidate | None:
+    calls = state.replay.calls
+    flag = types == {"bool"}
+    guess = "bool" if flag else NUMBER_DTYPES["float" if "float" in types else "int"]
+    node = None if ctx.definition is None else ctx.definition.node
+    if guess == "int32" and node is not None:
+        guess = number_dtype(node, path)  # a tf.summary step must be int64
+    # What no trace can show: a use that reads the Python value silently (an f-string, a dict key).
+    rewritten, problem = tensor_body(ctx, path, guess, arithmetic=False, probed=True)
+    if problem:
+        return _python_use(ctx, path, problem)
+    order = {"float32": ("float32", "float64"), "int32": ("int32", "int64"), "int64": ("int64", "int32")}
+    # TensorFlow traces the body as it is: one the step edits too (tf.constant(n) becomes
+    # tf.convert_to_tensor(n)) is not the body it would trace, so it is not asked.
+    dtype, said, depends = (None, None, None) if rewritten else ctx.tensor_dtype(path, order.get(guess, (guess,)))
+    if said is not None:
+        return Candidate(
+            "python-value-changed",
+            "statement",
+            f"{path} takes a new Python value per call, and TensorFlow refuses it as a scalar tensor ({said}): it "
+            "cannot simply become a tensor; each new value costs one trace",
+            None,
+            python_use=said,
+        )
+    if dtype is None and flag:
+        return _flag_statement(ctx, path)
+    checked = dtype is not None
+    dtype = dtype or guess
+    body, problem = tensor_body(ctx, path, dtype, arithmetic="float" not in types and not checked, probed=checked)
+    if problem:
+        return _python_use(ctx, path, problem)
+    tensor = Leaf(path, TENSOR, dtype=dtype, shape=())
+    new = {c.index: replace(c, signature=swap_leaf(c.signature, path, tensor)) for c in calls}
+    edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")
+    fallback = f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))"
+    code = preview(ctx, body, edits) or fallback
+    edits = with_body(edits, body, missing)
+    verdict = (
+        f" ({dtype}: TensorFlow traced {ctx.short} so, to the outputs of every trace of this run)" if checked else ""
+    )
+    return Candidate(
+        "python-value-changed",
+        NAME,
+        f"pass {path} as a {dtype} tensor at the call site" + verdict + body_note(body, ctx) + missing_note(missing),
+        code,
+        edits,
+        state.map_calls(reached(new, calls, missing)),
+        tf_check=TF_CHECKED if checked else None,
+        condition=value_condition(dtype, depends) if checked else None,
+    )
+
+
+def _python_use(ctx: FunctionContext, path: str, problem: str) -> Candidate:
+    return Candidate(
+        "python-value-changed",
+        "statement",
+        f"{path} takes a new Python value per call, but {ctx.short} uses it as a Python value "
+        f"({problem}): it cannot simply become a tensor; each new value costs one trace",
+        None,
+        python_use=problem,
+    )
+
+
+def _flag_statement(ctx: FunctionContext, path: str) -> Candidate:
+    # TensorFlow was not asked: a bool stays a Python value, two traces at most.
+    return Candidate(
+        "python-value-changed",
+        "statement",
+        f"{path} is a Python bool: one trace per value (True/False) is expected and cheap; "
+        f"pass {ctx.tf}.constant({path}) only if it changes often",
+        None,
+    )
+
+
+def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
+    """Lists of Python numbers whose length or values vary become one tensor; variables are a statement."""
+    out: list[Candidate] = []
+    calls = state.replay.calls
+    resized = varying_paths(calls, "list") + varying_paths(calls, "tuple")
+    # Lists of one length whose numbers change (`f(x, [lr, 0.9])`): each new value traces too.
+    revalued = [p.partition("[")[0] for p in varying_paths(calls, PYTHON) if not is_top(p) and "[" in p]
+    for path in dict.fromkeys(resized + [p for p in revalued if p not in resized]):
+        heads = [leaf for c in calls for leaf in c.signature if leaf.path == path]
+        if not is_top(path) or any(h.kind not in ("list", "tuple") for h in heads):
+            continue
+        kids = [leaf for c in calls for leaf in c.signature if leaf.path.startswith(path + "[")]
+        lengths = sorted({h.value or "" for h in heads})
+        if any(k.kind == VARIABLE for k in kids):
+            out.append(
+                Candidate(
+                    "structure-changed",
+                    "statement",
+                    f"{path} is a list of tf.Variables of {len(lengths)} lengths: one trace per length is expected "
+                    f"(variables cannot be stacked into one tensor and still be assigned); it costs "
+                    f"{len(lengths) - 1} extra trace(s) per tf.function object",
+                    None,
+                )
+            )
+            continue
+        numbers = all(k.kind == PYTHON and k.type_name in ("int", "float") for k in kids)
+        if not numbers:
+            stacked = _stack_advice(ctx, state, path, kids, len(lengths))
+            if stacked is not None:
+                out.append(stacked)
+            continue
+        dtype = "float32" if any(k.type_name == "float" for k in kids) else "int32"
+        body, problem = tensor_body(ctx, path, dtype, arithmetic=False)
+        checked = None
+        depends = None
+        if not problem and not body:
+            # TensorFlow decides the dtype, as for a number (python_numbers); a body the step edits
+            # too is not the one it would trace.
+            order = ("float32", "float64") if dtype == "float32" else ("int32", "int64")
+            found, said, depends = ctx.tensor_dtype(path, order)
+            if said is not None:
+                out.append(Candidate(
+                    "structure-changed" if path in resized else "python-value-changed",
+                    "statement",
+                    f"{path} is a Python list of numbers, and TensorFlow refuses it as a tensor ({said}): each "
+                    "new list costs one trace",
+                    None,
+                    python_use=said,
+                ))
+                continue
+            dtype, checked = (found, TF_CHECKED) if found is not None else (dtype, None)
+        if problem:
+            out.append(
+                Candidate(
+                    "structure-changed",
+                    "statement",
+                    f"{path} is a Python list of numbers of {len(lengths)} lengths, but {ctx.short} uses it as a "
+                    f"Python list ({problem}): a tensor would break the body; each length costs one trace",
+                    None,
+                    python_use=problem,
+                )
+            )
+            continue
+        new = {}
+        for c in calls:
+            size = sum(
+                1
+                for leaf in c.signature
+                if leaf.path.startswith(path + "[") and leaf.path.count("[") == path.count("[") + 1
+            )
+            kept = tuple(leaf for leaf in c.signature if not leaf.path.startswith(path + "["))
+            new[c.index] = replace(c, signature=swap_leaf(kept, path, Leaf(path, TENSOR, dtype=dtype, shape=(size,))))
+        edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")
+        code = preview(ctx, body, edits) or f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype=...))"
+        edits = with_body(edits, body, missing)
+        out.append(
+            Candidate(
+                "structure-changed" if path in resized else "python-value-changed",
+                NAME,
+                f"pass {path} as one {dtype} tensor (its "
+                + ("length" if path in resized else "numbers") + " can then vary)" + body_note(body, ctx)
+                + missing_note(missing),
+                code,
+                edits,
+                state.map_calls(reached(new, calls, missing)),
+                tf_check=checked,
+                condition=value_condition(dtype, depends) if checked else None,
+            )
+        )
+    return out
+
+
+def _stack_advice(
+    ctx: FunctionContext, state: State, path: str, kids: list[Leaf], lengths: int
+) -> Candidate | None:
+    # Tensors of one dtype and shape in lists of several lengths: one stacked tensor covers them
+    # all, but the body must then treat it as one tensor (tf.add_n(list) is not tf.add_n(stacked)).
+    depth = path.count("[") + 1
+    direct = [k for k in kids if k.path.count("[") == depth]
+    if not direct or any(k.kind != TENSOR for k in direct):
+        return None
+    if len({(k.dtype, k.shape) for k in direct}) != 1 or len(direct) != len(kids):
+        return None
+    first = direct[0]
+    shape = first.shape or ()
+    new = {}
+    for c in state.replay.calls:
+        size = sum(1 for leaf in c.signature if leaf.path.startswith(path + "[") and leaf.path.count("[") == depth)
+        kept = tuple(leaf for leaf in c.signature if not leaf.path.startswith(path + "["))
+        stacked = Leaf(path, TENSOR, dtype=first.dtype, shape=(size, *shape))
+        new[c.index] = replace(c, signature=swap_leaf(kept, path, stacked))
+    moved = state.map_calls(dict(new))
+    body = add_n_body(ctx, path)
+    edits, missing = ctx.arg_edits(state.replay.calls, path, "{tf}.stack({expr})")
+    if body is not None and edits and not missing:
+        # The body only sums the list (tf.add_n): the stacked tensor sums to the same value.
+        return Candidate(
+            "structure-changed",
+            NAME,
+            f"pass {ctx.tf}.stack({path}) (one {first.dtype} tensor whose length can vary) and sum it with "
+            f"{ctx.tf}.reduce_sum({path}, axis=0) in {ctx.short}'s body instead of {ctx.tf}.add_n({path})",
+            preview(ctx, (body,), edits),
+            (body, *edits),
+            moved,
+        )
+    return Candidate(
+        "structure-changed",
+        "advice",
+        f"{path} is a list of {lengths} lengths of {first.dtype} tensors: pass {ctx.tf}.stack({path}) and make "
+        f"{ctx.short} treat it as one tensor (e.g. {ctx.tf}.reduce_sum({path}, axis=0) for {ctx.tf}.add_n({path}))",
+        None,
+        (),
+        replace(moved, signature_advice=True),
+    )
+
+
+def read_only_variables(ctx: FunctionContext, state: State) -> list[Candidate]:
+    """A tf.Variable argument the body only reads is passed as a tensor: trainable/aliasing stop mattering."""
+    out: list[Candidate] = []
+    calls = state.replay.calls
+    node = None if ctx.definition is None else ctx.definition.node
+    if node is None:
+        return out
+    for path in varying_paths(calls, VARIABLE):
+        leaves = [leaf for c in calls for leaf in c.signature if leaf.path == path]
+        if not is_top(path) or any(leaf.kind != VARIABLE for leaf in leaves) or assigns_to(node, path):
+            continue
+        new = {
+            c.index: replace(
+                c,
+                signature=tuple(
+                    Leaf(leaf.path, TENSOR, dtype=leaf.dtype, shape=leaf.shape) if leaf.path == path else leaf
+                    for leaf in c.signature
+                ),
+            )
+            for c in calls
+        }
+        edits, missing = ctx.arg_edits(calls, path, "{tf}.convert_to_tensor({expr})")
+        out.append(
+            Candidate(
+                "variable-spec-changed",
+                NAME,
+                f"pass {path} as a tensor ({ctx.short} only reads it): variables differ in trainable flag or "
+                "aliasing, tensors of one shape do not" + missing_note(missing),
+                ctx.reader.preview(edits) or f"{ctx.short}(..., {path}={ctx.tf}.convert_to_tensor({path}))",
+                edits,
+                state.map_calls(reached(new, calls, missing)),
+            )
+        )
+    return out
+
+
+def body_constant(anchors: Anchors, edit: Replacement) -> str | None:
+    """``tf.constant(<param>...)`` in the function's body -> ``tf.convert_to_tensor`` of the same arguments."""
+    definition = anchors.definition
+    if definition is None or definition.node is None or definition.path != edit.span.path:
+        return "not in the function's body"
+    alias = definition.tf_alias
+    if alias is None:
+        return "the file does not import tensorflow"  # `tf` there is the program's own name
+    found = next((
+        n for n in ast.walk(definition.node)
+        if isinstance(n, ast.Call) and span_of(n, edit.span.path) == edit.span
+        and dotted_name(n.func) == [alias, "constant"]
+        and any(isinstance(x, ast.Name) and x.id in definition.params for a in n.args for x in ast.walk(a))
+    ), None)
+    if found is None:
+        return "not a tf.constant of a parameter in the function's body"
+    new = expression(edit.text)
+    if (
+        not isinstance(new, ast.Call)
+        or dotted_name(new.func) != [alias, "convert_to_tensor"]
+        or [ast.dump(a) for a in new.args] != [ast.dump(a) for a in found.args]
+        or [ast.dump(k) for k in new.keywords] != [ast.dump(k) for k in found.keywords]
+    ):
+        return "the new text is not tf.convert_to_tensor of the same arguments"
+    return None
+
+
+def body_sum(anchors: Anchors, edit: Replacement) -> str | None:
+    """``tf.add_n(<param>)`` in the function's body -> ``tf.reduce_sum(<param>, axis=0)``."""
+    definition = anchors.definition
+    if definition is None or definition.node is None or definition.path != edit.span.path:
+        return "not in the function's body"
+    alias = definition.tf_alias
+    if alias is None:
+        return "the file does not import tensorflow"
+    found = next((
+        n for n in ast.walk(definition.node)
+        if isinstance(n, ast.Call) and span_of(n, edit.span.path) == edit.span
+        and dotted_name(n.func) == [alias, "add_n"] and len(n.args) == 1 and not n.keywords
+        and isinstance(n.args[0], ast.Name) and n.args[0].id in definition.params
+    ), None)
+    if found is None:
+        return "not a tf.add_n of a parameter in the function's body"
+    wanted = ast.parse(f"{alias}.reduce_sum({ast.unparse(found.args[0])}, axis=0)", mode="eval").body
+    new = expression(edit.text)
+    if new is None or ast.dump(new) != ast.dump(wanted):
+        return "the new text is not tf.reduce_sum of the same list along axis 0"
+    return None
+
+
+# The kind as the registry (fix.kinds) lists it: its class with the argument, and its anchor check.
+KIND = Kind(
+    NAME,
+    KindSafety(
+        "a Python value becomes a tensor of the dtype tfretrace chose: where the body mixes it with data of "
+        "another dtype (a float32 tensor times float64 data, an int32 step / 10) TensorFlow refuses or "
+        "computes in another dtype (TensorFlow did not trace it: no live module-level function to probe), "
+        "and a variable passed as a tensor no longer aliases it",
+        "one graph for every value; safe only where TensorFlow, after the run, traced the body with the value a "
+        "tensor of that dtype (every trace of the run replayed) to the run's outputs, and each trace's graph is "
+        "that graph with the value as data: the same operations, the value's constants where the tensor is read. "
+        "Then the body's Python never looked at the value while tracing (no Python if, arithmetic or shape made "
+        "of it). An int stays unsafe: a value beyond int32 fails at the call site, where the original took it",
+        value_checked=True,
+    ),
+    # At the call sites, and in the body: tf.constant(param) -> tf.convert_to_tensor, tf.add_n -> reduce_sum.
+    check=any_of(call_argument("constant", "convert_to_tensor", "stack"), body_constant, body_sum),
+    generalizes=True,
+)

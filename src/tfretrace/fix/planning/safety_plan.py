@@ -1,0 +1,131 @@
+"""The planner's side of the safety classes: the check that decides a step's class, and which phase may take it.
+
+Each kind declares its class in its module (fix.kinds, the table ``fix.kinds.KINDS``); here a
+candidate gets its class from that declaration, what TensorFlow said of it, a random draw in its
+body, and, for a move, the conditions of fix.core.move_checks and of its kind's module.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from tfretrace.fix.core import move_checks
+from tfretrace.fix.core.candidate import Candidate, FunctionContext
+from tfretrace.fix.core.safety import ADVICE, SAFE, UNSAFE
+from tfretrace.fix.core.source import Replacement, SourceReader
+from tfretrace.fix.kinds import (
+    KINDS,
+    hoist_def,
+    hoist_object,
+    hoist_pipeline,
+    kind_floor,
+    neutral_key,
+    saved_signature,
+    wrap_vectorized_map,
+)
+
+# The planner's phases, in order: what `fix --apply` writes, what `--unsafe-fixes` adds, what a
+# person does. A step's count assumes only the steps before it, so the phases never interleave.
+TIER_SAFE = 0
+TIER_UNSAFE = 1
+TIER_HAND = 2
+
+
+def classified(ctx: FunctionContext, candidate: Candidate) -> Candidate:
+    """The candidate with its class and, when unsafe, the reason (this module's classify)."""
+    if candidate.state is None:
+        return candidate  # a statement: nothing to class
+    node = ctx.definition.node if ctx.definition is not None else None
+    random = ctx.random if candidate.edits else None
+    safety, reason = classify(candidate.kind, candidate.edits, ctx.reader, names=ctx.names, traced=node, random=random,
+                              tf_check=candidate.tf_check, condition=candidate.condition)
+    return replace(candidate, safety=safety, unsafe_reason=reason)
+
+
+def admitted(candidate: Candidate, tier: int) -> bool:
+    """Whether a phase may take the candidate: the safe phase only safe edits, the unsafe one any edit."""
+    if candidate.state is None:
+        return True  # statements are said in any phase
+    if tier == TIER_SAFE:
+        return bool(candidate.edits) and candidate.safety == SAFE
+    if tier == TIER_UNSAFE:
+        return bool(candidate.edits)
+    return True
+
+
+def classify(
+    kind: str,
+    edits: tuple[Replacement, ...],
+    reader: SourceReader,
+    *,
+    names: tuple[str, ...] = (),
+    traced: ast.FunctionDef | ast.AsyncFunctionDef | None = None,
+    random: str | None = None,
+    tf_check: str | None = None,
+    condition: str | None = None,
+) -> tuple[str, str | None]:
+    """A step's class and, for an unsafe one, why: ``(safety, unsafe_reason)``.
+
+    ``names``: the names the function is called by (an object made once must only be passed to
+    them); ``traced``: the def its traces run; ``random``: a random draw in its body; ``tf_check``:
+    what TensorFlow said of a generalized signature (TF_CHECKED, or why it differs); ``condition``:
+    for a kind whose maker checks its conditions, why they do not hold (None: they do).
+    """
+    if not edits and kind != saved_signature.NAME:
+        return ADVICE, None
+    floor = kind_floor(kind, tf_check)
+    if floor is not None:
+        found = KINDS.get(kind)
+        if found is not None and found.probed and tf_check:
+            return UNSAFE, tf_check  # what TensorFlow said of the generalized signature
+        return UNSAFE, floor
+    if random is not None:
+        return UNSAFE, f"the body draws random numbers ({random}): fewer traces draw other numbers"
+    if kind in KINDS and (KINDS[kind].maker_checks or KINDS[kind].value_checked):
+        return (SAFE, None) if condition is None else (UNSAFE, condition)
+    reason = _move_reason(kind, edits, reader, names, traced)
+    return (SAFE, None) if reason is None else (UNSAFE, reason)
+
+
+def _move_reason(
+    kind: str,
+    edits: tuple[Replacement, ...],
+    reader: SourceReader,
+    names: tuple[str, ...],
+    traced: ast.FunctionDef | ast.AsyncFunctionDef | None,
+) -> str | None:
+    if kind in (neutral_key.NAME, saved_signature.NAME) or (kind in KINDS and KINDS[kind].probed):
+        return None
+    if kind == wrap_vectorized_map.NAME:
+        return wrap_vectorized_map.conditions(edits, reader)
+    found = move_checks.move_scope(reader, edits)
+    if found is None:
+        return "tfretrace could not find the loop the statement leaves to check it"
+    tree, scope, moved = found
+    deleted = move_checks.deleted_in(scope, move_checks.names_bound(moved))
+    if deleted is not None:
+        return deleted
+    if kind == hoist_object.NAME:
+        return hoist_object.conditions(scope, moved, names)
+    if kind == hoist_pipeline.NAME:
+        return hoist_pipeline.pipeline_risk(tree, moved)
+    function = _traced_def(tree, kind, moved, traced)
+    if function is None:
+        return "tfretrace could not find the def the moved tf.function traces"
+    return move_checks.frozen_reads(tree, function)
+
+
+def _traced_def(
+    tree: ast.Module, kind: str, moved: ast.stmt, traced: ast.FunctionDef | ast.AsyncFunctionDef | None
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    if kind == hoist_def.NAME and isinstance(moved, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return moved
+    if traced is None:
+        return None
+    # The def as this module's tree has it (the reader's tree), found by place.
+    return next(
+        (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+         and (n.lineno, n.name) == (traced.lineno, traced.name)),
+        None,
+    )
