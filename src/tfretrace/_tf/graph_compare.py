@@ -45,8 +45,10 @@ def value_only_as_data(recorded: Any, tensor: Any, param: str, value: Any) -> st
         return a == b
 
     for number, (a, b) in enumerate(zip(ours, theirs, strict=True)):
-        if a[0] != b[0] or a[2] != b[2] or len(a[1]) != len(b[1]) or not all(map(same, a[1], b[1])):
-            return f"operation {number} is {a[0]} where the recorded trace had {b[0]}, or reads other inputs"
+        if a[0] != b[0]:
+            return f"operation {number} is {a[0]} where the recorded trace had {b[0]}"
+        if a[2] != b[2] or len(a[1]) != len(b[1]) or not all(map(same, a[1], b[1])):
+            return f"operation {number} ({a[0]}) reads other inputs, or runs another body, than the recorded one"
     return None
 
 
@@ -89,14 +91,39 @@ def _canonical(graph: Any, param: str | None) -> list[tuple[Any, ...]] | None:
 
 
 def _attributes(op: Any) -> tuple[tuple[str, Any], ...]:
-    """The attributes that say what an operation computes (scalars, dtypes, strings), not its names."""
-    kept = []
-    for name, value in sorted(op.node_def.attr.items()):
+    """The attributes that say what an operation computes, not its names; a branch or loop body by its contents."""
+    return _attribute_map(op.graph, op.node_def.attr, 0)
+
+
+def _attribute_map(graph: Any, attrs: Any, depth: int) -> tuple[tuple[str, Any], ...]:
+    kept: list[tuple[str, Any]] = []
+    for name, value in sorted(attrs.items()):
         if name.startswith("_") or name in _NOISY:
             continue
         kind = value.WhichOneof("value")
         if kind in ("i", "f", "b", "type", "s"):
             kept.append((name, getattr(value, kind)))
-        elif kind == "shape":
-            kept.append((name, value.SerializeToString()))
+        elif kind == "func":
+            # A tf.cond branch or a while body is a function the graph holds: compared by what it computes.
+            kept.append((name, _function(graph, value.func.name, depth)))
+        elif kind == "list" and value.list.func:
+            kept.append((name, tuple(_function(graph, f.name, depth) for f in value.list.func)))
+        elif kind in ("shape", "tensor", "list"):
+            kept.append((name, getattr(value, kind).SerializeToString()))
     return tuple(kept)
+
+
+# Functions nested deeper than this are compared by name: a body's body's body is left to its outer ops.
+_MAX_DEPTH = 8
+
+
+def _function(graph: Any, name: str, depth: int) -> Any:
+    """A nested function's nodes in order (type, inputs, attributes), its arguments by dtype."""
+    found = graph._get_function(name) if depth < _MAX_DEPTH else None
+    definition = getattr(found, "definition", None)
+    if definition is None:
+        return ("function", name)
+    nodes = tuple(
+        (node.op, tuple(node.input), _attribute_map(graph, node.attr, depth + 1)) for node in definition.node_def
+    )
+    return (tuple(arg.type for arg in definition.signature.input_arg), nodes)

@@ -47,7 +47,8 @@ from tfretrace.fix.kinds import (
 )
 
 # Every edit kind, in the catalogue's order: the moves proved safe by their conditions, the
-# declarations TensorFlow checks, the call-site edits that stay unsafe, Keras' predict.
+# declarations TensorFlow checks, the call-site edits (a Python value as a tensor: safe where TensorFlow
+# finds it used only as data), Keras' predict.
 REGISTRY: tuple[Kind, ...] = (
     neutral_key.KIND,
     hoist_def.KIND,
@@ -77,7 +78,8 @@ WHOLE = {kind.name: kind.whole for kind in REGISTRY if kind.whole is not None}
 def kind_floor(kind: str, checked: str | None = None) -> str | None:
     """Why a kind is unsafe whatever a session file says (None: its steps' recorded class stands).
 
-    ``checked``: the step says TensorFlow traced its generalized signature (probed kinds only).
+    ``checked``: the step says TensorFlow traced its generalized signature or its Python value as a
+    tensor (probed and value-checked kinds only).
     """
     found = KINDS.get(kind)
     if found is None:

@@ -1,0 +1,88 @@
+"""TensorFlow's graphs say whether a Python value is only data: each trace against the trace with a tensor there.
+
+``probe_argument`` replays every trace of a function with one Python argument a tensor; its third
+answer is where the two graphs part (None: the value entered each recorded graph only as constants
+the tensor's graph reads as its placeholder). Real TensorFlow, real traces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.tf
+tf = pytest.importorskip("tensorflow")
+
+from tfretrace._tf.probe import probe_argument  # noqa: E402  (after TensorFlow is known to be there)
+
+X = tf.constant([1.0, 2.0])
+PRED = tf.constant(True)
+
+
+def _called(function: Any, *calls: tuple[Any, ...]) -> Any:
+    for args in calls:
+        function(*args)
+    return function
+
+
+def test_a_rate_used_only_as_data_is_data() -> None:
+    @tf.function
+    def step(x, lr):
+        return tf.reduce_sum(x * lr)
+
+    found = _called(step, (X, 0.1), (X, 0.2), (X, 0.3))
+    assert probe_argument(found, "lr", ("float32", "float64")) == ("float32", None, None)
+
+
+def test_a_constant_equal_to_the_value_elsewhere_is_not_taken_for_it() -> None:
+    # lr = 2.0 and a literal 2.0 in the body: the recorded graph has two equal constants, the
+    # tensor's graph one constant and the placeholder; matched in order, they are the same graph.
+    @tf.function
+    def step(x, lr):
+        return x * 2.0 * lr
+
+    found = _called(step, (X, 2.0), (X, 3.0))
+    assert probe_argument(found, "lr", ("float32",))[2] is None
+
+
+def test_python_arithmetic_on_the_value_makes_the_graph_depend_on_it() -> None:
+    # lr * 0.5 is computed in Python and folded as one constant; as a tensor it is an operation more.
+    @tf.function
+    def step(x, lr):
+        return x * (lr * 0.5)
+
+    dtype, refused, depends = probe_argument(_called(step, (X, 0.1), (X, 0.2)), "lr", ("float32",))
+    assert (dtype, refused) == ("float32", None)  # TensorFlow traces it, to the same outputs
+    assert depends is not None and "trace #1" in depends
+
+
+def test_a_python_test_of_the_value_that_picks_another_branch_body_is_seen() -> None:
+    # Both branches build one tf.cond with the same inputs: only the branch functions differ.
+    @tf.function
+    def step(x, p, lr):
+        if isinstance(lr, float):
+            return tf.cond(p, lambda: x * 2.0, lambda: x) * lr
+        return tf.cond(p, lambda: x * 3.0, lambda: x) * lr
+
+    depends = probe_argument(_called(step, (X, PRED, 0.1), (X, PRED, 0.2)), "lr", ("float32",))[2]
+    assert depends is not None
+
+    @tf.function
+    def same(x, p, lr):
+        return tf.cond(p, lambda: x * 2.0, lambda: x) * lr
+
+    assert probe_argument(_called(same, (X, PRED, 0.1), (X, PRED, 0.2)), "lr", ("float32",))[2] is None
+
+
+def test_a_flag_in_a_python_if_makes_the_graph_depend_on_it() -> None:
+    @tf.function
+    def step(x, flag):
+        y = x
+        if flag:
+            y = y + 1.0
+        return tf.reduce_sum(y)
+
+    dtype, refused, depends = probe_argument(_called(step, (X, True), (X, False)), "flag", ("bool",))
+    assert refused is None and dtype == "bool"
+    assert depends is not None
