@@ -25,10 +25,10 @@ for i in range(3):
 """
 
 
-def _report(path: Path, sites: list[tuple[str, float]]) -> FunctionReport:
+def _report(path: Path, sites: list[tuple[str, float]], x64: str | None = None) -> FunctionReport:
     events = []
     for number, (site, lr) in enumerate(sites, 1):
-        signature = (Leaf("x", "tensor", dtype="float32", shape=(2,)),
+        signature = (Leaf("x", "tensor", dtype="float64" if site == x64 else "float32", shape=(2,)),
                      Leaf("lr", "python", value=repr(lr), type_name="float"))
         events.append(TraceEvent(index=number, cause="first-trace" if number == 1 else "python-value-changed",
                                  seconds=0.1, time=float(number), call_site=site, signature=signature))
@@ -51,7 +51,9 @@ def test_a_step_that_reaches_only_some_call_sites_predicts_only_that_and_lists_t
     path = tmp_path / "prog.py"
     path.write_text(PROGRAM)
     edited, by_hand = f"{path}:10", f"{path}:11"
-    report = _report(path, [(edited, 0.1), (edited, 0.2), (by_hand, 0.3), (by_hand, 0.6)])
+    # x is float64 at line 11: no one input_signature takes both dtypes (a signature covering lr
+    # would reach every call site at once), so the plan's step is the call-site edit.
+    report = _report(path, [(edited, 0.1), (edited, 0.2), (by_hand, 0.3), (by_hand, 0.6)], x64=by_hand)
     planned = [s for s in plan_for(report, SourceReader()) if s.kind == "tensor-argument"]
     assert planned and planned[0].edits
     # The calls at line 11 still pass two Python floats: two traces stay, beside the tensor one.
