@@ -158,8 +158,10 @@ def verify(
         # The edited program is measured as written: no prevention from the environment or the
         # project's settings (--no-prevent below), or the count would be the warm-up's, not the fix's.
         env.pop("TFRETRACE_PREVENT", None)
-        # The copy runs the same tfretrace as this process, whatever the program's folder holds.
-        package_root = str(Path(__file__).resolve().parents[2])
+        # The copy runs the same tfretrace as this process, whatever the program's folder holds: the
+        # folder above the top package, as deep as this module's dotted name (not a count that
+        # breaks when the module moves; tfretrace/keras.py on the path would shadow Keras).
+        package_root = str(Path(__file__).resolve().parents[__name__.count(".")])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         shown.task("running the edited program", None)
         timed_out = False
