@@ -147,13 +147,13 @@ def probe_signature(function: Any, signature: str, alias: str) -> str | None:
 def _refused(tf: Any, fresh: Any, trace: Any) -> str | None:
     """Why the signature would not take a recorded call's arguments as its one trace, or None where it does.
 
-    The signature is written from the run's calls, or taken from elsewhere (a distributed
-    dataset's ``element_spec``, which says nothing of calls fed by another dataset): TensorFlow
-    binds each trace's recorded arguments to it. A refusal, or a second trace, is a call of the
-    run the edited program would fail or retrace on.
+    For a signature taken from elsewhere (a distributed dataset's ``element_spec``, which says
+    nothing of calls fed by another dataset): TensorFlow binds each trace's recorded arguments to
+    it. A refusal, or a second trace, is a call of the run the edited program would fail or
+    retrace on.
     """
     args, kwargs = trace.structured_input_signature
-    if any(type(x).__name__ == "UnknownArgument" for x in tf.nest.flatten((args, kwargs))):
+    if _unreplayable(tf, args, kwargs):
         return None  # an object keyed by identity cannot be replayed; its outputs were compared
     # A recorded spec carries its parameter's name, which TensorFlow will not cast to a signature's
     # unnamed spec: the call binds values, so only shape and dtype are asked.
@@ -229,6 +229,12 @@ def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[st
     return None, "; ".join(refused), None
 
 
+def _unreplayable(tf: Any, args: Any, kwargs: Any) -> bool:
+    """Whether a trace kept a Python object it keyed by identity (a model passed in): a placeholder
+    that cannot be passed again, so the trace cannot be replayed."""
+    return any(type(x).__name__ == "UnknownArgument" for x in tf.nest.flatten((args, kwargs)))
+
+
 def _replayed(
     signature: Any, names: list[str], param: str
 ) -> tuple[tuple[Any, ...], dict[str, Any], int | str] | None:
@@ -236,9 +242,7 @@ def _replayed(
     import tensorflow as tf
 
     args, kwargs = signature
-    # A Python object the trace keyed by identity (a model passed in) is kept as a placeholder
-    # that cannot be called again: that trace cannot be replayed.
-    if any(type(x).__name__ == "UnknownArgument" for x in tf.nest.flatten((args, kwargs))):
+    if _unreplayable(tf, args, kwargs):
         return None
     if param in kwargs:
         return tuple(args), dict(kwargs), param

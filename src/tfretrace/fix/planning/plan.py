@@ -142,9 +142,12 @@ def _phase(
     passing the number as a tensor at every call site and then declaring reaches in two.
     """
     begin = len(steps)
-    direct = _final(ctx, state, current, tier)
     found = _greedy(ctx, state, current, per_trace, steps, statements, said, tier=tier)
-    if direct is None or direct[0] > found[1] or len(steps) - begin < 2:
+    if len(steps) - begin < 2:
+        return found
+    # Asked only where the greedy path took two steps or more: each declaration is a TensorFlow probe.
+    direct = _final(ctx, state, current, tier)
+    if direct is None or direct[0] > found[1]:
         return found
     del steps[begin:]
     after, chosen = direct
