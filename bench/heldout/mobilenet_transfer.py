@@ -190,15 +190,15 @@ for layer in model.layers[:-3]:
 model.compile(loss="sparse_categorical_crossentropy", metrics=["sparse_categorical_accuracy"])
 
 loss0, accuracy0 = test(test_dataset)
-print("initial loss: {:.4f}".format(loss0))
-print("initial accuracy: {:.4f}".format(accuracy0))
+print(f"initial loss: {loss0:.4f}")
+print(f"initial accuracy: {accuracy0:.4f}")
 for i in range(initial_epochs):
     loss, acc, val_loss, val_acc = train(train_dataset, test_dataset, i)
     print("epoch: %d, loss: %0.5f, acc: %0.4f, val_loss: %0.5f, val_acc: %0.4f" % (i + 1, loss, acc, val_loss, val_acc))
 
 loss1, accuracy1 = test(test_dataset)
-print("middle loss: {:.4f}".format(loss1))
-print("middle accuracy: {:.4f}".format(accuracy1))
+print(f"middle loss: {loss1:.4f}")
+print(f"middle accuracy: {accuracy1:.4f}")
 
 for layer in model.layers[:-1]:
     layer.trainable = True
@@ -208,5 +208,5 @@ for i in range(initial_epochs, total_epochs):
     print("epoch: %d, loss: %0.5f, acc: %0.4f, val_loss: %0.5f, val_acc: %0.4f" % (i + 1, loss, acc, val_loss, val_acc))
 
 loss2, accuracy2 = test2(test_dataset)
-print("last loss: {:.4f}".format(loss2))
-print("last accuracy: {:.4f}".format(accuracy2))
+print(f"last loss: {loss2:.4f}")
+print(f"last accuracy: {accuracy2:.4f}")
