@@ -96,7 +96,7 @@ print("Test input shape: ", x_test.shape)
 # Get test MAE loss.
 x_test_pred = model.predict(x_test, verbose=0)
 test_mae_loss = np.mean(np.abs(x_test_pred - x_test), axis=1)
-test_mae_loss = test_mae_loss.reshape((-1))
+test_mae_loss = test_mae_loss.reshape(-1)
 
 # Detect all the samples which are anomalies.
 anomalies = test_mae_loss > threshold
