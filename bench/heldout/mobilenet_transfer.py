@@ -1,8 +1,9 @@
 """Held-out: two-phase transfer learning with tf.function steps given the epoch number (GitHub).
 
 Source: LegendBIT/tensorflow2.x-classification-model, mobilenetV3/main.py and
-mobilenetV3/data_read_and_preprocess.py at commit 0d69915962643b17c066ea8cb97b3b739d01d498 (no
-license file in the repository; reduced for measurement only).
+mobilenetV3/data_read_and_preprocess.py at commit 0d69915962643b17c066ea8cb97b3b739d01d498.
+License: none stated (the repository has no license file); rewritten here as a reduction, for
+measurement only.
 Reduced: synthetic 40x40 colour images of 7 classes (--size training images, a third as many for
 testing) held in memory instead of image folders, so `load_preprosess_image` starts from the decoded
 image; a 32x32 input and a small softmax convnet instead of MobileNetV3 with ImageNet weights; 2 + 2
