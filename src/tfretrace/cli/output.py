@@ -178,13 +178,16 @@ def emit(
     from tfretrace.render.text import TextRenderer  # rich's layout: loaded when a report is drawn
 
     view = hide_below(session, ns.min_traces)
+    verbose = bool(getattr(ns, "verbose", False))
     ok = True
     for output in outputs:
         renderer = renderer_for(output.fmt or ("text" if output.stdout else output.shown))
         if output.stdout:
             if renderer.name == "text":  # as the terminal report, at stdout's width and colour
                 out = console_for(sys.stdout)
-                renderer = TextRenderer(width=out.width, color=colored(out))
+                renderer = TextRenderer(width=out.width, color=colored(out), verbose=verbose)
+        elif renderer.name == "text" and verbose:
+            renderer = TextRenderer(verbose=True)
             sys.stdout.write(encodable(renderer.render(view)).rstrip("\n") + "\n")
             sys.stdout.flush()
             continue
@@ -197,12 +200,17 @@ def emit(
             continue
         print(f"tfretrace: wrote {printable(output.shown)}", file=sys.stderr)
     if outputs:
+        if not any(output.stdout for output in outputs):
+            # The files hold the report; the terminal still gets its one-line summary.
+            summary = TextRenderer(width=console.width, color=colored(console)).summary(view)
+            console.file.write(summary + "\n")
+            console.file.flush()
         return ok
     stream = console.file
     files = sources if sources is not None else ([saved] if saved else [])
     # Under run --fix-plan the plans follow the report, once, with the commands that apply them.
     renderer = TextRenderer(width=console.width, color=colored(console),
-                            plans=not getattr(ns, "fix_plan", False), saved=bool(files))
+                            plans=not getattr(ns, "fix_plan", False), saved=bool(files), verbose=verbose)
     stream.write(renderer.render(view))
     if session.prevention is not None:
         # A run warmed from a profile (tfretrace run --prevent): what the warm-ups prevented.
