@@ -186,11 +186,11 @@ def emit(
             if renderer.name == "text":  # as the terminal report, at stdout's width and colour
                 out = console_for(sys.stdout)
                 renderer = TextRenderer(width=out.width, color=colored(out), verbose=verbose)
-        elif renderer.name == "text" and verbose:
-            renderer = TextRenderer(verbose=True)
             sys.stdout.write(encodable(renderer.render(view)).rstrip("\n") + "\n")
             sys.stdout.flush()
             continue
+        if renderer.name == "text" and verbose:
+            renderer = TextRenderer(verbose=True)
         try:
             atomic_write_text(output.path, encodable(renderer.render(view)))
         except OSError as exc:

@@ -127,3 +127,10 @@ def function_extras(report: FunctionReport) -> list[str]:
     if report.dropped_events:
         extras.append(f"{report.dropped_events} trace event(s) were not recorded (event cap)")
     return extras
+
+
+def others_line(others: list[FunctionReport]) -> str:
+    """``Traced only as expected: eval_step, future_fn and 2 more`` (their figures: -v)."""
+    names = [_model.label(f) for f in others[:4]]
+    more = f" and {len(others) - 4} more" if len(others) > 4 else ""
+    return f"Traced only as expected: {', '.join(names)}{more}"
