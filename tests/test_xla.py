@@ -305,7 +305,8 @@ def test_reports_show_compiles_beside_traces_and_rank_by_compile_seconds() -> No
     html = HtmlRenderer().render(session)
     assert "XLA compiles</button>" in html and "XLA compiles 3 (2 recompiles)" in html
     # Without XLA the tables keep their columns.
-    assert "XLA compiles" not in TextRenderer(width=140, verbose=True).render(Session(functions=(traced,), wall_seconds=2.0))
+    plain = Session(functions=(traced,), wall_seconds=2.0)
+    assert "XLA compiles" not in TextRenderer(width=140, verbose=True).render(plain)
 
 
 _INNER_TEST = '''

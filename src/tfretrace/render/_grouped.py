@@ -51,7 +51,11 @@ def function_block(report: FunctionReport, session: Session, width: int, color: 
         parts.append(indent(line, 2, hang=4))
     used = len(parts)
     for number, fix in enumerate(fix_lines(report)):
-        style = "dim" if fix.joiner == "note" else ("bold green" if fix.safety == "safe" else "bold yellow")
+        if fix.joiner == "note":  # one line: the whole statement is -v's
+            parts.append(indent(prose(_one_line(fix.headline(), width - 2), "dim"), 2))
+            used += 1
+            continue
+        style = "bold green" if fix.safety == "safe" else "bold yellow"
         parts.append(indent(prose(fix.headline(), style), 2, hang=4))
         used += 1
         code = fit(fix.code, max(20, width - _CODE_INDENT)) if fix.code else ""
@@ -102,13 +106,21 @@ def footer(session: Session, width: int) -> list[RenderableType]:
         except KeyError:  # a cause a newer tfretrace named
             continue
     out: list[RenderableType] = [Text("")]
+    retracing = _model.retracing_functions(session)
+    others = [f for f in _model.ranked_functions(session) if f not in retracing]
+    if others:
+        out.append(indent(prose(others_line(others), "dim"), 0, hang=2))
+    more = "Every trace and the long reasons: -v, or -o report.html"
     if codes:
         also = "; also " + ", ".join(code for code, _slug in codes[1:]) if len(codes) > 1 else ""
         why = f"Why: tfretrace explain {codes[0][0]} ({codes[0][1]}){also}"
         if len(why) > width:  # the slug goes before the line wraps
             why = f"Why: tfretrace explain {codes[0][0]}{also}"
+        if len(why) + len("; every trace: -v") <= width:  # one line where it fits
+            why, more = why + "; every trace: -v", ""
         out.append(indent(prose(why, "dim"), 0, hang=2))
-    out.append(indent(prose("Every trace and the long reasons: -v, or -o report.html", "dim"), 0, hang=2))
+    if more:
+        out.append(indent(prose(more, "dim"), 0, hang=2))
     return out
 
 
@@ -134,3 +146,13 @@ def others_line(others: list[FunctionReport]) -> str:
     names = [_model.label(f) for f in others[:4]]
     more = f" and {len(others) - 4} more" if len(others) > 4 else ""
     return f"Traced only as expected: {', '.join(names)}{more}"
+
+
+def _one_line(text: str, width: int) -> str:
+    """``text`` cut at a word to fit ``width``, with ``…`` where it was cut."""
+    if len(text) <= width:
+        return text
+    words = text.rstrip(" …").split()
+    while words and len(" ".join(words)) + 2 > width:
+        words.pop()
+    return " ".join(words) + " …"

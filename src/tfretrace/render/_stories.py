@@ -120,10 +120,17 @@ def stories(report: FunctionReport) -> list[Story]:
             subject, value = _without_change(cause, [e for _c, _s, e in members if e is not None])
         site = ""
         if len(sites) > 1:
-            here = list(dict.fromkeys(s for _c, s, _e in members if s))
+            # ``line 33`` where the call is in the function's own file.
+            here = list(dict.fromkeys(_short_site(s, report.location) for _c, s, _e in members if s))
             site = here[0] + (f" and {len(here) - 1} more" if len(here) > 1 else "") if here else ""
         out.append(Story(cause, len(members), subject, value, site, tuple(p for p, _k, _d in shape)))
     return sorted(out, key=lambda s: -s.count)
+
+
+def _short_site(site: str, location: str) -> str:
+    """``line 33`` for ``app.py:33`` when the function is defined in ``app.py``; else the site."""
+    file, _, line = site.rpartition(":")
+    return f"line {line}" if file and file == location.rpartition(":")[0] else site
 
 
 def _values(kind: str, detail: str, pairs: list[tuple[str, str]]) -> str:

@@ -114,11 +114,6 @@ class TextRenderer:
                 f"{report.display_name()}: {report.refused_traces} trace(s) refused by a budget or "
                 "strict mode (TensorFlow did not trace them)", "bold yellow",
             ))
-        if not self.verbose and retracing:
-            others = [f for f in _model.ranked_functions(session) if f not in retracing]
-            if others:
-                blocks.append(Text(""))
-                blocks.append(prose(_grouped.others_line(others), "dim"))
         if not session.total_retraces and not refused and (self.verbose or not retracing):
             blocks.append(Text("No function retraced: every trace was expected.", style="green"))
         if not self.verbose:
