@@ -302,10 +302,10 @@ def test_report_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
     import subprocess
 
     path = tmp_path / "big.json"
-    # 300 retracing functions: far more than a pipe holds, so the writer meets the closed pipe.
+    # 300 retracing functions, every trace listed (-v): far more than a pipe holds, so the writer meets the closed pipe.
     S.session(*(S.storm(12, name=f"step_{i}") for i in range(300))).save(path)
     result = subprocess.run(
-        ["bash", "-c", f"set -o pipefail; {shlex.quote(sys.executable)} -m tfretrace report {path} | head -n 2"],
+        ["bash", "-c", f"set -o pipefail; {shlex.quote(sys.executable)} -m tfretrace report -v {path} | head -n 2"],
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert result.stdout.startswith("tfretrace: 300 functions")

@@ -166,7 +166,6 @@ class TextRenderer:
                     table = self._table(session, False, xla, cause_column, name_width)
                     if _widths(table)[1] <= self.width:
                         return table
-                return table
         table = self._table(session, False, xla, False, _NAME_MIN)
         return _Natural(table)
 
@@ -197,7 +196,7 @@ class TextRenderer:
             if wide:
                 cells.append(Text(report.location))
             else:
-                name.append("\n" + _break_name(report.location, name_width), style="dim not bold")
+                name.append("\n" + _break_name(report.location, name_width, "/"), style="dim not bold")
             # A cause only where something retraced or recompiled: a prevented run's plan still
             # names the cause it prevented, which did not happen in this run.
             main = report.main_cause if retracing or _model.xla_recompiles(report) else None
@@ -357,8 +356,8 @@ class _Natural:
         yield from console.render(self.table, options.update(width=least) if least > options.max_width else options)
 
 
-def _break_name(name: str, width: int | None) -> str:
-    """``evaluate.<locals>.batch_error`` broken after a ``.``, ``/`` or ``>`` to fit ``width``.
+def _break_name(name: str, width: int | None, marks: str = "./>") -> str:
+    """``evaluate.<locals>.batch_error`` broken after one of ``marks`` to fit ``width``.
 
     rich folds a long word at the column's edge (``batch_e`` / ``rror``); a name broken where
     its parts join still reads as the name. A part longer than the width is left to rich's fold.
@@ -368,7 +367,7 @@ def _break_name(name: str, width: int | None) -> str:
     lines, line, part = [], "", ""
     for char in name:
         part += char
-        if char in "./>:":
+        if char in marks:
             if line and len(line) + len(part) > width:
                 lines.append(line)
                 line = ""
