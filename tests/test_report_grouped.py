@@ -109,3 +109,15 @@ def test_a_function_that_did_not_retrace_gets_no_cause_in_the_table(verbose: boo
     assert "No function retraced" in text
     row = next(line for line in text.split("\n") if line.lstrip().startswith("train_step"))
     assert "shape-changed" not in text and row.rstrip().endswith("-")
+
+
+def test_the_html_shows_the_grouped_view_first_and_folds_the_details() -> None:
+    from tfretrace.render.html import HtmlRenderer
+
+    page = HtmlRenderer().render(load(DEMO))
+    train = page.index("<h2>train_step</h2>")
+    story = page.index("21x shape-changed", train)
+    fix = page.index("fix [safe] one input_signature", train)
+    folded = page.index('<details class="details">', train)
+    event = page.index('<span class="idx">#2</span>', train)
+    assert story < fix < folded < event
