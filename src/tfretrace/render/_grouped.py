@@ -110,14 +110,18 @@ def footer(session: Session, width: int) -> list[RenderableType]:
     others = [f for f in _model.ranked_functions(session) if f not in retracing]
     if others:
         out.append(indent(prose(others_line(others), "dim"), 0, hang=2))
+    # One line where it fits: the first cause named, then the codes alone, then two lines.
     more = "Every trace and the long reasons: -v, or -o report.html"
     if codes:
+        tail = "; every trace: -v"
         also = "; also " + ", ".join(code for code, _slug in codes[1:]) if len(codes) > 1 else ""
-        why = f"Why: tfretrace explain {codes[0][0]} ({codes[0][1]}){also}"
-        if len(why) > width:  # the slug goes before the line wraps
-            why = f"Why: tfretrace explain {codes[0][0]}{also}"
-        if len(why) + len("; every trace: -v") <= width:  # one line where it fits
-            why, more = why + "; every trace: -v", ""
+        named = f"Why: tfretrace explain {codes[0][0]} ({codes[0][1]}){also}"
+        bare = "Why: tfretrace explain " + ", ".join(code for code, _slug in codes)
+        why = next((form + tail for form in (named, bare) if len(form + tail) <= width), None)
+        if why is None:
+            why = named if len(named) <= width else bare
+        else:
+            more = ""
         out.append(indent(prose(why, "dim"), 0, hang=2))
     if more:
         out.append(indent(prose(more, "dim"), 0, hang=2))
