@@ -121,3 +121,10 @@ def test_the_html_shows_the_grouped_view_first_and_folds_the_details() -> None:
     folded = page.index('<details class="details">', train)
     event = page.index('<span class="idx">#2</span>', train)
     assert story < fix < folded < event
+
+
+def test_new_objects_of_one_argument_are_one_story() -> None:
+    report = load(DEMO.parent / "object_identity.json").functions[0]
+    found = [(s.cause, s.count, s.paths) for s in stories(report)]
+    # Each change names its own object's id: that must not split the story.
+    assert found == [("object-identity", 3, ("config",))]

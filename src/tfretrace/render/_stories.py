@@ -105,7 +105,9 @@ def stories(report: FunctionReport) -> list[Story]:
     sites = {site for _cause, _changes, site, _event in events if site}
     groups: dict[tuple[str, tuple[tuple[str, str, str], ...]], list[tuple[tuple[Change, ...], str | None, Any]]] = {}
     for cause, changes, site, event in events:
-        key = (cause, tuple((c.path, c.kind, c.detail) for c in changes))
+        # A shape's detail names the dimension (one story per dimension); any other detail is
+        # per event (an object's id) and would split one story into many.
+        key = (cause, tuple((c.path, c.kind, c.detail if c.kind == "shape" else "") for c in changes))
         groups.setdefault(key, []).append((changes, site, event))
     out = []
     for (cause, shape), members in groups.items():
