@@ -109,7 +109,7 @@ def footer(session: Session, width: int) -> list[RenderableType]:
     retracing = _model.retracing_functions(session)
     others = [f for f in _model.ranked_functions(session) if f not in retracing]
     if others:
-        out.append(indent(prose(others_line(others), "dim"), 0, hang=2))
+        out.append(indent(prose(others_line(others, retracing), "dim"), 0, hang=2))
     # One line where it fits: the first cause named, then the codes alone, then two lines.
     more = "Every trace and the long reasons: -v, or -o report.html"
     if codes:
@@ -145,9 +145,13 @@ def function_extras(report: FunctionReport) -> list[str]:
     return extras
 
 
-def others_line(others: list[FunctionReport]) -> str:
-    """``Traced only as expected: eval_step, future_fn and 2 more`` (their figures: -v)."""
-    names = [_model.label(f) for f in others[:4]]
+def others_line(others: list[FunctionReport], shown: list[FunctionReport]) -> str:
+    """``Traced only as expected: eval_step, future_fn and 2 more`` (their figures: -v).
+
+    A name that a block above also has (a pipeline built twice) gets its location too.
+    """
+    taken = {_model.label(f) for f in shown}
+    names = [_model.label(f) + (f" ({f.location})" if _model.label(f) in taken else "") for f in others[:4]]
     more = f" and {len(others) - 4} more" if len(others) > 4 else ""
     return f"Traced only as expected: {', '.join(names)}{more}"
 
