@@ -14,7 +14,7 @@ import sessions as S
 from tfretrace import cli
 from tfretrace.records.catalogue import get
 from tfretrace.records.session import load
-from tfretrace.render._stories import fix_lines, stories
+from tfretrace.render._stories import fix_lines, product_line, stories
 from tfretrace.render.text import TextRenderer
 
 DEMO = Path(__file__).parent / "data" / "report_sessions" / "demo_train.json"
@@ -128,3 +128,11 @@ def test_new_objects_of_one_argument_are_one_story() -> None:
     found = [(s.cause, s.count, s.paths) for s in stories(report)]
     # Each change names its own object's id: that must not split the story.
     assert found == [("object-identity", 3, ("config",))]
+
+
+def test_traces_that_are_the_product_of_two_arguments_say_so() -> None:
+    train = _function("train_step")
+    # 8 sizes of tokens dim 1 times 3 learning rates: every new lr traced every size again.
+    assert product_line(train, stories(train)) == "8 tokens dim 1 sizes x 3 lr values = 24 traces"
+    batch = _function("evaluate.<locals>.batch_error")
+    assert product_line(batch, stories(batch)) == ""  # one changed argument: nothing to multiply

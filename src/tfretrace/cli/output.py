@@ -220,7 +220,8 @@ def emit(
     if files:
         words = [*shlex.split(tfretrace_command()), "report", *files, "-o", "report.html"]
         command = fold_command("Re-render: ", [printable(shlex.quote(w)) for w in words], console.width)
-        print("\n" + command, file=stream)
+        # The grouped report's footer ends it; the per-trace one gets a blank line between.
+        print(("\n" if verbose else "") + command, file=stream)
     elif sources is None:
         print("\nTo re-render this run later (HTML, JSON), run it with --save run.json", file=stream)
     stream.flush()

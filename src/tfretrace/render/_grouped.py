@@ -17,7 +17,7 @@ from tfretrace.records.session import Session
 from tfretrace.render import _model
 from tfretrace.render._code import Code, fit
 from tfretrace.render._layout import indent, prose
-from tfretrace.render._stories import fix_lines, stories
+from tfretrace.render._stories import fix_lines, product_line, stories
 
 # A function's block stops adding later steps' code beyond this many lines (the first step's code
 # is always printed: it is the fix); the rest is in -v and ``tfretrace fix``.
@@ -28,6 +28,7 @@ TABLE_ABOVE = 6
 # Code longer than this many lines is left to -v and ``tfretrace fix`` (a helper, not an edit).
 CODE_LINES = 5
 _CODE_INDENT = 6
+_MORE = "; code: -v"
 
 
 def function_block(report: FunctionReport, session: Session, width: int, color: bool) -> RenderableType:
@@ -42,13 +43,17 @@ def function_block(report: FunctionReport, session: Session, width: int, color: 
         parts.append(indent(prose(extra, "yellow"), 2, hang=2))
     if report.megamorphic:
         parts.append(indent(prose(_model.megamorphic_line(report), "bold yellow"), 2, hang=2))
-    for story in stories(report):
+    found = stories(report)
+    for story in found:
         line = prose("")
         head, _, tail = story.line().partition("  ")
         line.append(head, style="bold red")
         if tail:
             line.append("  " + tail)
         parts.append(indent(line, 2, hang=4))
+    product = product_line(report, found)
+    if product:
+        parts.append(indent(prose(product), 2, hang=4))
     used = len(parts)
     for number, fix in enumerate(fix_lines(report)):
         if fix.joiner == "note":  # one line: the whole statement is -v's
@@ -56,19 +61,22 @@ def function_block(report: FunctionReport, session: Session, width: int, color: 
             used += 1
             continue
         style = "bold green" if fix.safety == "safe" else "bold yellow"
-        parts.append(indent(prose(fix.headline(), style), 2, hang=4))
-        used += 1
         code = fit(fix.code, max(20, width - _CODE_INDENT)) if fix.code else ""
         rows = code.count("\n") + 1 if code else 0
         # The first step's code always shows (it is the fix); a later step's only while the block
         # stays short and the code is an edit, not a helper.
-        shown = bool(code) and (number == 0 or (rows <= CODE_LINES and used + rows + 1 <= BLOCK_LINES))
+        shown = bool(code) and (number == 0 or (rows <= CODE_LINES and used + rows + 2 <= BLOCK_LINES))
+        head, trailer = fix.headline(), fix.trailer
+        if code and not shown:  # where the code is: on the headline where it fits, else the trailer
+            if not trailer and len(head) + len(_MORE) <= width - 6:  # 2 in, 4 hanging
+                head += _MORE
+            else:
+                trailer = "; ".join(t for t in (trailer, _MORE[2:]) if t)
+        parts.append(indent(prose(head, style), 2, hang=4))
+        used += 1
         if shown:
             parts.append(indent(Code(code, color), _CODE_INDENT))
             used += rows
-        trailer = fix.trailer
-        if code and not shown:
-            trailer = "; ".join(t for t in (trailer, "code: -v") if t)
         if trailer:
             parts.append(indent(prose(trailer, "dim"), _CODE_INDENT, hang=2))
             used += 1

@@ -45,7 +45,7 @@ _WHAT = {
     "keras-pad-rows": "pad predict rows to one bucket",
     "saved-signature": "the saving function's input_signature",
     "wrap-vectorized-map": "vectorized_map inside one tf.function",
-    "xla-bucket": "bucket the varying dims",
+    "xla-bucket": "bucket varying dims",
     "xla-off": "turn XLA off",
 }
 
@@ -64,6 +64,10 @@ class Story:
     site: str = ""
     # The argument paths that changed (the bench checks each is named).
     paths: tuple[str, ...] = ()
+    # How many distinct values the one changed argument took; 0 for several arguments or none.
+    distinct: int = 0
+    # What ``distinct`` counts: ``tokens dim 1 sizes``, ``lr values``.
+    noun: str = ""
 
     def line(self) -> str:
         """``21x shape-changed  tokens dim 1: 4 -> 5 -> 6``."""
@@ -112,10 +116,14 @@ def stories(report: FunctionReport) -> list[Story]:
     out = []
     for (cause, shape), members in groups.items():
         subjects, values = [], []
+        distinct, noun = 0, ""
         for number, (path, kind, detail) in enumerate(shape):
             pairs = [(changes[number].before, changes[number].after) for changes, _site, _event in members]
             subjects.append(f"{path} {detail}" if kind == "shape" and detail else path)
             values.append(_values(kind, detail, pairs))
+            if len(shape) == 1 and kind in ("shape", "python-value"):
+                distinct = len(_seen(kind, detail, pairs))
+                noun = f"{subjects[-1]} {'sizes' if kind == 'shape' else 'values'}"
         subject = "; ".join(subjects)
         value = "; ".join(v for v in values if v)
         if not shape:
@@ -125,8 +133,24 @@ def stories(report: FunctionReport) -> list[Story]:
             # ``line 33`` where the call is in the function's own file.
             here = list(dict.fromkeys(_short_site(s, report.location) for _c, s, _e in members if s))
             site = here[0] + (f" and {len(here) - 1} more" if len(here) > 1 else "") if here else ""
-        out.append(Story(cause, len(members), subject, value, site, tuple(p for p, _k, _d in shape)))
+        paths = tuple(p for p, _k, _d in shape)
+        out.append(Story(cause, len(members), subject, value, site, paths, distinct, noun))
     return sorted(out, key=lambda s: -s.count)
+
+
+def product_line(report: FunctionReport, found: list[Story]) -> str:
+    """``8 tokens dim 1 sizes x 3 lr values = 24 traces`` when the traces are that product.
+
+    It says why a function traced so often (each new lr traced every size again) and which fix
+    pays most; printed only where the product of two stories' counts is exactly the traces.
+    """
+    # Two changed arguments; new objects times sizes is what the objects' story already says.
+    counted = [s for s in found if s.distinct > 1 and s.paths]
+    for first, one in enumerate(counted):
+        for other in counted[first + 1:]:
+            if one.noun != other.noun and one.distinct * other.distinct == report.traces:
+                return f"{one.distinct} {one.noun} x {other.distinct} {other.noun} = {report.traces} traces"
+    return ""
 
 
 def _short_site(site: str, location: str) -> str:
@@ -137,6 +161,19 @@ def _short_site(site: str, location: str) -> str:
 
 def _values(kind: str, detail: str, pairs: list[tuple[str, str]]) -> str:
     """The values one changed argument took over a story's events, in the order first seen."""
+    seen = _seen(kind, detail, pairs)
+    if kind == "identity":
+        return f"new {pairs[-1][1]} per call" if pairs else ""
+    if len(seen) > MAX_VALUES and kind == "shape" and all(v.isdigit() for v in seen):
+        numbers = sorted(int(v) for v in seen)
+        return f"{len(seen)} sizes: {numbers[0]} .. {numbers[-1]}"
+    if len(seen) > MAX_VALUES:
+        return f"{seen[0]} -> {seen[1]} -> … -> {seen[-1]} ({len(seen)} values)"
+    return _common_prefix(seen)
+
+
+def _seen(kind: str, detail: str, pairs: list[tuple[str, str]]) -> list[str]:
+    """The distinct values of a story's changes (a shape's one dimension), in the order first seen."""
     seen: list[str] = []
     for before, after in pairs:
         for text in (before, after):
@@ -150,14 +187,7 @@ def _values(kind: str, detail: str, pairs: list[tuple[str, str]]) -> str:
                     text = rest
             if text not in seen:
                 seen.append(text)
-    if kind == "identity":
-        return f"new {pairs[-1][1]} per call" if pairs else ""
-    if len(seen) > MAX_VALUES and kind == "shape" and all(v.isdigit() for v in seen):
-        numbers = sorted(int(v) for v in seen)
-        return f"{len(seen)} sizes: {numbers[0]} .. {numbers[-1]}"
-    if len(seen) > MAX_VALUES:
-        return f"{seen[0]} -> {seen[1]} -> … -> {seen[-1]} ({len(seen)} values)"
-    return _common_prefix(seen)
+    return seen
 
 
 def _dims(shape: str, detail: str) -> str:
