@@ -122,7 +122,9 @@ def test_run_writes_outputs_instead_of_terminal_report(
     html, data = tmp_path / "r.html", tmp_path / "r.json"
     assert cli.main(["run", "-o", str(html), "-o", str(data), str(script)]) == 0
     err = capsys.readouterr().err
-    assert f"tfretrace: wrote {html}" in err and "tfretrace: 6 functions" not in err
+    # The files hold the report; the terminal keeps only its one-line summary (issue 41 item 7).
+    assert f"tfretrace: wrote {html}" in err and "tfretrace: 6 functions" in err
+    assert "tfretrace explain" not in err and "calls" not in err
     assert html.read_text().startswith("<!DOCTYPE html>")
     assert tfretrace.load(data).to_dict() == monitor.session.to_dict() | {
         "argv": [str(script)]
@@ -300,10 +302,10 @@ def test_report_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
     import subprocess
 
     path = tmp_path / "big.json"
-    # 300 retracing functions: far more than a pipe holds, so the writer meets the closed pipe.
+    # 300 retracing functions, every trace listed (-v): far more than a pipe holds, so the writer meets the closed pipe.
     S.session(*(S.storm(12, name=f"step_{i}") for i in range(300))).save(path)
     result = subprocess.run(
-        ["bash", "-c", f"set -o pipefail; {shlex.quote(sys.executable)} -m tfretrace report {path} | head -n 2"],
+        ["bash", "-c", f"set -o pipefail; {shlex.quote(sys.executable)} -m tfretrace report -v {path} | head -n 2"],
         capture_output=True, text=True, timeout=120, check=False,
     )
     assert result.stdout.startswith("tfretrace: 300 functions")
@@ -333,7 +335,7 @@ def test_piped_report_breaks_long_fix_lines_where_python_allows(
     events = tuple(dataclasses.replace(e, fix=long_fix) if e.index == 2 else e for e in storm.events)
     path = tmp_path / "s.json"
     S.session(dataclasses.replace(storm, events=events)).save(path)
-    assert cli.main(["report", str(path)]) == 0  # captured: not a terminal, so 100 columns, plain
+    assert cli.main(["report", "-v", str(path)]) == 0  # captured: not a terminal, so 100 columns, plain
     out = capsys.readouterr().out
     # Piped: 100 columns. The line is broken where Python allows, so it still pastes as the same code.
     assert len(long_fix) > 100 and f"        {long_fix}\n" not in out

@@ -58,7 +58,8 @@ def test_run_script_keeps_argv_exit_status_and_saves(program: Path, tmp_path: Pa
     assert json.loads(result.stdout.splitlines()[0]) == {
         "argv": ["train.py", "--flag", "--exit", "3"], "name": "__main__"}
     assert "tfretrace: 1 function, 4 traces (3 retraces)" in result.stderr
-    assert "#2 shape-changed" in result.stderr and "x: shape (2, 3) -> (2, 4)" in result.stderr
+    # One line for the three retraces: the argument, its dimension and the sizes it took.
+    assert "3x shape-changed  x dim 1: 3 -> 4 -> 5 -> 6" in result.stderr
     with pytest.MonkeyPatch.context() as mp:  # `tfretrace` where PATH finds this one, else how this one runs
         mp.chdir(tmp_path)
         tool, python = tfretrace_command(), python_command()

@@ -376,7 +376,7 @@ def test_reports_lead_each_function_with_its_plan(tmp_path: Path) -> None:
         SourceReader(),
     )
     session = Session(functions=(rep,), wall_seconds=2.0)
-    text = TextRenderer(width=200).render(session)
+    text = TextRenderer(width=200, verbose=True).render(session)
     assert text.index("Fix plan: 3 traces -> 3 with tfretrace fix --apply (-> 1") < text.index("#1 first-trace")
     assert text.count("tf.TensorSpec(shape=[None, None], dtype=tf.float32)") == 1  # shown once, in the plan
     assert "(-> 1 with --unsafe-fixes)" in render_plans(session, width=200)
@@ -449,7 +449,7 @@ def test_a_malformed_plan_in_a_loaded_session_is_ignored() -> None:
     assert bad.main_cause == "shape-changed"
     from tfretrace.render.text import TextRenderer
 
-    assert "Fix plan" not in TextRenderer().render(Session(functions=(bad,), wall_seconds=1.0))
+    assert "Fix plan" not in TextRenderer(verbose=True).render(Session(functions=(bad,), wall_seconds=1.0))
 
 
 FROM_IMPORT = """from tensorflow import function, ones

@@ -84,7 +84,7 @@ def test_json_has_the_documented_top_level_fields() -> None:
 
 
 def test_text_has_summary_rows_and_causes() -> None:
-    out = TextRenderer(width=140).render(S.mixed_session())
+    out = TextRenderer(width=140, verbose=True).render(S.mixed_session())
     assert out.startswith("tfretrace: 6 functions, 136 traces (129 retraces)")
     for name in ("train_step", "encoder.predict", "Trainer.step", "eval_step", "future_fn"):
         assert name in out
@@ -99,13 +99,13 @@ def test_text_has_summary_rows_and_causes() -> None:
 
 
 def test_text_ranks_costliest_first() -> None:
-    out = TextRenderer(width=140).render(S.mixed_session())
+    out = TextRenderer(width=140, verbose=True).render(S.mixed_session())
     table = out.split("\n\n")[1] if "\n\n" in out else out
     assert table.index("train_step") < table.index("eval_step") < table.index("future_fn")
 
 
 def test_text_folds_a_storm() -> None:
-    out = TextRenderer(width=100).render(S.storm_session())
+    out = TextRenderer(width=100, verbose=True).render(S.storm_session())
     assert "… 996 more shape-changed like this (#5–#1000)" in out
     assert out.count("shape-changed  12.0 ms") == 3
     assert len(out.splitlines()) < 60
@@ -113,13 +113,13 @@ def test_text_folds_a_storm() -> None:
 
 
 def test_text_does_not_interpret_markup() -> None:
-    assert S.HOSTILE_MARKUP in TextRenderer(width=70).render(S.mixed_session())
+    assert S.HOSTILE_MARKUP in TextRenderer(width=70, verbose=True).render(S.mixed_session())
 
 
 @pytest.mark.parametrize("width", [40, 70, 100])
 def test_text_wraps_prose_and_never_cuts_code_or_locations(width: int) -> None:
     session = S.mixed_session()
-    out = TextRenderer(width=width).render(session)
+    out = TextRenderer(width=width, verbose=True).render(session)
     lines = out.splitlines()
     code = {line.strip() for f in session.functions for e in f.events if e.fix for line in e.fix.splitlines()}
     head = next(i for i, line in enumerate(lines) if "trace s" in line)

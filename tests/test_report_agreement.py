@@ -21,7 +21,7 @@ def test_an_xla_only_function_has_one_main_cause_in_every_format() -> None:
     data = json.loads(JsonRenderer().render(session))
     assert data["functions"][0]["main_cause"] == RECOMPILE
     assert [row.main_cause for row in session.summary()] == [RECOMPILE]
-    table = TextRenderer(width=160).render(session)
+    table = TextRenderer(width=160, verbose=True).render(session)
     assert re.search(r"predict_batch .* xla-recompile\s*$", table, re.MULTILINE), table
     html = HtmlRenderer().render(session)
     assert '<span class="cause" title="' in html and f">{RECOMPILE}</span></td>" in html

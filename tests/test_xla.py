@@ -296,7 +296,7 @@ def test_reports_show_compiles_beside_traces_and_rank_by_compile_seconds() -> No
     traced = FunctionReport("other", "train.py:9", calls=3, traces=1, trace_seconds=0.3, objects=1, events=())
     session = Session(functions=(traced, compiled), wall_seconds=2.0)
     assert [row.name for row in session.summary()] == ["step", "other"]  # 0.51 s beats 0.3 s
-    text = TextRenderer(width=140).render(session)
+    text = TextRenderer(width=140, verbose=True).render(session)
     assert "3 XLA compiles (2 recompiles), 500.0 ms compiling" in text.splitlines()[0]
     assert re.search(r"XLA compiles +compile s", text)
     assert "XLA #3 xla-recompile  150.0 ms  (trace #1, compared with XLA #2)" in text
@@ -305,7 +305,8 @@ def test_reports_show_compiles_beside_traces_and_rank_by_compile_seconds() -> No
     html = HtmlRenderer().render(session)
     assert "XLA compiles</button>" in html and "XLA compiles 3 (2 recompiles)" in html
     # Without XLA the tables keep their columns.
-    assert "XLA compiles" not in TextRenderer(width=140).render(Session(functions=(traced,), wall_seconds=2.0))
+    plain = Session(functions=(traced,), wall_seconds=2.0)
+    assert "XLA compiles" not in TextRenderer(width=140, verbose=True).render(plain)
 
 
 _INNER_TEST = '''

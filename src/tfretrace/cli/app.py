@@ -134,6 +134,10 @@ def _add_output_options(parser: argparse.ArgumentParser) -> None:
         help="text, json or markdown: the format of every -o file, and for report of stdout",
     )
     parser.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="the text report lists every trace, the long fix plan and each cause's explanation",
+    )
+    parser.add_argument(
         "--min-traces", type=_positive_int, default=1, metavar="N",
         help="hide functions with fewer than N traces",
     )

@@ -178,16 +178,19 @@ def emit(
     from tfretrace.render.text import TextRenderer  # rich's layout: loaded when a report is drawn
 
     view = hide_below(session, ns.min_traces)
+    verbose = bool(getattr(ns, "verbose", False))
     ok = True
     for output in outputs:
         renderer = renderer_for(output.fmt or ("text" if output.stdout else output.shown))
         if output.stdout:
             if renderer.name == "text":  # as the terminal report, at stdout's width and colour
                 out = console_for(sys.stdout)
-                renderer = TextRenderer(width=out.width, color=colored(out))
+                renderer = TextRenderer(width=out.width, color=colored(out), verbose=verbose)
             sys.stdout.write(encodable(renderer.render(view)).rstrip("\n") + "\n")
             sys.stdout.flush()
             continue
+        if renderer.name == "text" and verbose:
+            renderer = TextRenderer(verbose=True)
         try:
             atomic_write_text(output.path, encodable(renderer.render(view)))
         except OSError as exc:
@@ -197,12 +200,17 @@ def emit(
             continue
         print(f"tfretrace: wrote {printable(output.shown)}", file=sys.stderr)
     if outputs:
+        if not any(output.stdout for output in outputs):
+            # The files hold the report; the terminal still gets its one-line summary.
+            summary = TextRenderer(width=console.width, color=colored(console)).summary(view)
+            console.file.write(summary + "\n")
+            console.file.flush()
         return ok
     stream = console.file
     files = sources if sources is not None else ([saved] if saved else [])
     # Under run --fix-plan the plans follow the report, once, with the commands that apply them.
     renderer = TextRenderer(width=console.width, color=colored(console),
-                            plans=not getattr(ns, "fix_plan", False), saved=bool(files))
+                            plans=not getattr(ns, "fix_plan", False), saved=bool(files), verbose=verbose)
     stream.write(renderer.render(view))
     if session.prevention is not None:
         # A run warmed from a profile (tfretrace run --prevent): what the warm-ups prevented.
@@ -212,7 +220,8 @@ def emit(
     if files:
         words = [*shlex.split(tfretrace_command()), "report", *files, "-o", "report.html"]
         command = fold_command("Re-render: ", [printable(shlex.quote(w)) for w in words], console.width)
-        print("\n" + command, file=stream)
+        # The grouped report's footer ends it; the per-trace one gets a blank line between.
+        print(("\n" if verbose else "") + command, file=stream)
     elif sources is None:
         print("\nTo re-render this run later (HTML, JSON), run it with --save run.json", file=stream)
     stream.flush()

@@ -26,8 +26,33 @@ def fit(source: str, width: int) -> str:
     """
     out: list[str] = []
     for line in source.split("\n"):
-        out.extend(_fit_line(line, width) if len(line) > width else [line])
+        if len(line) <= width:
+            out.append(line)
+            continue
+        for piece in _fit_line(line, width):
+            out.extend(_wrap_comment(piece, width) if piece.lstrip().startswith("#") else [piece])
     return "\n".join(out)
+
+
+def _wrap_comment(line: str, width: int) -> list[str]:
+    """A comment line wider than ``width`` wrapped at spaces into comment lines at its indent.
+
+    Python reads the same code (comments are no code), so the wrapped advice still pastes; a
+    word longer than the width runs long.
+    """
+    if len(line) <= width:
+        return [line]
+    indent = line[: len(line) - len(line.lstrip())]
+    words = line.lstrip()[1:].split()
+    lines: list[str] = []
+    current = indent + "#"
+    for word in words:
+        if len(current) + 1 + len(word) > width and current.strip() != "#":
+            lines.append(current)
+            current = indent + "#"
+        current += " " + word
+    lines.append(current)
+    return lines
 
 
 def _fit_line(line: str, width: int) -> list[str]:

@@ -18,6 +18,7 @@ from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
 from tfretrace.render import _model
+from tfretrace.render._stories import fix_lines, stories
 from tfretrace.render.timeline import timeline_svg
 
 
@@ -128,6 +129,12 @@ def _function_view(
             "statement": step.kind == "statement",
         })
     return {
+        # The grouped view first (as the terminal prints it); the details below it are folded.
+        "stories": [story.line() for story in stories(report)],
+        "fix_lines": [
+            {"headline": fix.headline(), "code": fix.code, "trailer": fix.trailer, "safety": fix.safety}
+            for fix in fix_lines(report)
+        ],
         "plan": plan,
         "plan_headline": _model.plan_headline(steps) if steps else "",
         "id": f"fn-{number}",

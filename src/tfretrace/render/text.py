@@ -16,8 +16,9 @@ from tfretrace.fix.planning.step import plan_steps
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
 from tfretrace.records.session import Session
-from tfretrace.render import _model
+from tfretrace.render import _grouped, _model
 from tfretrace.render._code import Code
+from tfretrace.render._grouped import function_extras
 from tfretrace.render._layout import Indented, Prose, hang_of, indent, prose
 
 # Terminal width from which the location gets its own table column.
@@ -35,7 +36,7 @@ class TextRenderer:
     extension = ".txt"
 
     def __init__(self, width: int = 100, color: bool = False, keep: int = _model.RUN_KEEP, *,
-                 plans: bool = True, saved: bool = True) -> None:
+                 plans: bool = True, saved: bool = True, verbose: bool = False) -> None:
         # Rules and padding fill the width: COLUMNS=10000000 must not build 50 MB of dashes.
         self.width = min(max(40, width), MAX_WIDTH)
         self.color = color
@@ -44,6 +45,9 @@ class TextRenderer:
         # all after the report, once). saved=False: no session to apply a plan from.
         self.plans = plans
         self.saved = saved
+        # verbose: every trace event, the long plan and each cause's Why/Fix (``-v``); else the
+        # grouped view, one line per story and one per fix step.
+        self.verbose = verbose
 
     def render(self, session: Session) -> str:
         """The whole report as one string (ANSI codes only when ``color`` is set)."""
@@ -79,26 +83,43 @@ class TextRenderer:
         # rich pads lines to the width; trailing blanks only get in the way of diffs and pipes.
         return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))
 
-    def blocks(self, session: Session) -> list[RenderableType]:
-        """The report's renderables in order; each is one paragraph of the output."""
+    def summary(self, session: Session) -> str:
+        """The report's first paragraph alone: ``tfretrace: 4 functions, 40 traces ...``."""
+        return self.print([self.title(_model.printable_copy(session))]).rstrip("\n")
+
+    def title(self, session: Session) -> Text:
+        """The one-line summary (wrapped at the width)."""
         title = prose("tfretrace: ", "bold")
         title.append(_model.summary_line(session))
-        blocks: list[RenderableType] = [title]
+        return title
+
+    def blocks(self, session: Session) -> list[RenderableType]:
+        """The report's renderables in order; each is one paragraph of the output."""
+        blocks: list[RenderableType] = [self.title(session)]
         blocks.extend(self.warnings(session))
         if not session.functions:
             blocks.append(Text("No tf.function was traced.", style="dim"))
             return blocks
-        blocks.append(self.table(session))
-        for report in _model.retracing_functions(session):
-            blocks.append(self.function(report, session))
+        retracing = _model.retracing_functions(session)
+        if self.verbose or not retracing or len(retracing) > _grouped.TABLE_ABOVE:
+            blocks.append(self.table(session))
+        for report in retracing:
+            if self.verbose:
+                blocks.append(self.function(report, session))
+            else:
+                blocks.append(_grouped.function_block(report, session, self.width, self.color))
         refused = [f for f in session.functions if f.refused_traces]
         for report in refused:
             blocks.append(prose(
                 f"{report.display_name()}: {report.refused_traces} trace(s) refused by a budget or "
                 "strict mode (TensorFlow did not trace them)", "bold yellow",
             ))
-        if not session.total_retraces and not refused:
+        if not session.total_retraces and not refused and (self.verbose or not retracing):
             blocks.append(Text("No function retraced: every trace was expected.", style="green"))
+        if not self.verbose:
+            if retracing:
+                blocks.extend(_grouped.footer(session, self.width))
+            return blocks
         if any(_model.xla_recompiles(f) for f in session.functions):
             blocks.append(prose("XLA recompiled for new shapes: see the XLA events above.", "yellow"))
         return blocks
@@ -139,7 +160,12 @@ class TextRenderer:
             # Measured with the name column at its narrowest, then given what the figures leave.
             least = _widths(self._table(session, False, xla, cause_column, _NAME_MIN))[0]
             if least <= self.width:
-                return self._table(session, False, xla, cause_column, _NAME_MIN + self.width - least)
+                # Names break where their parts join (never mid-word, as rich's fold would):
+                # the widest name column whose broken names let the table fit.
+                for name_width in range(_NAME_MIN + self.width - least, _NAME_MIN - 1, -1):
+                    table = self._table(session, False, xla, cause_column, name_width)
+                    if _widths(table)[1] <= self.width:
+                        return table
         table = self._table(session, False, xla, False, _NAME_MIN)
         return _Natural(table)
 
@@ -165,13 +191,15 @@ class TextRenderer:
             table.add_column("main cause", overflow="fold")
         for report in _model.ranked_functions(session):
             retracing = report.retraces > 0
-            name = Text(_model.label(report), style="bold" if retracing else "")
+            name = Text(_break_name(_model.label(report), name_width), style="bold" if retracing else "")
             cells: list[Text] = [name]
             if wide:
                 cells.append(Text(report.location))
             else:
-                name.append("\n" + report.location, style="dim not bold")
-            main = report.main_cause
+                name.append("\n" + _break_name(report.location, name_width, "/"), style="dim not bold")
+            # A cause only where something retraced or recompiled: a prevented run's plan still
+            # names the cause it prevented, which did not happen in this run.
+            main = report.main_cause if retracing or _model.xla_recompiles(report) else None
             if not cause_column:
                 name.append("\n" + (main or "-"), style="red not bold" if main else "dim not bold")
             cells += [
@@ -211,7 +239,7 @@ class TextRenderer:
         if report.xla_compiles:
             stats += ", " + _model.xla_stats(report)
         parts.append(prose(stats))
-        for extra in _function_extras(report):
+        for extra in function_extras(report):
             parts.append(prose(extra, "yellow"))
         if report.megamorphic:
             parts.append(prose(_model.megamorphic_line(report), "bold yellow"))
@@ -328,18 +356,25 @@ class _Natural:
         yield from console.render(self.table, options.update(width=least) if least > options.max_width else options)
 
 
-def _function_extras(report: FunctionReport) -> list[str]:
-    """Lines about what the monitor could not record for this function."""
-    extras = []
-    if report.failed_traces:
-        extras.append(f"{report.failed_traces} trace(s) raised an exception")
-    if report.refused_traces:
-        extras.append(f"{report.refused_traces} trace(s) refused by a budget")
-    if report.earlier_traces:
-        extras.append(
-            f"{report.earlier_traces} of the traces were made before the monitor met it "
-            "(read from TensorFlow's cache: no call site or cost)"
-        )
-    if report.dropped_events:
-        extras.append(f"{report.dropped_events} trace event(s) were not recorded (event cap)")
-    return extras
+def _break_name(name: str, width: int | None, marks: str = "./>") -> str:
+    """``evaluate.<locals>.batch_error`` broken after one of ``marks`` to fit ``width``.
+
+    rich folds a long word at the column's edge (``batch_e`` / ``rror``); a name broken where
+    its parts join still reads as the name. A part longer than the width is left to rich's fold.
+    """
+    if width is None or len(name) <= width:
+        return name
+    lines, line, part = [], "", ""
+    for char in name:
+        part += char
+        if char in marks:
+            if line and len(line) + len(part) > width:
+                lines.append(line)
+                line = ""
+            line += part
+            part = ""
+    if line and len(line) + len(part) > width:
+        lines.append(line)
+        line = ""
+    lines.append(line + part)
+    return "\n".join(lines)
