@@ -10,6 +10,22 @@ from tfretrace.fix.core.anchor_moves import Derive
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement
 
+# What a step changes in the results besides the count (a step's ``changes``): fixed words.
+CHANGES_EXAMPLES = "examples"
+CHANGES_DTYPE = "dtype"
+CHANGES_RANDOM = "random-stream"
+CHANGES_SAVED_SIGNATURE = "saved-model-signature"
+CHANGES_FLOAT_DIGITS = "float-last-digits"
+
+
+@dataclass(frozen=True)
+class Row:
+    """A kind's row in the catalogue table (docs/fix-catalogue.md, generated from the registry)."""
+
+    safety: str  # its class, as the catalogue says it ("safe when checked")
+    checks: str  # what it checks
+    unchanged: str = ""  # the programs of tests/data/fix_safety it must leave unchanged
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -24,6 +40,12 @@ class Kind:
     element_spec) or a Python value, or a list of tensors, passed as one tensor; keras-pad-rows for
     the same consequence: a row that was in a partial batch is computed in a full one, and a batch
     of another size may round differently in its last bit.
+    ``row``: its catalogue row. ``changes``: what each of its steps changes in the results whatever
+    the body (drop-remainder skips examples), one of the CHANGES words. ``note``: the sentence a
+    generalizing step of it adds to its summary, where not the float digits' usual one.
+    ``call_sites``: its edits are at the call sites, and a recorded site none reaches is left to the
+    user. ``drops_data``: it changes what is computed, so it is taken only where no declaration
+    removes as many traces. ``through_another``: it makes no edit of its own, another kind's step does.
     """
 
     name: str
@@ -32,3 +54,9 @@ class Kind:
     derive: Derive | None = None
     whole: Callable[[Anchors, tuple[Replacement, ...]], str | None] | None = None
     generalizes: bool = False
+    row: Row | None = None
+    changes: str | None = None
+    note: str | None = None
+    call_sites: bool = False
+    drops_data: bool = False
+    through_another: bool = False
