@@ -240,8 +240,6 @@ KINDS_PACKAGE = "tfretrace.fix.kinds"
 # functions' declarations, the moves' anchors): the list only shrinks. A new import of a kind's
 # module from outside the package fails below: read the registry (fix.kinds) instead.
 KIND_IMPORTS_LEFT = {
-    "tfretrace.fix.planning.safety_plan": {"hoist_def", "hoist_object", "hoist_pipeline", "neutral_key",
-                                           "saved_signature", "wrap_vectorized_map"},
     "tfretrace.fix.planning.origin_advice": {"hoist_pipeline", "wrap_vectorized_map"},
     "tfretrace.fix.planning.restored": {"element_spec", "input_signature", "saved_signature"},
     "tfretrace.fix.applying.anchors": {"hoist_def", "hoist_wrap"},

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from tfretrace.fix.core.anchor_base import Anchors, Check
 from tfretrace.fix.core.anchor_moves import Derive
 from tfretrace.fix.core.safety import KindSafety
-from tfretrace.fix.core.source import Replacement
+from tfretrace.fix.core.source import Replacement, SourceReader
 
 # What a step changes in the results besides the count (a step's ``changes``): fixed words.
 CHANGES_EXAMPLES = "examples"
@@ -25,6 +26,16 @@ class Row:
     safety: str  # its class, as the catalogue says it ("safe when checked")
     checks: str  # what it checks
     unchanged: str = ""  # the programs of tests/data/fix_safety it must leave unchanged
+
+
+@dataclass(frozen=True)
+class MoveSite:
+    """What a move kind's own conditions read: the file's tree, the loop or def the move leaves, the moved statement."""
+
+    tree: ast.Module
+    scope: ast.AST
+    moved: ast.stmt
+    names: tuple[str, ...]  # the names the function is called by
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,10 @@ class Kind:
     ``call_sites``: its edits are at the call sites, and a recorded site none reaches is left to the
     user. ``drops_data``: it changes what is computed, so it is taken only where no declaration
     removes as many traces. ``through_another``: it makes no edit of its own, another kind's step does.
+    For a kind safe only under its conditions (fix.planning.safety_plan): ``not_a_move``: none of the
+    move checks applies; ``whole_conditions``: its own check replaces them all (a wrap that leaves no
+    loop); ``move_conditions``: its own check of the move replaces the check of the moved code's reads;
+    ``moves_def``: the moved statement is the def its traces run.
     """
 
     name: str
@@ -60,3 +75,7 @@ class Kind:
     call_sites: bool = False
     drops_data: bool = False
     through_another: bool = False
+    not_a_move: bool = False
+    whole_conditions: Callable[[tuple[Replacement, ...], SourceReader], str | None] | None = None
+    move_conditions: Callable[[MoveSite], str | None] | None = None
+    moves_def: bool = False

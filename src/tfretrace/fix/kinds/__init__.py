@@ -74,6 +74,7 @@ REGISTRY: tuple[Kind, ...] = (
 )
 
 KINDS: dict[str, KindSafety] = {kind.name: kind.safety for kind in REGISTRY}
+BY_NAME: dict[str, Kind] = {kind.name: kind for kind in REGISTRY}
 CHECKS: dict[str, Check] = {kind.name: kind.check for kind in REGISTRY if kind.check is not None}
 MOVES: dict[str, Derive] = {kind.name: kind.derive for kind in REGISTRY if kind.derive is not None}
 WHOLE = {kind.name: kind.whole for kind in REGISTRY if kind.whole is not None}

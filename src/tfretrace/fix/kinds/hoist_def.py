@@ -52,6 +52,7 @@ KIND = Kind(
     ),
     check=move(_hoisted_def, "the def moved to module level"),
     derive=_hoisted_def,
+    moves_def=True,
     row=Row(
         "safe when checked",
         "the def closes over nothing of its outer function; every module name it reads (and the module "

@@ -178,4 +178,5 @@ KIND = Kind(
         "function's argument (no helper, method call or `setattr` changes it) and never deletes it",
         "`p03_object_helper.py`, `p03b_object_setattr.py` (item 3)",
     ),
+    move_conditions=lambda site: conditions(site.scope, site.moved, site.names),
 )

@@ -78,4 +78,5 @@ KIND = Kind(
         "the functions given to `map`/`filter`/... read no state a pass changes",
         "`p07_seeded_shuffle.py` (item 7)",
     ),
+    move_conditions=lambda site: pipeline_risk(site.tree, site.moved),
 )

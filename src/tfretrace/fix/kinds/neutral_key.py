@@ -337,4 +337,5 @@ KIND = Kind(
         "the key's entry is ones of the recorded dtype and shape, and the body's only use of it is `x = x"
         " * d[key]` under `if key in d`: multiplying by ones gives the same values",
     ),
+    not_a_move=True,
 )

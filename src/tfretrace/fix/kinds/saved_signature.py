@@ -17,4 +17,5 @@ KIND = Kind(
         "no edit of its own",
     ),
     through_another=True,
+    not_a_move=True,
 )

@@ -97,4 +97,5 @@ KIND = Kind(
         "and its reads cannot change",
         "`p04_vectorized_loop.py` (item 4)",
     ),
+    whole_conditions=conditions,
 )
