@@ -155,6 +155,9 @@ def _combined(originals: dict[str, tuple[str, str, str]], copy: Path, root: Path
     out = []
     for rel, (path, before, encoding) in sorted(originals.items()):
         disk = root / rel
+        # A file first edited in a later round: the same path in the program's folder, where a link
+        # must not lead the write out of it (round 1's files were checked so by prepare).
+        _relative(disk, root)
         try:
             after = read_source_file(copy / rel).text
             now = read_source_file(disk).text

@@ -183,7 +183,9 @@ def _greedy(
             after = count(candidate.state.replay, candidate.state.config)
             if after is None or after >= current:
                 continue  # a fix predicted to remove nothing is not offered
-            if candidate.kind in _DROPS_DATA and _declared_now(ctx, state, current, tier, after):
+            # A fix that changes what is computed (drop_remainder skips examples): only where no declaration
+            # from the same calls removes as many traces.
+            if candidate.kind in DROPS_DATA and _declared_now(ctx, state, current, tier, after):
                 continue  # the declaration removes as many traces and keeps every example
             if best is None or after < best[0]:
                 best = (after, candidate)
@@ -213,11 +215,6 @@ def _greedy(
     steps.append(_step(_by_hand(chosen, by_tool), current, after, per_trace))
     assert chosen.state is not None
     return chosen.state, after, True
-
-
-# Fixes that change what the program computes (drop_remainder skips the partial batch's examples):
-# taken only where no declaration from the same calls removes as many traces (fix.kinds.DROPS_DATA).
-_DROPS_DATA = DROPS_DATA
 
 
 def _declared_now(ctx: FunctionContext, state: State, current: int, tier: int, after: int) -> bool:
