@@ -234,6 +234,40 @@ def test_fix_sub_packages_import_in_role_order(path: Path) -> None:
             assert _fix_rank(target) <= here, f"{_dotted(path)} imports {target}: against {FIX_ORDER}"
 
 
+KINDS_PACKAGE = "tfretrace.fix.kinds"
+# Modules outside fix/kinds that still import a kind's module by name, each for what the registry
+# does not yet carry (a move's own safety conditions, the origin steps' makers, the restored
+# functions' declarations, the moves' anchors): the list only shrinks. A new import of a kind's
+# module from outside the package fails below: read the registry (fix.kinds) instead.
+KIND_IMPORTS_LEFT = {
+    "tfretrace.fix.planning.origin_advice": {"hoist_pipeline", "wrap_vectorized_map"},
+    "tfretrace.fix.planning.restored": {"element_spec", "input_signature", "saved_signature"},
+    "tfretrace.fix.applying.anchors": {"hoist_def", "hoist_wrap"},
+}
+
+
+def _kind_modules_imported(path: Path) -> set[str]:
+    """The kind modules (fix.kinds.<kind>) ``path`` imports, by any form, lazy ones included."""
+    return {t.rpartition(".")[2] for t in _imports(path) if t.startswith(KINDS_PACKAGE + ".")}
+
+
+@pytest.mark.parametrize("path", sorted(SRC.rglob("*.py")), ids=lambda p: str(p.relative_to(SRC)))
+def test_kind_modules_are_imported_only_through_the_registry(path: Path) -> None:
+    # One kind, one module (issue 38 item 6): every fact of a kind is on its Kind record, which the
+    # registry (fix.kinds) lists; a module elsewhere that imports a kind by name holds a fact of it.
+    module = _dotted(path)
+    if module == KINDS_PACKAGE or module.startswith(KINDS_PACKAGE + "."):
+        return
+    assert _kind_modules_imported(path) <= KIND_IMPORTS_LEFT.get(module, set()), module
+
+
+def test_kind_import_check_sees_a_kind_module_imported_by_name() -> None:
+    # ``from tfretrace.fix.kinds import element_spec`` names a module, not a table of the registry.
+    restored = KIND_IMPORTS_LEFT["tfretrace.fix.planning.restored"]
+    assert _kind_modules_imported(FIX / "planning" / "restored.py") == restored
+    assert _kind_modules_imported(FIX / "planning" / "plan.py") == set()  # the registry's tables only
+
+
 def test_fix_role_order_check_sees_a_violation() -> None:
     assert _fix_rank("tfretrace.fix.kinds.neutral_key") > _fix_rank("tfretrace.fix.core.source")
     assert _fix_rank("tfretrace.fix.core.source") < _fix_rank("tfretrace.fix.applying.apply")

@@ -15,6 +15,10 @@ from tfretrace._util.text import plural, printable
 from tfretrace.cli.invocation import tfretrace_command
 from tfretrace.records.session import load
 
+# How many rounds ``fix --verify`` makes unless ``--rounds`` says otherwise, round 1 included
+# (fix.applying.converge): enough for a hoist and then the step its live function allows.
+ROUNDS = 3
+
 if TYPE_CHECKING:
     from tfretrace.fix.applying.apply import Advice, FileChange
     from tfretrace.fix.applying.verify import Verification
@@ -27,11 +31,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "fix",
         help="show, apply or verify the checked fix plans of a saved session",
         usage="tfretrace fix SESSION.json [--apply] [--unsafe-fixes] [--root DIR] [--timeout S] "
-        "[--link-data PATH] [--also-run 'command ...'] [--verify -- command ...]",
+        "[--link-data PATH] [--also-run 'command ...'] [--rounds N] [--verify -- command ...]",
         description="Print each function's fix plan and a unified diff of the safe edits tfretrace can make "
         "itself. --apply writes them (all files or none); --unsafe-fixes adds the edits that may change "
         "results, each with its reason; --verify applies them to a copy of the program, runs the command "
-        "there under the monitor and compares the traces, and its stdout with the recorded run's.",
+        "there under the monitor and compares the traces, and its stdout with the recorded run's, then plans "
+        "again from that run, edits the copy and runs it, until a round removes no trace (--rounds); with --apply "
+        "every kept round's edits are written at once.",
     )
     fix.add_argument("session", metavar="SESSION.json")
     fix.add_argument("--apply", action="store_true", help="write the safe edits into the program's files")
@@ -59,6 +65,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "as written and edited, in a copy; the edited program must exit the same and print the same",
     )
     fix.add_argument(
+        "--rounds", metavar="N", type=_rounds, default=None,
+        help=f"with --verify: at most N rounds of plan, edit the copy, run it (default {ROUNDS}; 1: only the "
+        "recorded run's plan)",
+    )
+    fix.add_argument(
         "--verify", action="store_true",
         help="last option: apply the edits to a copy of the program and run the command after -- there, monitored "
         "(traces before -> after; stdout: same, differs, unstable or not-recorded)",
@@ -73,6 +84,12 @@ def _seconds(text: str) -> float:
     if not 0 < value < 10**7:
         raise argparse.ArgumentTypeError(f"not a usable number of seconds: {text!r}")
     return value
+
+
+def _rounds(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 10:
+        raise argparse.ArgumentTypeError(f"not a number of rounds from 1 to 10: {text!r}")
+    return int(text)
 
 
 def _command(text: str) -> list[str]:
@@ -101,12 +118,15 @@ def command_fix(
 ) -> int:
     """Run ``tfretrace fix``; FixError and session errors become one line and exit status 2."""
     # The fixer and the renderer load here: `tfretrace --help` and the other commands skip them.
-    from tfretrace.fix.applying.apply import FixError, as_written, prepare, write_all
+    from tfretrace.fix.applying.apply import FixError, as_written, prepare, unified_diff, write_all
     from tfretrace.fix.applying.verify import log_path, verify
     from tfretrace.render.text import render_plans
 
     if ns.also_run and command is None:
         raise FixError("--also-run goes with --verify: tfretrace fix S.json --also-run 'CMD' --verify -- CMD")
+    if ns.rounds is not None and command is None:
+        raise FixError("--rounds goes with --verify: rounds run the program (tfretrace fix S.json --rounds N "
+                       "--verify -- CMD)")
     session = load(ns.session)
     # The program is here, at --root or at the project's [tool.tfretrace.fix] root (the user's own
     # settings): never where the session says, a session being data.
@@ -121,8 +141,14 @@ def command_fix(
         if not command:
             raise FixError("--verify needs the command that runs the program: --verify -- python train.py")
         result = verify(session, changes, command, root.resolve(), log=log_path(ns.session), timeout=ns.timeout,
-                        link_data=ns.link_data, status=err, unsafe=ns.unsafe_fixes)
+                        link_data=ns.link_data, status=err, unsafe=ns.unsafe_fixes,
+                        converge=ns.rounds or ROUNDS)
         _print_verification(result, out)
+        if any(r.kept for r in result.rounds[1:]):
+            # Later rounds edited more: from here on the changes are every kept round's together.
+            changes = list(result.changes)
+            out.write("\nEvery kept round's edits together" + (" (written below)" if ns.apply else "")
+                      + ":\n" + printable(unified_diff(changes)))
         _record(ns.session, result, err)
         if result.changed_data:
             err.write(f"tfretrace fix: the run changed linked data it should only read: "
@@ -222,15 +248,31 @@ def _print_verification(result: Verification, out: TextIO) -> None:
     if result.session is None:
         out.write("  no session came back from the edited run\n")
         return
+    if result.rounds:
+        _print_rounds(result, out)
+    later = any(r.kept for r in result.rounds[1:])
     for o in result.outcomes:
         after = ("did not trace" if o.traces_after is None
                  else f"{plural(o.traces_after, 'trace')}, {o.seconds_after:.3f} s")
         if o.predicted is not None:
-            after += f" (predicted {o.predicted})"
+            # The session's plan is round 1's: later rounds were planned from the runs after it.
+            after += f" (predicted {o.predicted}{' after round 1' if later else ''})"
         out.write(
             f"  {printable(o.name)} ({printable(o.location)}): {plural(o.traces_before, 'trace')}, "
             f"{o.seconds_before:.3f} s -> {after}\n"
         )
+
+
+def _print_rounds(result: Verification, out: TextIO) -> None:
+    """Each round: what it edited, every function's traces before -> after (the monitor's count of
+    TensorFlow's traces), kept or taken back; then why the rounds stopped (a fixed word)."""
+    out.write("  rounds (each planned from the run before it; traces of every function):\n")
+    for r in result.rounds:
+        after = "no session" if r.traces_after is None else str(r.traces_after)
+        state = "" if r.kept else f", taken back (exit status {r.exit_status})" if r.exit_status else ", taken back"
+        out.write(f"    round {r.number}: {printable(', '.join(r.kinds) or 'no step')} in "
+                  f"{printable(', '.join(r.files))}: {r.traces_before} -> {after}{state}\n")
+    out.write(f"  rounds stopped: {result.stopped} ({printable(result.stopped_detail)})\n")
 
 
 def _record(path: str, result: Verification, err: TextIO) -> None:
@@ -242,9 +284,11 @@ def _record(path: str, result: Verification, err: TextIO) -> None:
     from tfretrace.fix.applying.apply import mark_verified
     from tfretrace.fix.applying.verify import row_key
 
-    if result.session is None or result.exit_status != 0:
+    # With rounds, round 1's run: it measured the plan this session holds, later rounds plan anew.
+    measured_by = result.rounds[0].session if result.rounds else result.session
+    if measured_by is None or result.exit_status != 0:
         return
-    measured = {row_key(f): f.traces for f in result.session.functions}
+    measured = {row_key(f): f.traces for f in measured_by.functions}
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         data = mark_verified(data, measured)

@@ -21,7 +21,7 @@ from tfretrace.fix.core.files import digest as digest_bytes
 from tfretrace.fix.core.files import lines as source_lines
 from tfretrace.fix.core.source import Replacement, SourceReader, Span, is_user_path, resolve
 from tfretrace.fix.errors import FixError as FixError  # re-exported: callers import it from here
-from tfretrace.fix.kinds import cast_dtype, tensor_argument
+from tfretrace.fix.kinds import CALL_SITE_KINDS
 from tfretrace.fix.planning.plan import plan_steps
 from tfretrace.fix.planning.step import BY_HAND
 from tfretrace.records.function_report import FunctionReport
@@ -98,10 +98,6 @@ def _inside(path: Path, root: str | os.PathLike[str] | None) -> bool:
     return True
 
 
-# Kinds whose edits are at the call sites: a recorded site none of them reaches is left to the user.
-_CALL_SITE_KINDS = frozenset({tensor_argument.NAME, cast_dtype.NAME})
-
-
 def edits_by_file(
     session: Session, reader: SourceReader | None = None, *, unsafe: bool = False
 ) -> tuple[dict[str, list[Replacement]], list[Advice]]:
@@ -133,7 +129,7 @@ def edits_by_file(
                 advice.append(Advice(report.display_name(), step.summary + " (not applied: another function's "
                                      "edit is at the same place)", user_place(report)))
                 continue
-            if step.kind in _CALL_SITE_KINDS:
+            if step.kind in CALL_SITE_KINDS:  # a recorded site none of them reaches is left to the user
                 advice.extend(
                     Advice(report.display_name(), step.summary, site)
                     for site in _sites_not_reached(report, step.edits, reader)

@@ -17,6 +17,7 @@ from types import FrameType
 from typing import TextIO
 
 from tfretrace.fix.applying.apply import FileChange, FixError, write_all
+from tfretrace.fix.applying.converge import Round, more_rounds
 from tfretrace.fix.applying.output_check import StdoutCheck, check_stdout
 from tfretrace.fix.applying.stray import stop
 from tfretrace.fix.applying.workcopy import kept, snapshot, work_copy
@@ -59,6 +60,12 @@ class Verification:
     timed_out: bool = False
     changed_data: tuple[str, ...] = ()  # linked data files the run changed (it should only read them)
     stdout: StdoutCheck | None = None  # whether its stdout matched the recorded run's (fix.applying.output_check)
+    # With rounds (fix.applying.converge): each round, why they stopped, and every kept round's edits
+    # as one change per file (what --apply writes); the session, log and stdout are the last kept round's.
+    rounds: tuple[Round, ...] = ()
+    stopped: str = ""  # a fixed word (fix.applying.converge: converged, no-trace-removed, ...)
+    stopped_detail: str = ""
+    changes: tuple[FileChange, ...] = ()
 
 
 def program_command(command: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -132,12 +139,14 @@ def verify(
     status: TextIO | None = None,
     unsafe: bool = False,
     check_output: bool = True,
+    converge: int = 1,
 ) -> Verification:
     """Copy ``root`` (see fix.applying.workcopy), apply ``changes`` in the copy, run ``command`` there monitored.
 
     Nothing is written outside the copy but the log; SIGTERM stops the program and removes the copy.
     With ``check_output`` its stdout is compared with the recorded run's, and where they differ an
-    unedited copy is run the same way afterwards (fix.applying.output_check).
+    unedited copy is run the same way afterwards (fix.applying.output_check). ``converge`` above 1:
+    up to that many rounds, each planned from the run before it (fix.applying.converge).
     """
     from tfretrace.fix.applying.progress import Status
 
@@ -164,30 +173,27 @@ def verify(
         package_root = str(Path(__file__).resolve().parents[__name__.count(".")])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         shown.task("running the edited program", None)
-        timed_out = False
-        try:
-            out = open(log, "wb")  # noqa: SIM115 (closed below, after the program has ended)
-        except OSError as exc:
-            raise FixError(f"{log}: cannot write the program's log ({exc.strerror or exc})") from None
-        with out:
-            proc = subprocess.Popen(
-                [sys.executable, *flags, "-m", "tfretrace", "run", "--no-prevent", "--save", str(saved), *args],
-                cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True,  # one process group: stopped as a whole, Ctrl-C included
-            )
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:
-                # The program, its group, and what it started in sessions of its own (fix.applying.stray).
-                stop(proc, copy, _GRACE)
-        try:
-            after: Session | None = None if timed_out else load(saved)
-        except SessionFormatError:
-            after = None
+
+        first_log: Path = log
+
+        def run(number: int) -> tuple[int, bool, Session | None, Path | None]:
+            # Round 1's output goes to the log; each later round's beside it (x.verify.round2.log).
+            path = first_log if number == 1 else first_log.with_name(f"{first_log.stem}.round{number}.log")
+            if number > 1:
+                shown.task(f"running the edited program, round {number}", None)
+            return (*_run_copy(copy, flags, args, env, path, saved, timeout), path)
+
+        status_code, timed_out, after, _ = run(1)
+        rounds: tuple[Round, ...] = ()
+        edits = tuple(changes)
+        stopped = stopped_detail = ""
+        if converge > 1 and changes and not timed_out and status_code == 0 and after is not None:
+            # Plan again from the edited copy's own run (fix.applying.converge); what it edits stays in the copy.
+            done = more_rounds(session, after, changes, copy, root, unsafe=unsafe, limit=converge, run=run, log=log)
+            rounds, stopped, stopped_detail = done.rounds, done.stopped, done.detail
+            edits, after, log = done.changes, done.session, done.log or log
         changed = tuple(str(p) for p, was in snapshot(linked).items() if was != before.get(p))
-    exit_status = proc.returncode if not timed_out else 124
+    exit_status = status_code if not timed_out else 124
     stdout = None
     if check_output:
         def unedited() -> OutputDigest | None:
@@ -209,7 +215,40 @@ def verify(
         timed_out,
         changed,
         stdout,
+        rounds,
+        stopped,
+        stopped_detail,
+        edits,
     )
+
+
+def _run_copy(copy: Path, flags: Sequence[str], args: Sequence[str], env: dict[str, str], log: Path, saved: Path,
+              timeout: float | None) -> tuple[int, bool, Session | None]:
+    """Run the program in the copy under the monitor: (exit status, timed out, the session it saved)."""
+    saved.unlink(missing_ok=True)  # a session left by an earlier round is not this run's
+    timed_out = False
+    try:
+        out = open(log, "wb")  # noqa: SIM115 (closed below, after the program has ended)
+    except OSError as exc:
+        raise FixError(f"{log}: cannot write the program's log ({exc.strerror or exc})") from None
+    with out:
+        proc = subprocess.Popen(
+            [sys.executable, *flags, "-m", "tfretrace", "run", "--no-prevent", "--save", str(saved), *args],
+            cwd=copy, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,  # one process group: stopped as a whole, Ctrl-C included
+        )
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            # The program, its group, and what it started in sessions of its own (fix.applying.stray).
+            stop(proc, copy, _GRACE)
+    try:
+        after: Session | None = None if timed_out else load(saved)
+    except SessionFormatError:
+        after = None
+    return proc.returncode, timed_out, after
 
 
 def _compare(before: Session, after: Session | None, root: Path, unsafe: bool = False) -> tuple[Outcome, ...]:

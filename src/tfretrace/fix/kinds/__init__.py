@@ -7,8 +7,12 @@ every edit kind once; the tables the planner and ``tfretrace fix --apply`` read 
 it: ``KINDS`` (each kind's class and argument, the catalogue's source: docs/fix-catalogue.md),
 ``CHECKS`` (each kind's anchor check), ``MOVES`` (the edits a move derives from the file now) and
 ``WHOLE`` (a kind's check of its step's edits together). ``MAKERS`` and ``FINAL_MAKERS`` are the
-makers the planner tries, in order. To add an edit kind: write its module, declaring
-``KIND = Kind(...)`` and its maker, and list both here.
+makers the planner tries, in order; ``KIND_CHANGES``, ``NOTES``, ``CALL_SITE_KINDS``, ``DROPS_DATA`` and
+``THROUGH_ANOTHER`` what the planner and ``fix --apply`` read of a kind; ``catalogue_table()`` the
+catalogue's table. To add an edit kind: write its module, declaring ``KIND = Kind(...)`` (its
+catalogue row included) and its maker, list both here, regenerate the table (tools/fix_catalogue.py)
+and add its fixture folder under tests/data/kinds/. Nothing outside this package imports a kind's
+module (tests/test_layering.py): the planner and the applier read the registry.
 
 Kinds that make no edit are not listed: advice (``advice``, ``keras-pad``, whose maker is
 fix.kinds.keras_pad) and the XLA steps (``xla-bucket``, ``xla-off``, fix.planning.xla_fixes) are
@@ -60,19 +64,50 @@ REGISTRY: tuple[Kind, ...] = (
     saved_signature.KIND,
     input_signature.KIND,
     element_spec.KIND,
+    keras_pad_rows.KIND,
     reduce_retracing.KIND,
     tensor_argument.KIND,
     cast_dtype.KIND,
     zero_state.KIND,
     drop_remainder.KIND,
-    keras_pad_rows.KIND,
     keras_call.KIND,
 )
 
 KINDS: dict[str, KindSafety] = {kind.name: kind.safety for kind in REGISTRY}
+BY_NAME: dict[str, Kind] = {kind.name: kind for kind in REGISTRY}
 CHECKS: dict[str, Check] = {kind.name: kind.check for kind in REGISTRY if kind.check is not None}
 MOVES: dict[str, Derive] = {kind.name: kind.derive for kind in REGISTRY if kind.derive is not None}
 WHOLE = {kind.name: kind.whole for kind in REGISTRY if kind.whole is not None}
+# What each step of a kind changes whatever the body (the step's ``changes``), and a generalizing
+# step's own sentence where not the float digits' usual one.
+KIND_CHANGES: dict[str, str] = {kind.name: kind.changes for kind in REGISTRY if kind.changes is not None}
+NOTES: dict[str, str] = {kind.name: kind.note for kind in REGISTRY if kind.note is not None}
+# Kinds whose edits are at the call sites: a recorded site none of them reaches is left to the user.
+CALL_SITE_KINDS = frozenset(kind.name for kind in REGISTRY if kind.call_sites)
+# Kinds that change what the program computes: taken only where no declaration removes as many traces.
+DROPS_DATA = frozenset(kind.name for kind in REGISTRY if kind.drops_data)
+# Kinds that make no edit of their own: another kind's step makes them (by tfretrace, not by hand).
+THROUGH_ANOTHER = frozenset(kind.name for kind in REGISTRY if kind.through_another)
+
+# The catalogue's last row: the steps made by hand, which no module of this package declares.
+_BY_HAND_ROW = "| `advice`, `keras-pad`, `xla-bucket`, `xla-off` | advice | made by hand | |"
+
+
+def catalogue_table() -> str:
+    """The kinds table of docs/fix-catalogue.md, one row per registered kind in the registry's order.
+
+    The document holds this text between its ``kinds table`` markers (tools/fix_catalogue.py
+    writes it; tests/test_fix_kinds.py checks it): a kind's row lives on its ``Kind``, not in the doc.
+    """
+    lines = ["| kind | class | what it checks | must leave unchanged (tests/data/fix_safety) |",
+             "| --- | --- | --- | --- |"]
+    for kind in REGISTRY:
+        if kind.row is None:
+            raise ValueError(f"the kind {kind.name!r} declares no catalogue row")
+        cells = [f"`{kind.name}`", kind.row.safety, kind.row.checks, kind.row.unchanged]
+        lines.append(("| " + " | ".join(cells)).rstrip() + " |")  # an empty last cell is "| |"
+    lines.append(_BY_HAND_ROW)
+    return "\n".join(lines) + "\n"
 
 
 def kind_floor(kind: str, checked: str | None = None) -> str | None:

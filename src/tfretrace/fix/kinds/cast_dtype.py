@@ -7,7 +7,7 @@ from dataclasses import replace
 from tfretrace.fix.core.anchor_base import call_argument
 from tfretrace.fix.core.call_edits import missing_note, reached
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import CHANGES_DTYPE, Kind, Row
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.specs import is_top
 from tfretrace.records.events import TENSOR
@@ -58,4 +58,10 @@ KIND = Kind(
     NAME,
     KindSafety("the data is computed in the cast dtype", "one dtype, one graph"),
     check=call_argument("cast"),
+    row=Row(
+        "unsafe",
+        "the data is computed in the cast dtype",
+    ),
+    changes=CHANGES_DTYPE,
+    call_sites=True,
 )

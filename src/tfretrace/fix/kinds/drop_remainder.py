@@ -7,7 +7,7 @@ import ast
 from tfretrace.fix.core.anchor_base import Anchors
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.defs import spans_line
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import CHANGES_EXAMPLES, Kind, Row
 from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import BatchCall, Replacement, Span
@@ -149,4 +149,10 @@ KIND = Kind(
     NAME,
     KindSafety("the partial last batch is skipped: its examples are not computed", "one batch shape"),
     check=batch_insertion,
+    row=Row(
+        "unsafe",
+        "the partial last batch is skipped",
+    ),
+    changes=CHANGES_EXAMPLES,
+    drops_data=True,
 )

@@ -9,7 +9,7 @@ from dataclasses import replace
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.declaration import declaration, decorator_edit
 from tfretrace.fix.core.defs import spans_line
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.predict import Config
 from tfretrace.fix.core.rules import fold_all
 from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
@@ -142,4 +142,15 @@ KIND = Kind(
     ),
     check=declaration("input_signature"),
     generalizes=True,
+    row=Row(
+        "safe when TensorFlow says so",
+        "the dataset is a module-level name bound once (the decorator reads it at def time, the probe "
+        "once the program has ended: both see one dataset); once the recorded program has finished, "
+        "TensorFlow traces the run's module-level tf.function afresh with "
+        "`input_signature=[dataset.element_spec]` (the spec open where the dataset's batches vary: the "
+        "partial last batch); safe (`\"checked\": \"tensorflow\"`) only where that trace succeeds with the "
+        "outputs of every trace of the run, as for `input-signature`. Otherwise unsafe, with what "
+        "TensorFlow said (a replica function reading `x.shape[0]` fails there)",
+        "the `d_static` program of `tests/test_fix_partial_batches_real.py`",
+    ),
 )

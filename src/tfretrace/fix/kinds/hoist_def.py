@@ -9,7 +9,7 @@ from tfretrace.fix.core.anchor_base import Anchors
 from tfretrace.fix.core.anchor_moves import move
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.hoist import hoist_edits
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import DefInfo, Replacement
 
@@ -52,4 +52,11 @@ KIND = Kind(
     ),
     check=move(_hoisted_def, "the def moved to module level"),
     derive=_hoisted_def,
+    moves_def=True,
+    row=Row(
+        "safe when checked",
+        "the def closes over nothing of its outer function; every module name it reads (and the module "
+        "defs it calls read) cannot change between passes; no `del` of its name",
+        "`p01_def_reads_dict.py` (item 1)",
+    ),
 )

@@ -17,7 +17,7 @@ from tfretrace.fix.core.anchor_base import Anchors
 from tfretrace.fix.core.anchor_moves import move, recorded_sites
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.hoist import made_once
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import DefInfo, Replacement, SourceReader
 
@@ -198,4 +198,10 @@ KIND = Kind(
     ),
     check=move(_factory_once, "the factory called once before its loop"),
     derive=_factory_once,
+    row=Row(
+        "safe when checked",
+        "the factory only makes the tf.function and is called with constants; the def's module reads "
+        "cannot change (a class attribute the loop anneals can); no `del`",
+        "`p02_factory_class_attr.py` (item 2)",
+    ),
 )

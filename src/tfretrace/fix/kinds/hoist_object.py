@@ -12,7 +12,7 @@ from tfretrace.fix.core.anchor_moves import move
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.defs import callee_name
 from tfretrace.fix.core.hoist import made_once
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement, SourceReader
@@ -172,4 +172,11 @@ KIND = Kind(
     ),
     check=move(_object_once, "the object made once before its loop"),
     derive=_object_once,
+    row=Row(
+        "safe when checked",
+        "the class's `__init__` only stores constant arguments; the loop uses the object only as the "
+        "function's argument (no helper, method call or `setattr` changes it) and never deletes it",
+        "`p03_object_helper.py`, `p03b_object_setattr.py` (item 3)",
+    ),
+    move_conditions=lambda site: conditions(site.scope, site.moved, site.names),
 )

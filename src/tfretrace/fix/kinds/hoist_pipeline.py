@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from tfretrace.fix.core.anchor_base import Anchors
 from tfretrace.fix.core.anchor_moves import move, recorded_sites
 from tfretrace.fix.core.hoist import pipeline_edits
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.move_checks import frozen_reads, module_bindings, module_def
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement
@@ -71,4 +71,12 @@ KIND = Kind(
     ),
     check=move(_pipeline_once, "the pipeline built once before its loop"),
     derive=_pipeline_once,
+    row=Row(
+        "safe when checked",
+        "the pipeline reads nothing the loop binds; it draws no random numbers (a `shuffle` of one "
+        "dataset reshuffles each iteration where a seeded shuffle rebuilt each pass repeated its order); "
+        "the functions given to `map`/`filter`/... read no state a pass changes",
+        "`p07_seeded_shuffle.py` (item 7)",
+    ),
+    move_conditions=lambda site: pipeline_risk(site.tree, site.moved),
 )

@@ -9,7 +9,7 @@ from tfretrace.fix.core.anchor_base import Anchors
 from tfretrace.fix.core.anchor_moves import move
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.hoist import pipeline_edits, wrap_moved
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement
 
@@ -49,4 +49,10 @@ KIND = Kind(
     ),
     check=move(_wrap_once, "the tf.function(...) made once before its loop"),
     derive=_wrap_once,
+    row=Row(
+        "safe when checked",
+        "`f_tf = tf.function(f)` reads nothing the loop binds; `f`'s module reads cannot change; the loop"
+        " never deletes the name",
+        "`p01b_wrap_reads_dict.py` (item 1), `p11_del_each_pass.py` (item 11)",
+    ),
 )

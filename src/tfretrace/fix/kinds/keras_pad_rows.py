@@ -34,7 +34,7 @@ from dataclasses import replace
 
 from tfretrace.fix.core.anchor_base import Anchors, expression, span_of
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement, Span, is_user_path
@@ -279,4 +279,23 @@ KIND = Kind(
     check=check_edit,
     whole=missing_helper,  # its new lines are the helper, not a move
     generalizes=True,
+    row=Row(
+        "safe when checked",
+        "each `model.predict(x)` of the model (one input, at most `verbose` and a literal `batch_size`; "
+        "no `predict_on_batch` of that name, which is no function's parameter) becomes "
+        "`predict_full_batches(model, x)`, a helper written once after the file's imports: NumPy inputs "
+        "get their rows, and only their rows, padded (the last row repeated) to a multiple of the batch "
+        "size, and every output (dict, list, tuple) is cut back to the rows given; any other input goes "
+        "to `predict` as it was. Safe where, read while `predict` ran, the model is Keras' own "
+        "`Sequential`/`Functional` whose every layer computes each row alone (a known Keras layer; no "
+        "custom layer, `Lambda`, row-combining `keras.ops`, stateful RNN or `training=True`; one step per"
+        " execution) and every input was NumPy arrays; otherwise unsafe, naming the layer. The kept rows "
+        "are computed as before, but a row that was in a partial batch is computed in a full one: a batch"
+        " of another size may take another kernel and round differently in the last bit, as Keras' own "
+        "`predict` does when its `batch_size` changes (measured: one float32 ulp for a one-row batch on "
+        "CPU, bitwise equal otherwise)",
+        "the `k_custom_layer` program of `tests/test_fix_partial_batches_real.py` (a layer that centres "
+        "each batch on its mean)",
+    ),
+    note="; floats may differ in the last digits (a row of a partial batch is computed in a full one)",
 )

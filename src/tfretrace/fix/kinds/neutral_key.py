@@ -16,7 +16,7 @@ from dataclasses import replace
 from tfretrace.fix.core.anchor_base import Anchors, span_of
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, first_config, varying_paths
 from tfretrace.fix.core.defs import callee_name
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.predict import Call, calls_of
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement, Span
@@ -332,4 +332,10 @@ KIND = Kind(
         "`x = x * d[key]` under `if key in d`: multiplying by ones gives the same values",
     ),
     check=neutral_key_dict,
+    row=Row(
+        "safe",
+        "the key's entry is ones of the recorded dtype and shape, and the body's only use of it is `x = x"
+        " * d[key]` under `if key in d`: multiplying by ones gives the same values",
+    ),
+    not_a_move=True,
 )

@@ -7,7 +7,7 @@ from dataclasses import replace
 from tfretrace.fix.core.body import reads_static_size
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.core.declaration import declaration, decorator_edit
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.records.events import TENSOR
 
@@ -44,4 +44,9 @@ KIND = Kind(
     ),
     check=declaration("reduce_retracing"),
     generalizes=True,
+    row=Row(
+        "unsafe",
+        "TensorFlow traces with `None` dimensions after a shape changes: code reading a static shape may "
+        "fail or take another branch",
+    ),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.safety import KindSafety
 
 NAME = "saved-signature"
@@ -12,4 +12,10 @@ NAME = "saved-signature"
 KIND = Kind(
     NAME,
     KindSafety(None, "no edit of its own: as safe as the saving function's signature step"),
+    row=Row(
+        "as the saving function's step",
+        "no edit of its own",
+    ),
+    through_another=True,
+    not_a_move=True,
 )

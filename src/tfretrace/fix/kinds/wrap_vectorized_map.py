@@ -10,7 +10,7 @@ from tfretrace.fix.core.anchor_base import Anchors, span_of
 from tfretrace.fix.core.anchor_moves import move, recorded_sites
 from tfretrace.fix.core.defs import root_name
 from tfretrace.fix.core.hoist import bound_at_module
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement, SourceReader, Span
 
@@ -91,4 +91,11 @@ KIND = Kind(
     ),
     check=move(_vectorized_once, "the vectorized_map wrapper and its call"),
     derive=_vectorized_once,
+    row=Row(
+        "safe when checked",
+        "`fn` is a def bound once at module level (a loop variable would be frozen at its first value) "
+        "and its reads cannot change",
+        "`p04_vectorized_loop.py` (item 4)",
+    ),
+    whole_conditions=conditions,
 )

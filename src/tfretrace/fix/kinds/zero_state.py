@@ -9,7 +9,7 @@ from tfretrace.fix.core.anchor_base import Anchors, dotted_name, expression, is_
 from tfretrace.fix.core.body import assigns_zeros_when_none
 from tfretrace.fix.core.call_edits import missing_note, reached, swap_leaf
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement
@@ -131,4 +131,10 @@ KIND = Kind(
         "one structure for every call",
     ),
     check=zero_state,
+    row=Row(
+        "unsafe",
+        "`None` becomes zeros: where the body's `None` branch starts from something else the results "
+        "change",
+        "`p06_none_branch_ones.py` (item 6)",
+    ),
 )

@@ -11,14 +11,12 @@ from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, Verd
 from tfretrace.fix.core.predict import calls_of, count, mean_seconds
 from tfretrace.fix.core.safety import ADVICE, TF_CHECKED
 from tfretrace.fix.core.source import SourceReader
-from tfretrace.fix.kinds import CALL_SITE_MAKERS, FINAL_MAKERS, MAKERS, cast_dtype, drop_remainder, keras_pad_rows
+from tfretrace.fix.kinds import CALL_SITE_MAKERS, DROPS_DATA, FINAL_MAKERS, KIND_CHANGES, MAKERS, NOTES
 from tfretrace.fix.planning.origin_advice import origin_steps
 from tfretrace.fix.planning.plan_notes import dropped, unaddressed, unpredictable
 from tfretrace.fix.planning.restored import announce_serving, link_restored
 from tfretrace.fix.planning.safety_plan import TIER_HAND, TIER_SAFE, TIER_UNSAFE, admitted, classified
 from tfretrace.fix.planning.step import (
-    CHANGES_DTYPE,
-    CHANGES_EXAMPLES,
     CHANGES_FLOAT_DIGITS,
     CHANGES_RANDOM,
     UNPREDICTED,
@@ -101,22 +99,19 @@ def plan_for(
     return tuple([_with_changes(ctx, step) for step in steps] + statements)
 
 
-_KIND_CHANGES = {drop_remainder.NAME: CHANGES_EXAMPLES, cast_dtype.NAME: CHANGES_DTYPE}
-
 FLOAT_DIGITS_NOTE = "; floats may differ in the last digits (shape-generic kernels, no constant folding)"
-_PADDED_ROWS_NOTE = "; floats may differ in the last digits (a row of a partial batch is computed in a full one)"
 
 
 def _with_changes(ctx: FunctionContext, step: PlanStep) -> PlanStep:
     """The step with what it changes in the results besides the count (the field, and a sentence)."""
-    if step.kind in _KIND_CHANGES:
-        return replace(step, changes=_KIND_CHANGES[step.kind])
+    if step.kind in KIND_CHANGES:  # what the kind changes whatever the body (its Kind's ``changes``)
+        return replace(step, changes=KIND_CHANGES[step.kind])
     node = ctx.definition.node if ctx.definition is not None else None
     draw = random_draw(node) if node is not None and step.traces_after < step.traces_before else None
     if draw is None:
         if generalizes(step.kind, step.cause):
             # Issue 33: a generalized signature moved a printed float in its 5th decimal, unsaid.
-            note = _PADDED_ROWS_NOTE if step.kind == keras_pad_rows.NAME else FLOAT_DIGITS_NOTE
+            note = NOTES.get(step.kind, FLOAT_DIGITS_NOTE)
             step = replace(step, changes=CHANGES_FLOAT_DIGITS, summary=step.summary + note)
         return announce_serving(ctx.report, step)
     # Seen on tensorflow/docs DCGAN: after an input_signature the generated images' mean moved in
@@ -188,7 +183,9 @@ def _greedy(
             after = count(candidate.state.replay, candidate.state.config)
             if after is None or after >= current:
                 continue  # a fix predicted to remove nothing is not offered
-            if candidate.kind in _DROPS_DATA and _declared_now(ctx, state, current, tier, after):
+            # A fix that changes what is computed (drop_remainder skips examples): only where no declaration
+            # from the same calls removes as many traces.
+            if candidate.kind in DROPS_DATA and _declared_now(ctx, state, current, tier, after):
                 continue  # the declaration removes as many traces and keeps every example
             if best is None or after < best[0]:
                 best = (after, candidate)
@@ -218,11 +215,6 @@ def _greedy(
     steps.append(_step(_by_hand(chosen, by_tool), current, after, per_trace))
     assert chosen.state is not None
     return chosen.state, after, True
-
-
-# Fixes that change what the program computes (drop_remainder skips the partial batch's examples):
-# taken only where no declaration from the same calls removes as many traces.
-_DROPS_DATA = frozenset({drop_remainder.NAME})
 
 
 def _declared_now(ctx: FunctionContext, state: State, current: int, tier: int, after: int) -> bool:

@@ -12,18 +12,10 @@ from dataclasses import replace
 
 from tfretrace.fix.core import move_checks
 from tfretrace.fix.core.candidate import Candidate, FunctionContext
+from tfretrace.fix.core.kind import MoveSite
 from tfretrace.fix.core.safety import ADVICE, SAFE, UNSAFE
 from tfretrace.fix.core.source import Replacement, SourceReader
-from tfretrace.fix.kinds import (
-    KINDS,
-    hoist_def,
-    hoist_object,
-    hoist_pipeline,
-    kind_floor,
-    neutral_key,
-    saved_signature,
-    wrap_vectorized_map,
-)
+from tfretrace.fix.kinds import BY_NAME, KINDS, THROUGH_ANOTHER, kind_floor
 
 # The planner's phases, in order: what `fix --apply` writes, what `--unsafe-fixes` adds, what a
 # person does. A step's count assumes only the steps before it, so the phases never interleave.
@@ -72,7 +64,7 @@ def classify(
     what TensorFlow said of a generalized signature (TF_CHECKED, or why it differs); ``condition``:
     for a kind whose maker checks its conditions, why they do not hold (None: they do).
     """
-    if not edits and kind != saved_signature.NAME:
+    if not edits and kind not in THROUGH_ANOTHER:
         return ADVICE, None
     floor = kind_floor(kind, tf_check)
     if floor is not None:
@@ -95,10 +87,14 @@ def _move_reason(
     names: tuple[str, ...],
     traced: ast.FunctionDef | ast.AsyncFunctionDef | None,
 ) -> str | None:
-    if kind in (neutral_key.NAME, saved_signature.NAME) or (kind in KINDS and KINDS[kind].probed):
+    # Each kind's own conditions are on its record (fix.kinds): here only the checks moves share.
+    record = BY_NAME.get(kind)
+    if record is None:  # kind_floor has said so already; never safe by default
+        return f"tfretrace has no safety argument for the kind {kind!r}"
+    if record.not_a_move or record.safety.probed:
         return None
-    if kind == wrap_vectorized_map.NAME:
-        return wrap_vectorized_map.conditions(edits, reader)
+    if record.whole_conditions is not None:
+        return record.whole_conditions(edits, reader)
     found = move_checks.move_scope(reader, edits)
     if found is None:
         return "tfretrace could not find the loop the statement leaves to check it"
@@ -106,20 +102,18 @@ def _move_reason(
     deleted = move_checks.deleted_in(scope, move_checks.names_bound(moved))
     if deleted is not None:
         return deleted
-    if kind == hoist_object.NAME:
-        return hoist_object.conditions(scope, moved, names)
-    if kind == hoist_pipeline.NAME:
-        return hoist_pipeline.pipeline_risk(tree, moved)
-    function = _traced_def(tree, kind, moved, traced)
+    if record.move_conditions is not None:
+        return record.move_conditions(MoveSite(tree, scope, moved, names))
+    function = _traced_def(tree, record.moves_def, moved, traced)
     if function is None:
         return "tfretrace could not find the def the moved tf.function traces"
     return move_checks.frozen_reads(tree, function)
 
 
 def _traced_def(
-    tree: ast.Module, kind: str, moved: ast.stmt, traced: ast.FunctionDef | ast.AsyncFunctionDef | None
+    tree: ast.Module, moves_def: bool, moved: ast.stmt, traced: ast.FunctionDef | ast.AsyncFunctionDef | None
 ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    if kind == hoist_def.NAME and isinstance(moved, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if moves_def and isinstance(moved, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return moved
     if traced is None:
         return None

@@ -6,9 +6,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tfretrace.fix.core.kind import (
+    CHANGES_DTYPE as CHANGES_DTYPE,
+)
+from tfretrace.fix.core.kind import (
+    CHANGES_EXAMPLES as CHANGES_EXAMPLES,
+)
+from tfretrace.fix.core.kind import (
+    CHANGES_FLOAT_DIGITS as CHANGES_FLOAT_DIGITS,
+)
+from tfretrace.fix.core.kind import (
+    CHANGES_RANDOM as CHANGES_RANDOM,
+)
+from tfretrace.fix.core.kind import (
+    CHANGES_SAVED_SIGNATURE as CHANGES_SAVED_SIGNATURE,
+)
 from tfretrace.fix.core.safety import ADVICE, SAFE, SAFETIES, TF_CHECKED, UNSAFE
 from tfretrace.fix.core.source import Replacement, Span
-from tfretrace.fix.kinds import REGISTRY, kind_floor, saved_signature
+from tfretrace.fix.kinds import REGISTRY, kind_floor
+from tfretrace.fix.kinds import THROUGH_ANOTHER as THROUGH_ANOTHER
 
 # Who makes a step (the session's ``by``): tfretrace's own edit, or a person.
 BY_TOOL = "tfretrace"
@@ -32,11 +48,6 @@ UNPREDICTED = frozenset({OPEN_REPLAY_DIFFERS, OPEN_EVENTS_DROPPED})
 # value as a constant (Python computed it in double precision) and runs shape-generic kernels
 # where each shape had its own (another order of summation, no fusion that needs static shapes).
 # One value per step: the first of these that applies, in this order of precedence.
-CHANGES_EXAMPLES = "examples"
-CHANGES_DTYPE = "dtype"
-CHANGES_RANDOM = "random-stream"
-CHANGES_SAVED_SIGNATURE = "saved-model-signature"
-CHANGES_FLOAT_DIGITS = "float-last-digits"
 CHANGES = (CHANGES_EXAMPLES, CHANGES_DTYPE, CHANGES_RANDOM, CHANGES_SAVED_SIGNATURE, CHANGES_FLOAT_DIGITS)
 
 # Kinds whose traces are generalized, as each kind declares it (fix.core.kind.Kind.generalizes).
@@ -51,8 +62,8 @@ def generalizes(kind: str, cause: str) -> bool:
     return kind in _GENERALIZING and cause != "variable-spec-changed"
 
 # Steps with no edits of their own that tfretrace fix --apply makes all the same, through another
-# function's edits (a restored function, through the saving function's input_signature).
-THROUGH_ANOTHER = frozenset({saved_signature.NAME})
+# function's edits (a restored function, through the saving function's input_signature): the
+# registry's THROUGH_ANOTHER, imported above and kept under this name for this module's readers.
 
 
 @dataclass(frozen=True)

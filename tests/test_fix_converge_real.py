@@ -1,0 +1,90 @@
+"""``fix --verify`` in rounds on real TensorFlow: a hoist in round 1 makes the function live, round 2 fixes its
+Python value; TensorFlow's own counter measures the program ``--apply`` wrote."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.tf, pytest.mark.single_env]
+pytest.importorskip("tensorflow")
+
+ROOT = Path(__file__).resolve().parents[1]
+COUNTS = ROOT / "bench" / "tf_counts.py"
+
+# scale is made anew by each call of step_fn (new-function-object) and takes a Python float that
+# changes on every call (python-value-changed). Round 1 can only hoist it: a nested def is not live
+# after the run, so TensorFlow cannot be asked whether the float may be a tensor and that step is
+# unsafe. Round 2 plans from the hoisted copy's run, where scale is a module function it can ask.
+PROGRAM = """\
+import tensorflow as tf
+
+
+def step_fn(v, rate):
+    @tf.function
+    def scale(v, rate):
+        return v * rate + 1.0
+    return scale(v, rate)
+
+
+x = tf.constant([1.0, 2.0])
+total = 0.0
+for step in range(4):
+    total += float(tf.reduce_sum(step_fn(x, 0.5 * step)))
+print("total", total)
+"""
+
+
+def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT / "src"), env.get("PYTHONPATH")) if p)
+    return subprocess.run([sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+def _counted(folder: Path) -> tuple[dict[str, int], str]:
+    """TensorFlow's own tracing count per function of train.py as it now stands, and what it printed."""
+    done = _run(folder, str(COUNTS), "counts.json", "train.py")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads((folder / "counts.json").read_text()), done.stdout
+
+
+def _recorded(folder: Path) -> None:
+    (folder / "train.py").write_text(PROGRAM)
+    done = _run(folder, "-m", "tfretrace", "run", "--save", "s.json", "train.py")
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_two_rounds_hoist_then_tensor_reach_one_trace(tmp_path: Path) -> None:
+    _recorded(tmp_path)
+    before, printed = _counted(tmp_path)
+    assert before == {"step_fn.<locals>.scale": 4}
+    done = _run(tmp_path, "-m", "tfretrace", "fix", "s.json", "--apply", "--verify", "--", "python", "train.py")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "rounds stopped: converged" in done.stdout
+    after, printed_after = _counted(tmp_path)
+    # Hoisted to module level (its qualname loses the prefix), then its float passed as a tensor.
+    assert after == {"scale": 1}
+    assert printed_after == printed
+    tree = ast.parse((tmp_path / "train.py").read_text())
+    module_defs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert module_defs == ["scale", "step_fn"]
+    # The recorded plan's only safe step is the hoist: the tensor came from round 2's own plan.
+    session = json.loads((tmp_path / "s.json").read_text())
+    safe = [s["kind"] for s in session["functions"][0]["plan"] if s.get("edits") and s.get("safety") == "safe"]
+    assert safe == ["hoist-def"]
+
+
+def test_one_round_leaves_the_value_for_the_next_plan(tmp_path: Path) -> None:
+    _recorded(tmp_path)
+    done = _run(tmp_path, "-m", "tfretrace", "fix", "s.json", "--apply", "--rounds", "1", "--verify", "--",
+                "python", "train.py")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    after, _ = _counted(tmp_path)
+    assert after == {"scale": 4}  # the hoist alone: every float still traces
