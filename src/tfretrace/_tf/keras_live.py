@@ -23,7 +23,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from tfretrace._tf.keras_rows import ROWS_INDEPENDENT
+from tfretrace._tf.keras_rows import ROWS_INDEPENDENT, inputs_reason
 
 _DEFAULT_BATCH = 32  # Keras' predict on arrays: `if not batch_size: batch_size = 32`
 _MAX_SAMPLES = 4  # input shapes kept per model: each is one predict call's last rows
@@ -42,6 +42,9 @@ class _Sample:
 
 _samples: weakref.WeakKeyDictionary[Any, list[_Sample]] = weakref.WeakKeyDictionary()
 _verdicts: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionary()
+# A model that predicted on something the edit does not pad (a dataset, a tensor): the helper passes
+# it to predict as it was, so its partial batch traces again whatever the rows say.
+_refused: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 def remember_predict(model: Any, predict_locals: dict[str, Any]) -> None:
@@ -52,7 +55,9 @@ def remember_predict(model: Any, predict_locals: dict[str, Any]) -> None:
             return
         x = predict_locals.get("x")
         leaves = _leaves(x)
-        if leaves is None or len({len(a) for a in leaves}) != 1 or len(leaves[0]) == 0:
+        refused = inputs_reason(x)
+        if refused is not None or leaves is None:
+            _refused.setdefault(model, refused or "predict was given something other than NumPy arrays")
             return
         rows = len(leaves[0])
         start = max(0, rows - (rows % batch or batch) - batch)
@@ -70,6 +75,10 @@ def check_rows(model: Any) -> str | None:
     """``ROWS_INDEPENDENT`` where the live model's kept rows predict alike padded and not, else why
     not; None where no partial batch was kept (nothing to ask)."""
     try:
+        if model in _refused:
+            return _refused[model]
+        if getattr(model, "steps_per_execution", 1) != 1:
+            return None  # predict groups batches by that number too: the reading of the layers says so
         if model in _verdicts:
             return _verdicts[model]
         samples = _samples.get(model) or []
