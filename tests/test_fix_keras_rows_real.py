@@ -3,7 +3,8 @@
 Issue 38 item 4 and issue 39 items 2, 7 and 10. Programs of tests/data/partial_batches are recorded
 with ``tfretrace run --save``, fixed with ``tfretrace fix --apply`` and counted by TensorFlow's own
 counter (``bench/tf_counts.py``): a subclassed model with a custom layer and a dict of two inputs is
-padded once the live model showed its rows independent (``k_custom_rows``); a line where a plain model
+padded once the live model showed its rows independent (``k_custom_rows``), as is a functional model of
+a list of two inputs calling a subclassed model and a ``Lambda`` (``k_list_inputs``); a line where a plain model
 and a batch-centring one both predict is not padded for either (``k_two_models``); another function's
 ``model.predict`` of another class is not touched (``k_same_name``). ``predict_full_batches`` itself
 allocates no copy of the input beyond what ``predict`` does (a subprocess, measured by tracemalloc).
@@ -38,21 +39,24 @@ def _predict_steps(made: Recorded) -> list[dict[str, Any]]:
     return [s for f in made.session["functions"] for s in f["plan"] if s["kind"] == "keras-pad-rows"]
 
 
-def test_a_subclassed_model_with_a_custom_layer_and_dict_inputs_is_padded_once_its_rows_prove_independent(
-    tmp_path: Path,
+# k_custom_rows: a subclassed model with a custom layer, a dict of two inputs; k_list_inputs: a functional
+# model of a list of two inputs calling a subclassed model (`body(a)`) and a Lambda.
+@pytest.mark.parametrize("program", ["k_custom_rows", "k_list_inputs"])
+def test_a_model_with_custom_code_is_padded_once_the_live_model_shows_its_rows_independent(
+    tmp_path: Path, program: str
 ) -> None:
-    made = Recorded(tmp_path, "k_custom_rows")
+    made = Recorded(tmp_path, program)
     assert made.after.returncode == 0, made.after.stderr[-3000:]
     step = made.step("keras-pad-rows")
     assert step["safety"] == "safe" and "unsafe_reason" not in step
     assert made.changed()
-    before = _measured(made.original, "k_custom_rows")
+    before = _measured(made.original, program)
     after = made.measured(PREDICT)
     assert after == _apply_count(made.function()) < before == made.function()["traces"]
     assert made.after.stdout == made.before  # printed to 4 digits: the same bytes
     for args in (["1", "33", "95"], ["64", "31"]):
         original, edited = made.outputs(args)
-        assert same_output(edited, original) and original.count("k_custom_rows") == len(args)
+        assert same_output(edited, original) and original.count(program) == len(args)
 
 
 def test_a_line_where_a_row_mixing_model_also_predicts_is_padded_for_no_model(tmp_path: Path) -> None:
