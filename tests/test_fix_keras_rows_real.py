@@ -13,6 +13,7 @@ allocates no copy of the input beyond what ``predict`` does (a subprocess, measu
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,6 +86,23 @@ def test_only_the_line_the_run_recorded_is_edited_not_a_predict_of_another_objec
     assert made.after.returncode == 0, made.after.stderr[-3000:]
     assert made.after.stdout == made.before and "k_same_name score" in made.before
     assert made.measured(PREDICT) == _apply_count(made.function()) < _measured(made.original, "k_same_name")
+    # The session as saved applies again to the original; one that also rewrites the other object's call
+    # (a line the run never recorded) is refused.
+    shutil.copy(made.original / "k_same_name.py", made.edited / "k_same_name.py")
+    assert run(made.edited, "-m", "tfretrace", "fix", "s.json", "--apply").returncode == 0
+    shutil.copy(made.original / "k_same_name.py", made.edited / "k_same_name.py")
+    session = json.loads((made.edited / "s.json").read_text())
+    (saved,) = [s for f in session["functions"] for s in f["plan"] if s["kind"] == "keras-pad-rows"]
+    original = (made.original / "k_same_name.py").read_text()
+    line = next(i for i, text in enumerate(original.splitlines(), 1) if "model.predict(data[:7])" in text)
+    col = original.splitlines()[line - 1].index("model.predict(data[:7])")
+    end = col + len("model.predict(data[:7])")
+    saved["edits"].append({"path": "k_same_name.py", "line": line, "col": col, "end_line": line, "end_col": end,
+                           "text": "predict_full_batches(model, data[:7])"})
+    (made.edited / "s.json").write_text(json.dumps(session))
+    refused = run(made.edited, "-m", "tfretrace", "fix", "s.json", "--apply")
+    assert refused.returncode != 0
+    assert (made.edited / "k_same_name.py").read_text() == original
 
 
 # Input shapes (rows left out) for the models of test_fix_partial_batches_real._models.

@@ -45,10 +45,13 @@ _verdicts: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionar
 # A model that predicted on something the edit does not pad (a dataset, a tensor): the helper passes
 # it to predict as it was, so its partial batch traces again whatever the rows say.
 _refused: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_asking: list[bool] = []  # set while check_rows runs predict: those calls are not the program's
 
 
 def remember_predict(model: Any, predict_locals: dict[str, Any]) -> None:
     """Keep the last rows of the NumPy input ``predict`` is tracing for (read while it runs; nothing is called)."""
+    if _asking:
+        return
     try:
         batch = predict_locals.get("batch_size") or _DEFAULT_BATCH
         if predict_locals.get("steps") is not None or type(batch) is not int or batch < 1:
@@ -85,8 +88,12 @@ def check_rows(model: Any) -> str | None:
     except TypeError:
         return None
     verdict = None
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        for sample in samples:
+    _asking.append(True)
+    with contextlib.ExitStack() as stack:
+        stack.callback(_asking.pop)
+        stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+        stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+        for sample in list(samples):
             rows = sample.shape[1]
             if rows % sample.batch == 0:
                 continue  # a call the edit leaves as it is

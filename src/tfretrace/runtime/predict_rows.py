@@ -4,8 +4,8 @@ Each predict trace carries a verdict read from the model while it ran (``KerasIn
 padding its rows keeps every kept row's prediction; fix kind keras-pad-rows). Two things only the
 whole run can say are settled here, on the reports, so a saved session carries them to ``fix``:
 
-- once the program has finished, the live models of each predict row are run again on the rows
-  they were given, padded and not (``tfretrace._tf.keras_live``); their answer replaces the verdict
+- once the program has finished, the live models of each predict row that retraced are run again
+  on the rows they were given, padded and not (``tfretrace._tf.keras_live``); their answer replaces the verdict
   read from the layers (a custom layer whose rows are independent is then padded; one that mixes
   rows is not, whatever its layers' names say);
 - a line where several models predicted (``for model in models: model.predict(x)``) is one edit for
@@ -38,8 +38,8 @@ def _predicts(fn: FunctionReport) -> bool:
 
 
 def _asked(fn: FunctionReport, models: Any) -> FunctionReport:
-    if not _predicts(fn):
-        return fn
+    if not _predicts(fn) or fn.retraces == 0:
+        return fn  # no plan to check: the model is not run again (a new batch shape would trace it)
     from tfretrace._tf.keras_live import check_rows
 
     said = [check_rows(model) for model in list(models)]

@@ -239,7 +239,8 @@ def _start(node: ast.stmt) -> int:
 
 def check_edit(anchors: Anchors, edit: Replacement) -> str | None:
     """A session's keras-pad-rows edit: the helper, exactly, before a module-level statement; or a
-    ``.predict`` call of one input made ``predict_full_batches(receiver, the same arguments)``."""
+    ``.predict`` call of one input, at a line where the run recorded the model's predict, made
+    ``predict_full_batches(receiver, the same arguments)``."""
     keras = anchors.report.keras
     if keras is None or keras.method != "predict":
         return "not a Keras predict function"
@@ -258,6 +259,9 @@ def check_edit(anchors: Anchors, edit: Replacement) -> str | None:
     found = next((c for c in _predict_calls(tree) if span_of(c, span.path) == span), None)
     if found is None or _batch_size(found) is None:
         return "not a .predict() call of one input, with at most verbose and a literal batch_size"
+    sites = {e.call_site for e in anchors.report.events if e.call_site is not None}
+    if not any(f"{span.path}:{n}" in sites for n in range(found.lineno, (found.end_lineno or found.lineno) + 1)):
+        return "not a line where the run recorded this model's predict (another object's .predict may read the same)"
     new = expression(edit.text)
     wanted = expression(_helper_call(found))
     if new is None or wanted is None or ast.dump(new) != ast.dump(wanted):
