@@ -84,7 +84,7 @@ HELPER = f'''def {HELPER_NAME}(model, x, batch_size=None, **kwargs):
 
 
 def pad_rows(ctx: FunctionContext, state: State) -> Candidate | None:
-    """Every ``model.predict(x)`` of the model -> ``predict_full_batches(model, x)``: one batch shape."""
+    """The model's ``model.predict(x)`` at each recorded line -> ``predict_full_batches(model, x)``: one batch shape."""
     keras = ctx.report.keras
     calls = state.replay.calls
     if keras is None or keras.method != "predict" or len(calls) < 2 or state.keras_padded:
