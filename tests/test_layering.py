@@ -35,7 +35,8 @@ TOP = len(LAYERS) - 1
 # (which also rules out import cycles between them).
 ADAPTER = SRC / "_tf"
 ADAPTER_ORDER = [
-    "__init__", "logfilter", "versions", "frames", "counters", "types", "import_watch", "keras_rows", "keras",
+    "__init__", "logfilter", "versions", "frames", "counters", "types", "import_watch", "keras_rows", "keras_live",
+    "keras",
     "data_source", "origins", "reading", "earlier", "cache_hits", "loglevel", "xla_log", "xla", "relay", "hooks",
     "warmup", "graph_compare", "probe",
 ]

@@ -12,6 +12,7 @@ from typing import Any
 
 from tfretrace._tf.frames import call_site
 from tfretrace._tf.import_watch import ImportWatcher
+from tfretrace._tf.keras_live import remember_predict
 from tfretrace._tf.keras_rows import predict_rows
 from tfretrace.records.events import KerasInfo
 
@@ -111,6 +112,8 @@ def keras_info(frame: FrameType | None, code: CodeType) -> tuple[KerasInfo | Non
                 if name == "predict" and code.co_filename.replace("\\", "/").endswith(KERAS3.functions_file):
                     # Whether its rows could be padded (fix kind keras-pad-rows), read while predict runs.
                     rows = predict_rows(model, local)
+                    # Its last rows, kept for asking the live model once the program has finished.
+                    remember_predict(model, local)
             if name == "fit":
                 epoch = _int_or_none(frame.f_locals.get("epoch"))
         frame = frame.f_back

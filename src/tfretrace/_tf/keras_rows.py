@@ -56,7 +56,7 @@ _MODELS = frozenset({"Sequential", "Functional"})
 def predict_rows(model: Any, predict_locals: dict[str, Any]) -> str:
     """``ROWS_INDEPENDENT`` where padding this predict call's rows leaves each kept row's prediction; else why not."""
     try:
-        found = _inputs(predict_locals.get("x"))
+        found = inputs_reason(predict_locals.get("x"))
         if found is None:
             found = _model(model)
         return ROWS_INDEPENDENT if found is None else found
@@ -64,7 +64,8 @@ def predict_rows(model: Any, predict_locals: dict[str, Any]) -> str:
         return f"tfretrace could not read the model ({type(exc).__name__})"
 
 
-def _inputs(x: Any) -> str | None:
+def inputs_reason(x: Any) -> str | None:
+    """Why ``predict``'s input is not one the edit pads (NumPy arrays, one row count, rows); None if it is."""
     import numpy as np
 
     leaves: list[Any] = []

@@ -22,6 +22,7 @@ from tfretrace.records.events import TraceEvent
 from tfretrace.records.session import Session
 from tfretrace.runtime.dispatch import dispatch
 from tfretrace.runtime.intake import CallCounting, Pending, make_event, prepare
+from tfretrace.runtime.predict_rows import settle_rows
 from tfretrace.runtime.probe import probe_live
 from tfretrace.runtime.state import (
     COMPARE_WINDOW,
@@ -154,8 +155,8 @@ class Monitor:
         end = self._stopped_at if self._stopped_at is not None else time.perf_counter()
         dispatch.xla.sync()  # compiles TensorFlow logged before now are recorded
         with self._lock:
-            functions = tuple(report_of(s, counters.counter_value, counters.concrete_sites)
-                              for s in self._functions.values())
+            states = list(self._functions.values())
+            functions = tuple(report_of(s, counters.counter_value, counters.concrete_sites) for s in states)
         # The planner loads here, not at import: a run whose session is never asked for (and
         # `import tfretrace`) does not pay for it.
         from tfretrace.fix.applying.apply import source_hashes
@@ -166,6 +167,8 @@ class Monitor:
         # Once the program has finished, TensorFlow traces each generalized signature (fix.kinds.input_signature):
         # the probe runs the body's Python once more, which a running program must not see.
         probe = probe_live(self._root) if self.program_done and not self.active else None
+        # Keras predict rows: the live models asked (as the probe, only then), one line's models judged together.
+        functions = settle_rows(functions, [s.keras_models for s in states], live=probe is not None)
         functions = keras_rows_apart(self._plans.planned(functions, self.internal_error, probe))
         tf_version, keras_version = versions.loaded_versions()
         return Session(

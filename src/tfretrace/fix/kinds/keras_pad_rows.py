@@ -5,25 +5,29 @@ batch with that batch's tensors: the first batch shape traces, a new one (a part
 or a few rows before many) traces again with the batch dimension relaxed to ``None``, and the
 relaxed trace serves every later call. One trace above the minimum per model.
 
-The edit: each ``model.predict(x, ...)`` call of that model in the file becomes
+The edit: each ``model.predict(x, ...)`` call at a line where the run saw that model's predict becomes
 ``predict_full_batches(model, x, ...)``, a helper written once at the top of the file (after its
-imports). For NumPy inputs it pads the rows, and only the rows (axis 0, the last row repeated), to
-a multiple of the batch size, so every batch has one shape, and cuts every output (each of a
-dict, list or tuple) back to the rows given; any other input (a dataset, a tensor, no rows) goes
-to ``predict`` as it was. Progress bars keep their number of steps.
+imports); a ``.predict`` anywhere else, whatever its receiver is called, is left as it is. For
+NumPy inputs the helper predicts the full batches as they are (views: the input is never copied)
+and the last partial batch padded on the rows only (axis 0, the last row repeated) to a full one,
+so every batch has one shape, and cuts every output (each of a dict, list or tuple) back to the
+rows given; any other input (a dataset, a tensor, no rows) goes to ``predict`` as it was. With a
+progress bar, the full batches and the last one show as two bars.
 
-Safe where ``tfretrace._tf.keras_rows`` found, while ``predict`` ran, that the model computes each
-row from that row alone (Keras' own Sequential/Functional, every layer of a known per-row kind,
-no ``training=True``, one step per execution) and every recorded input was NumPy arrays: the
-kept rows' predictions are then the ones the original computed (a batch of another size may
-round differently in the last bit on some kernels; measured bitwise equal on CPU). Otherwise the
-step is unsafe with that reason. Predicted: every recorded call with its rows set to the call
-site's batch size; offered only where the relaxed traces left no other dimension open (a call
-never recorded may then differ only in its rows), and every ``.predict`` call of the model's name
-in the file is one the edit reaches (no ``predict_on_batch``, no keyword but
-``verbose``/``batch_size``, a literal batch size). Not seen: a call that hit the relaxed trace
-(never recorded, so its input was not read) and passed a dataset goes to ``predict`` as it was
-and traces its partial batch again; a call of the same model under another name in another file
+Safe where every model that predicted at those lines computes each row from that row alone
+(``runtime.predict_rows``): asked of the live model once the program has finished (its recorded
+last rows predicted padded and not, every output compared; ``tfretrace._tf.keras_live``), or, where
+it could not be asked, read while ``predict`` ran (``tfretrace._tf.keras_rows``: Keras' own
+Sequential/Functional, every layer of a known per-row kind, no ``training=True``, one step per
+execution), and every recorded input was NumPy arrays. The kept rows' predictions are then the ones
+the original computed (a batch of another size may round differently in the last digits on some
+kernels: ``float-last-digits``). Otherwise the step is unsafe with that reason. Predicted: every
+recorded call with its rows set to the call site's batch size; offered only where the relaxed
+traces left no other dimension open (a call never recorded may then differ only in its rows), and
+the model's name calls no ``predict_on_batch`` in the file. Not seen: a call that hit the relaxed
+trace (never recorded, so its input was not read) and passed a dataset goes to ``predict`` as it
+was and traces its partial batch again; a model that predicted at an edited line only through the
+relaxed trace (never traced there) is not asked; a call of the same model at a line never recorded
 is not rewritten.
 """
 
@@ -50,10 +54,10 @@ HELPER = f'''def {HELPER_NAME}(model, x, batch_size=None, **kwargs):
     """model.predict(x, ...) in full batches: the same predictions, one batch shape.
 
     Written by tfretrace fix (keras-pad-rows). predict traces again for every new batch shape (a
-    partial last batch, a few rows before many). The rows of NumPy inputs are padded, the last row
-    repeated, to a multiple of the batch size, and every output is cut back to the rows given: the
-    model computes each row from that row alone, so the kept rows are the ones predict computed.
-    Other inputs go to predict as they were.
+    partial last batch, a few rows before many). The full batches of NumPy inputs go to predict as
+    they are (views, not copies); the last partial batch is padded, its last row repeated, to a full
+    one, and its outputs are cut back to the rows given: the model computes each row from that row
+    alone, so the kept rows are the ones predict computed. Other inputs go to predict as they were.
     """
     import numpy as np
     import tensorflow as tf
@@ -64,17 +68,23 @@ HELPER = f'''def {HELPER_NAME}(model, x, batch_size=None, **kwargs):
     if len(rows) != 1 or 0 in rows or extra == 0:
         return model.predict(x, batch_size=batch_size, **kwargs)
     (count,) = rows
+    full = count - count % size  # the rows of the full batches
 
     def pad(a):
-        return np.concatenate([a, np.repeat(a[-1:], extra, axis=0)])
+        return np.concatenate([a[full:], np.repeat(a[-1:], extra, axis=0)])
 
-    outputs = model.predict(tf.nest.map_structure(pad, x), batch_size=batch_size, **kwargs)
-    return tf.nest.map_structure(lambda y: y[:count], outputs)
+    head = None
+    if full:
+        head = model.predict(tf.nest.map_structure(lambda a: a[:full], x), batch_size=batch_size, **kwargs)
+    last = model.predict(tf.nest.map_structure(pad, x), batch_size=batch_size, **kwargs)
+    if head is None:
+        return tf.nest.map_structure(lambda y: y[:count], last)
+    return tf.nest.map_structure(lambda h, y: np.concatenate([h, y[:count - full]]), head, last)
 '''
 
 
 def pad_rows(ctx: FunctionContext, state: State) -> Candidate | None:
-    """Every ``model.predict(x)`` of the model -> ``predict_full_batches(model, x)``: one batch shape."""
+    """The model's ``model.predict(x)`` at each recorded line -> ``predict_full_batches(model, x)``: one batch shape."""
     keras = ctx.report.keras
     calls = state.replay.calls
     if keras is None or keras.method != "predict" or len(calls) < 2 or state.keras_padded:
@@ -128,9 +138,15 @@ def _code(ctx: FunctionContext, edits: tuple[Replacement, ...]) -> str | None:
 
 
 def _site_calls(ctx: FunctionContext, sites: list[str]) -> tuple[tuple[Replacement, ...], dict[str, int]] | None:
-    """The edits (calls and helper) and each recorded site's batch size; None where any call is out of reach."""
+    """The edits (the helper, and the call at each recorded site) and each site's batch size; None where any
+    recorded call is out of reach.
+
+    Only the lines where the run saw this model's predict are edited: a ``.predict`` elsewhere in the file
+    whose receiver reads the same (another function's ``model``, another class's object) may be anything.
+    """
     receivers: dict[str, set[str]] = {}
     batch_of: dict[str, int] = {}
+    calls: dict[str, list[ast.Call]] = {}
     for site in sites:
         path, _, line = site.rpartition(":")
         parsed = ctx.reader.module(path) if is_user_path(path) and line.isdigit() else None
@@ -142,6 +158,8 @@ def _site_calls(ctx: FunctionContext, sites: list[str]) -> tuple[tuple[Replaceme
         assert isinstance(at[0].func, ast.Attribute)
         receivers.setdefault(path, set()).add(ast.unparse(at[0].func.value))
         batch_of[site] = _batch_size(at[0]) or _DEFAULT_BATCH
+        if at[0] not in calls.setdefault(path, []):
+            calls[path].append(at[0])
     edits: list[Replacement] = []
     for path, names in receivers.items():
         parsed = ctx.reader.module(path)
@@ -149,20 +167,12 @@ def _site_calls(ctx: FunctionContext, sites: list[str]) -> tuple[tuple[Replaceme
         tree = parsed[1]
         if _binds(tree, HELPER_NAME) or _other_uses(tree, names):
             return None
-        if names & {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}:
-            return None  # `def infer(model, x): model.predict(x)` predicts with models whose rows were not all read
         top = _after_imports(tree)
         if top is None:
             return None
         first = _start(top)
         edits.append(Replacement(Span(path, first, 0, first, 0), HELPER))
-        for call in _predict_calls(tree):
-            assert isinstance(call.func, ast.Attribute)
-            if ast.unparse(call.func.value) not in names:
-                continue
-            if _batch_size(call) is None:
-                return None  # a call of the model's predict the edit cannot reach
-            edits.append(Replacement(span_of(call, path), _helper_call(call)))
+        edits.extend(Replacement(span_of(call, path), _helper_call(call)) for call in calls[path])
     return tuple(edits), batch_of
 
 
@@ -229,7 +239,8 @@ def _start(node: ast.stmt) -> int:
 
 def check_edit(anchors: Anchors, edit: Replacement) -> str | None:
     """A session's keras-pad-rows edit: the helper, exactly, before a module-level statement; or a
-    ``.predict`` call of one input made ``predict_full_batches(receiver, the same arguments)``."""
+    ``.predict`` call of one input, at a line where the run recorded the model's predict, made
+    ``predict_full_batches(receiver, the same arguments)``."""
     keras = anchors.report.keras
     if keras is None or keras.method != "predict":
         return "not a Keras predict function"
@@ -248,6 +259,9 @@ def check_edit(anchors: Anchors, edit: Replacement) -> str | None:
     found = next((c for c in _predict_calls(tree) if span_of(c, span.path) == span), None)
     if found is None or _batch_size(found) is None:
         return "not a .predict() call of one input, with at most verbose and a literal batch_size"
+    sites = {e.call_site for e in anchors.report.events if e.call_site is not None}
+    if not any(f"{span.path}:{n}" in sites for n in range(found.lineno, (found.end_lineno or found.lineno) + 1)):
+        return "not a line where the run recorded this model's predict (another object's .predict may read the same)"
     new = expression(edit.text)
     wanted = expression(_helper_call(found))
     if new is None or wanted is None or ast.dump(new) != ast.dump(wanted):
@@ -269,11 +283,12 @@ KIND = Kind(
     NAME,
     KindSafety(
         None,
-        "predict's NumPy inputs padded on the rows only (the last row repeated) to full batches, every output cut "
-        "back to the rows given; safe only where, read while predict ran, the model is Keras' own Sequential or "
-        "Functional of layers that compute each row alone (no custom layer, Lambda, stateful RNN or "
-        "training=True; one step per execution) and every input was NumPy arrays; any other input goes to "
-        "predict as it was",
+        "predict's NumPy inputs: the last partial batch padded on the rows only (the last row repeated) to a full "
+        "one, every output cut back to the rows given, at the lines the run recorded; safe only where every model "
+        "that predicted there computes each row alone: the live model run again after the program on its recorded "
+        "rows padded and not, every output equal (or, where it could not be run, Keras' own Sequential or "
+        "Functional of layers known to compute each row alone), and every input was NumPy arrays; any other "
+        "input goes to predict as it was",
         maker_checks=True,
     ),
     check=check_edit,

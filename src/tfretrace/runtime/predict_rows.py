@@ -1,0 +1,83 @@
+"""Keras ``predict`` rows settled before planning: live models asked after the run, one line's models judged together.
+
+Each predict trace carries a verdict read from the model while it ran (``KerasInfo.rows``: whether
+padding its rows keeps every kept row's prediction; fix kind keras-pad-rows). Two things only the
+whole run can say are settled here, on the reports, so a saved session carries them to ``fix``:
+
+- once the program has finished, the live models of each predict row that retraced are run again
+  on the rows they were given, padded and not (``tfretrace._tf.keras_live``); their answer replaces the verdict
+  read from the layers (a custom layer whose rows are independent is then padded; one that mixes
+  rows is not, whatever its layers' names say);
+- a line where several models predicted (``for model in models: model.predict(x)``) is one edit for
+  all of them: each model's verdict there is the first reason any of them gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from tfretrace.records.events import TraceEvent
+from tfretrace.records.function_report import FunctionReport
+
+ROWS_INDEPENDENT = "independent"  # tfretrace._tf.keras_rows' verdict, as the session stores it
+
+
+def settle_rows(
+    functions: Sequence[FunctionReport], models: Sequence[Any], *, live: bool
+) -> tuple[FunctionReport, ...]:
+    """The reports with their predict verdicts settled; ``models[i]`` are the live models of ``functions[i]``
+    (asked only where ``live``: after the program, where the probe may run the program's code)."""
+    found = [_asked(fn, kept) if live else fn for fn, kept in zip(functions, models, strict=True)]
+    return _one_line(found)
+
+
+def _predicts(fn: FunctionReport) -> bool:
+    return fn.keras is not None and fn.keras.method == "predict"
+
+
+def _asked(fn: FunctionReport, models: Any) -> FunctionReport:
+    if not _predicts(fn) or fn.retraces == 0:
+        return fn  # no plan to check: the model is not run again (a new batch shape would trace it)
+    from tfretrace._tf.keras_live import check_rows
+
+    said = [check_rows(model) for model in list(models)]
+    if not said or any(verdict is None for verdict in said):
+        return fn  # a live model with no partial batch kept: the verdict read from the layers stands
+    verdict = next((v for v in said if v != ROWS_INDEPENDENT), ROWS_INDEPENDENT)
+    return _with_rows(fn, lambda event: verdict if event.keras is not None and event.keras.rows is not None else None)
+
+
+def _one_line(functions: list[FunctionReport]) -> tuple[FunctionReport, ...]:
+    """Every predict verdict at a line shared with another model's predict is the line's first reason."""
+    reasons: dict[str, str] = {}
+    models: dict[str, set[int]] = {}
+    for i, fn in enumerate(functions):
+        if not _predicts(fn):
+            continue
+        for event in fn.events:
+            if event.call_site is None or event.keras is None:
+                continue
+            models.setdefault(event.call_site, set()).add(i)
+            rows = event.keras.rows
+            if rows != ROWS_INDEPENDENT and event.call_site not in reasons:
+                reasons[event.call_site] = f"{fn.display_name()} also predicts at {event.call_site}: " + (
+                    rows or "its rows were not read")
+
+    def rows_at(event: TraceEvent) -> str | None:
+        site = event.call_site
+        assert event.keras is not None
+        if site is None or len(models.get(site, ())) < 2 or site not in reasons or event.keras.rows is None:
+            return event.keras.rows
+        return event.keras.rows if event.keras.rows != ROWS_INDEPENDENT else reasons[site]
+
+    return tuple(_with_rows(fn, rows_at) if _predicts(fn) else fn for fn in functions)
+
+
+def _with_rows(fn: FunctionReport, rows: Any) -> FunctionReport:
+    events = tuple(
+        replace(event, keras=replace(event.keras, rows=rows(event))) if event.keras is not None else event
+        for event in fn.events
+    )
+    return replace(fn, events=events)
