@@ -296,21 +296,25 @@ KIND = Kind(
     generalizes=True,
     row=Row(
         "safe when checked",
-        "each `model.predict(x)` of the model (one input, at most `verbose` and a literal `batch_size`; "
-        "no `predict_on_batch` of that name, which is no function's parameter) becomes "
-        "`predict_full_batches(model, x)`, a helper written once after the file's imports: NumPy inputs "
-        "get their rows, and only their rows, padded (the last row repeated) to a multiple of the batch "
-        "size, and every output (dict, list, tuple) is cut back to the rows given; any other input goes "
-        "to `predict` as it was. Safe where, read while `predict` ran, the model is Keras' own "
-        "`Sequential`/`Functional` whose every layer computes each row alone (a known Keras layer; no "
-        "custom layer, `Lambda`, row-combining `keras.ops`, stateful RNN or `training=True`; one step per"
-        " execution) and every input was NumPy arrays; otherwise unsafe, naming the layer. The kept rows "
-        "are computed as before, but a row that was in a partial batch is computed in a full one: a batch"
-        " of another size may take another kernel and round differently in the last bit, as Keras' own "
-        "`predict` does when its `batch_size` changes (measured: one float32 ulp for a one-row batch on "
-        "CPU, bitwise equal otherwise)",
-        "the `k_custom_layer` program of `tests/test_fix_partial_batches_real.py` (a layer that centres "
-        "each batch on its mean)",
+        "each `.predict(x)` at a line where the run saw the model's `predict` (one input, at most "
+        '`verbose` and a literal `batch_size`; no `predict_on_batch` of that name in the file) becomes '
+        "`predict_full_batches(model, x)`, a helper written once after the file's imports; a `.predict` "
+        'at any other line, whatever its receiver is called, is left as it is. For NumPy inputs the '
+        'helper predicts the full batches as they are (views: the input is never copied) and the last '
+        'partial batch padded on the rows only (the last row repeated) to a full one, and cuts every '
+        'output (dict, list, tuple) back to the rows given; any other input goes to `predict` as it was; '
+        'a progress bar shows as two. Safe where every model that predicted at those lines computes each '
+        'row alone: once the program has finished, the live model is run again on the last rows `predict`'
+        ' got, padded and not, in three row orders, and every output of every kept row compared (custom '
+        'layers, subclassed models, several or dict inputs); where it cannot be run, read while `predict`'
+        " ran (Keras' own `Sequential`/`Functional` of known per-row layers, no row-combining "
+        '`keras.ops`, stateful RNN or `training=True`; one step per execution); and every input was NumPy'
+        ' arrays. Otherwise unsafe, naming the model, line or layer. A row that was in a partial batch is'
+        ' computed in a full one: a batch of another size may take another kernel and round differently '
+        "in the last digits, as Keras' own `predict` does when its `batch_size` changes",
+        'the `k_custom_layer` program of `tests/test_fix_partial_batches_real.py` (a layer that centres '
+        'each batch on its mean), and `k_two_models` of `tests/test_fix_keras_rows_real.py` (a plain '
+        'model sharing a line with it)',
     ),
     note="; floats may differ in the last digits (a row of a partial batch is computed in a full one)",
 )
