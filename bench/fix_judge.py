@@ -18,7 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfretrace.fix.planning.plan import plan_steps
+from tfretrace.fix.applying.announced import FLOAT_DIGITS as FLOAT_DIGITS
+from tfretrace.fix.applying.announced import applied_changes, excusing
+from tfretrace.fix.applying.announced import last_digits_only as last_digits_only
 from tfretrace.records.function_report import FunctionReport
 
 COUNTS = Path(__file__).resolve().with_name("tf_counts.py")
@@ -103,38 +105,7 @@ def program_output(stdout: str) -> str:
 
 def announced(functions: Iterable[FunctionReport], unsafe: bool) -> set[str]:
     """The ``changes`` fields of the steps `fix --apply` writes (``unsafe``: with --unsafe-fixes too)."""
-    top = 1 if unsafe else 0
-    return {
-        str(s.changes) for f in functions for s in plan_steps(f)
-        if s.edits and s.changes and s.tier is not None and s.tier <= top
-    }
-
-
-# A step's ``changes`` saying floating-point results may differ in their last digits (a generalized
-# graph): it explains a printed number that moved by at most this share of itself, nothing more.
-FLOAT_DIGITS = "float-last-digits"
-_LAST_DIGITS = 1e-4
-_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
-
-
-def last_digits_only(before: str, after: str) -> bool:
-    """Whether two outputs differ only in printed numbers that agree but for their last digits.
-
-    The text around the numbers must be the same, integers (a step count, an epoch) equal, and
-    each pair of other numbers within a relative 1e-4 (the 5th significant digit) or 1e-6 apart
-    (noise around zero).
-    """
-    if _NUMBER.sub("#", before) != _NUMBER.sub("#", after):
-        return False
-    for a, b in zip(_NUMBER.findall(before), _NUMBER.findall(after), strict=True):
-        if not any(c in a + b for c in ".eE"):
-            if int(a) != int(b):
-                return False
-            continue
-        x, y = float(a), float(b)
-        if abs(x - y) > max(_LAST_DIGITS * max(abs(x), abs(y)), 1e-6):
-            return False
-    return True
+    return applied_changes(functions, unsafe=unsafe)
 
 
 def judge(before: str, again: str, after: str, applied: set[str]) -> str:
@@ -149,8 +120,7 @@ def judge(before: str, again: str, after: str, applied: set[str]) -> str:
     if program_output(after) == program_output(before):
         return "same"
     said = sorted(applied)
-    loose = any(c != FLOAT_DIGITS for c in said)
-    if loose or (said and last_digits_only(program_output(before), program_output(after))):
+    if said and excusing(program_output(before), program_output(after), said):
         return f"changed as {', '.join(said)} says"
     return "CHANGED"
 

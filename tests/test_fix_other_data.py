@@ -75,3 +75,36 @@ def test_also_run_without_verify_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "s.json").write_text("{}")
     done = _tfretrace("fix", "s.json", "--also-run", "python train.py", cwd=tmp_path)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+
+
+# The edit makes one graph where the program built one per length, and the program prints
+# TensorFlow's count: the output changes in an integer, which float-last-digits does not excuse.
+COUNTING = """\
+import sys
+
+import tensorflow as tf
+
+sizes = (5, 7, 9) if "--other" in sys.argv else (2, 3, 4, 6)
+
+
+@tf.function
+def step(x):
+    return tf.reduce_sum(x * 3.0)
+
+
+for n in sizes:
+    print(float(step(tf.ones([n]))))
+print("graphs built", step.experimental_get_tracing_count())
+"""
+
+
+def test_also_run_fails_a_change_that_float_last_digits_does_not_explain(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(COUNTING)
+    recorded = _tfretrace("run", "--save", "s.json", "train.py", cwd=tmp_path)
+    assert recorded.returncode == 0, recorded.stderr[-2000:]
+    done = _tfretrace("fix", "s.json", "--also-run", "python train.py --other", "--verify", "--",
+                      "python", "train.py", cwd=tmp_path)
+    assert "float-last-digits" in (tmp_path / "s.json").read_text()  # the applied step announces it
+    assert _verdicts(done.stdout)["python train.py --other"] == "output-differs", done.stdout[-2000:]
+    assert "graphs built 3 | graphs built 1" in done.stdout  # the measured counts, as the program printed them
+    assert done.returncode == 1

@@ -177,32 +177,37 @@ def command_fix(
 def _on_other_data(ns: argparse.Namespace, session: Session, changes: list[FileChange], root: Path,
                    out: TextIO, err: TextIO) -> bool:
     """Each --also-run command as written and edited; False when the edit broke or changed it unannounced."""
+    from tfretrace.fix.applying.announced import applied_changes
     from tfretrace.fix.applying.other_data import (
         CRASHED,
         EXIT_DIFFERS,
         OUTPUT_DIFFERS,
         SAME,
         UNSTABLE,
-        announced_changes,
         run_on_other_data,
     )
 
-    announced = announced_changes(session)
+    # Only the steps this --verify applied announce anything (the unsafe ones with --unsafe-fixes).
+    announced = sorted(applied_changes(session.functions, unsafe=ns.unsafe_fixes))
     ok = True
     for command in ns.also_run:
         if not changes:
             break
-        result = run_on_other_data(changes, command, root, timeout=ns.timeout, link_data=ns.link_data)
+        result = run_on_other_data(changes, command, root, timeout=ns.timeout, link_data=ns.link_data,
+                                   announced=announced)
         shown = printable(shlex.join(command))
         detail = {SAME: "same exit status and output", UNSTABLE: "the original prints something else on every "
                   "run, outputs not compared", CRASHED: f"the edited program failed with exit status "
                   f"{result.exit_after}", EXIT_DIFFERS: f"exit status {result.exit_before} -> {result.exit_after}",
                   OUTPUT_DIFFERS: "the output differs"}[result.verdict]
-        failed = result.verdict in (CRASHED, EXIT_DIFFERS) or (result.verdict == OUTPUT_DIFFERS and not announced)
+        unexplained = result.verdict == OUTPUT_DIFFERS and not result.excused_by
+        failed = result.verdict in (CRASHED, EXIT_DIFFERS) or unexplained
         if result.verdict == OUTPUT_DIFFERS:
             detail += f" ({printable(result.first_difference)})"
-            if announced:
-                detail += f", as the applied steps announce (changes: {', '.join(announced)})"
+            if result.excused_by:
+                detail += f", as the applied steps announce (changes: {', '.join(result.excused_by)})"
+            elif announced:  # float-last-digits, and the numbers moved by more than their last digits
+                detail += f", more than the applied steps announce (changes: {', '.join(announced)})"
         # The verdict is a fixed word (same, crashed, exit-differs, output-differs, unstable): scripts read it.
         out.write(f"Other data, {shown}: {result.verdict}: {detail}\n")
         if failed:

@@ -6,6 +6,7 @@ its failures look as they would without tfretrace (no tfretrace or runpy frames)
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import os
@@ -184,7 +185,10 @@ def _print_user_traceback(exc: BaseException) -> None:
     as python would.
     """
     drop_our_frames(exc, set())
-    sys.stdout.flush()
+    # python flushes stdout before a traceback and ignores a failure there (a reader gone away):
+    # the traceback, not a second BrokenPipeError, is what the program ends with.
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stdout.flush()
     hook = sys.excepthook
     if hook is not sys.__excepthook__:
         try:

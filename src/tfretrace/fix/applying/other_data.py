@@ -6,21 +6,22 @@ command runs twice in one copy of the program, first as written and then with th
 plain Python (no monitor: only the program's own behaviour is compared). The edited run must exit
 as the original did and print the same standard output. Where the original itself prints
 something else when run again (times, unseeded draws), outputs cannot be compared and that is said
-instead of a verdict.
+instead of a verdict. A changed output passes only where the applied steps' ``changes`` words
+explain it (fix.applying.announced).
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tfretrace.fix.applying.announced import excusing
 from tfretrace.fix.applying.apply import FileChange, write_all
 from tfretrace.fix.applying.verify import program_command
 from tfretrace.fix.applying.workcopy import kept, work_copy
-from tfretrace.records.session import Session
 
 # What a comparison found, in the order of gravity.
 CRASHED, EXIT_DIFFERS, OUTPUT_DIFFERS, UNSTABLE, SAME = "crashed", "exit-differs", "output-differs", "unstable", "same"
@@ -36,6 +37,7 @@ class OtherData:
     exit_after: int
     first_difference: str = ""  # the first differing line of standard output, as "before | after"
     stderr_tail: str = ""  # the edited run's last lines of stderr when it failed
+    excused_by: tuple[str, ...] = ()  # OUTPUT_DIFFERS: the announced words that explain the change
 
 
 def _run(python: list[str], args: list[str], copy: Path, timeout: float | None) -> tuple[int, bytes, bytes]:
@@ -57,8 +59,13 @@ def _first_difference(before: bytes, after: bytes) -> str:
 
 
 def run_on_other_data(changes: Sequence[FileChange], command: Sequence[str], root: Path, *,
-                      timeout: float | None = None, link_data: Sequence[str] = ()) -> OtherData:
-    """Run ``command`` on a copy of ``root`` as written, then with ``changes`` applied, and compare."""
+                      timeout: float | None = None, link_data: Sequence[str] = (),
+                      announced: Iterable[str] = ()) -> OtherData:
+    """Run ``command`` on a copy of ``root`` as written, then with ``changes`` applied, and compare.
+
+    ``announced``: the ``changes`` words of the applied steps; a changed output records those that
+    explain it (``excused_by``), none where the change is more than they say.
+    """
     flags, args = program_command(command)
     python = [sys.executable, *flags]
     with work_copy(root, kept([change.path for change in changes], args), link_data, purpose="--also-run") as (copy, _):
@@ -76,11 +83,8 @@ def run_on_other_data(changes: Sequence[FileChange], command: Sequence[str], roo
         write_all([replace(c, before=c.after, after=c.before) for c in changes], base=copy)
         _, out_again, _ = _run(python, args, copy, timeout)
         verdict = OUTPUT_DIFFERS if out_again == out_before else UNSTABLE
-        return OtherData(tuple(command), verdict, exit_before, exit_after, _first_difference(out_before, out_after))
+        excused = tuple(excusing(out_before.decode("utf-8", "replace"), out_after.decode("utf-8", "replace"),
+                                 announced)) if verdict == OUTPUT_DIFFERS else ()
+        return OtherData(tuple(command), verdict, exit_before, exit_after, _first_difference(out_before, out_after),
+                         excused_by=excused)
 
-
-def announced_changes(session: Session) -> list[str]:
-    """The ``changes`` that the session's mechanical steps announce (examples, dtype, random-stream)."""
-    found = {str(step["changes"]) for f in session.functions for step in f.plan
-             if step.get("edits") and step.get("changes")}
-    return sorted(found)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from tfretrace._util.file_lock import exclusive
 from tfretrace._util.text import printable
 from tfretrace.records.session import Session
 from tfretrace.runtime.prevent.profile import Profile
@@ -25,24 +26,34 @@ def learn(profile: Profile, session: Session) -> tuple[Profile, Learned]:
     profile): the note says how to make a profile file of it. The profile only ever widens: no
     recorded call is forgotten, so a run never loses what an earlier run taught.
     """
-    from tfretrace.records.session import SessionFormatError
-    from tfretrace.runtime.prevent.profile_file import read_profile, write_profile
-
-    if profile.learnable:
-        # Widen the file as it is now, not as this run read it: another process (a rank, a
-        # parallel job) may have widened it meanwhile, and its calls must not be lost.
-        try:
-            profile = read_profile(profile.path, missing_ok=True)
-        except SessionFormatError as exc:
-            return profile, Learned(0, None, f"profile not widened: {exc}")
-    widened, added = profile.widened(session)
     if not profile.learnable:
+        _, added = profile.widened(session)
         note = None
         if added:
             shown = printable(profile.path)
             note = (f"{added} call signature(s) met outside the profile were not kept: {shown} is a saved session "
                     f"(tfretrace profile merge {shown} -o profile.json makes a profile file a run widens)")
         return profile, Learned(added, None, note)
+    # Read, widen and replace under one lock: runs that end together (a worker pool, a job
+    # sweep) each widen the file as the one before left it, so no run's calls are lost and
+    # "widened" is said only of signatures the file now holds.
+    try:
+        with exclusive(profile.path):
+            return _widen_file(profile, session)
+    except OSError as exc:
+        return profile, Learned(0, None, f"profile {printable(profile.path)} not widened: {exc.strerror or exc}")
+
+
+def _widen_file(profile: Profile, session: Session) -> tuple[Profile, Learned]:
+    """Widen the file as it is now (another process may have widened it since this run read it)."""
+    from tfretrace.records.session import SessionFormatError
+    from tfretrace.runtime.prevent.profile_file import read_profile, write_profile
+
+    try:
+        profile = read_profile(profile.path, missing_ok=True)
+    except SessionFormatError as exc:
+        return profile, Learned(0, None, f"profile not widened: {exc}")
+    widened, added = profile.widened(session)
     if not added and profile.runs:
         return profile, Learned(0, None, None)
     widened = replace(widened, runs=profile.runs + 1)
