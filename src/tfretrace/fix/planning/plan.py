@@ -49,7 +49,10 @@ class Probe(Protocol):
     def argument(self, report: FunctionReport, param: str, dtypes: tuple[str, ...]) -> Verdict:
         """Traces it with the Python value ``param`` a scalar tensor: the first of ``dtypes`` that traces as
         the run did, else None and what TensorFlow said (None, None where it could not be asked), and
-        where the graph depends on the value (None: only as data)."""
+        where the graph depends on the value (None: only as data), and on how many inputs TensorFlow ran both."""
+
+    def unseeded(self, report: FunctionReport) -> str | None:
+        """The random op the run's traces drew from with no seed (TensorFlow's state), or None where seeded."""
 
 
 def plan_for(
@@ -77,6 +80,7 @@ def plan_for(
     if probe is not None:
         ctx.probe = lambda signature: probe(report, signature, ctx.tf)
         ctx.probe_argument = lambda param, dtypes: probe.argument(report, param, dtypes)
+        ctx.probe_seed = lambda: probe.unseeded(report)
     replay = calls_of(report)
     state = State(replay, first_config(report, definition))
     recorded = len(report.events)
@@ -310,6 +314,7 @@ def _step(candidate: Candidate, before: int, after: int, per_trace: float) -> Pl
         safety=candidate.safety if candidate.safety is not None else (ADVICE if candidate.state is not None else None),
         unsafe_reason=candidate.unsafe_reason,
         checked=TF_CHECKED if candidate.tf_check == TF_CHECKED else None,
+        checked_inputs=candidate.compared or None,
     )
 
 
