@@ -1,9 +1,10 @@
 """Issue 38 items 1-3 end to end: steps TensorFlow runs, asks on the live object, or frees of a random stream.
 
-One program holds five functions, each retracing avoidably: an int index (``x[i]``, a slice's
+One program holds six functions, each retracing avoidably: an int index (``x[i]``, a slice's
 constants in each trace), an int folded into a constant (``n ** 3``), a body drawing unseeded
-random numbers, one drawing with an op seed, and a Keras train step whose model and optimizer are
-built at its first call. It prints its results and, last, TensorFlow's own trace count per
+random numbers, one drawing with an op seed, one drawing from TensorFlow unseeded and from NumPy
+(whose seed TensorFlow cannot show), and a Keras train step whose model and optimizer are built at
+its first call. It prints its results and, last, TensorFlow's own trace count per
 function. Recorded with ``tfretrace run --save``, it is fixed with ``--apply`` in a copy and run
 again; the same program with ``keras.utils.set_random_seed`` is recorded too.
 """
@@ -28,6 +29,7 @@ PROGRAM = """\
 import sys
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 if sys.argv[1:] == ["seed"]:
@@ -58,6 +60,11 @@ def seeded(x):
 
 
 @tf.function
+def jittered(x):
+    return x + tf.random.normal(tf.shape(x)) * 0.0 + np.random.uniform() * 0.0
+
+
+@tf.function
 def train_step(x, y):
     with tf.GradientTape() as tape:
         loss = tf.reduce_mean(tf.square(model(x) - y))
@@ -73,12 +80,13 @@ for epoch in range(2):
     for size in (4, 4, 3, 2):
         print("noisy", epoch, size, float(tf.reduce_sum(noisy(data[:size]))))
         print("seeded", epoch, size, float(tf.reduce_sum(seeded(data[:size]))))
+        print("jittered", epoch, size, float(tf.reduce_sum(jittered(data[:size]))))
         print("train", epoch, size, f"{float(train_step(data[:size], data[:size, :2])):.5f}")
-for f in (pick, cubed, noisy, seeded, train_step):
+for f in (pick, cubed, noisy, seeded, jittered, train_step):
     print("traces", f.__name__, f.experimental_get_tracing_count())
 """
 
-FUNCTIONS = ("pick", "cubed", "noisy", "seeded", "train_step")
+FUNCTIONS = ("pick", "cubed", "noisy", "seeded", "jittered", "train_step")
 
 
 def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -153,15 +161,17 @@ def test_a_train_step_that_built_its_model_is_asked_once_the_variables_exist(rec
 
 
 def test_a_random_body_is_safe_only_in_a_run_that_fixed_no_seed(recorded: Recorded) -> None:
-    # No seed anywhere: safe, announced. An op seed, or keras.utils.set_random_seed: unsafe.
+    # No seed anywhere: safe, announced. An op seed, a NumPy draw beside, or keras.utils.set_random_seed:
+    # unsafe.
     unseeded = _edited(recorded.functions["noisy"])
     assert [(s["kind"], s["safety"], s["changes"]) for s in unseeded] == [
         ("input-signature", "safe", "random-stream")
     ]
-    op_seed = _edited(recorded.functions["seeded"])
-    assert [(s["kind"], s["safety"], s["changes"]) for s in op_seed] == [
-        ("input-signature", "unsafe", "random-stream")
-    ]
+    for name in ("seeded", "jittered"):
+        steps = _edited(recorded.functions[name])
+        assert [(s["kind"], s["safety"], s["changes"]) for s in steps] == [
+            ("input-signature", "unsafe", "random-stream")
+        ], name
     for name in ("noisy", "seeded"):
         steps = _edited(recorded.seeded_run[name])
         assert [(s["kind"], s["safety"], s["changes"]) for s in steps] == [
@@ -179,7 +189,8 @@ def test_apply_writes_them_and_tensorflow_counts_what_was_predicted_with_the_sam
     assert (copy / "prog.py").read_text() != PROGRAM
     after = _program(copy)
     predicted = {name: recorded.functions[name]["fix_counts"]["apply"] for name in FUNCTIONS}
-    assert recorded.before.traces == {"pick": 4, "cubed": 4, "noisy": 3, "seeded": 3, "train_step": 4}
-    assert predicted == {"pick": 1, "cubed": 1, "noisy": 1, "seeded": 3, "train_step": 2}
+    assert recorded.before.traces == {"pick": 4, "cubed": 4, "noisy": 3, "seeded": 3, "jittered": 3,
+                                      "train_step": 4}
+    assert predicted == {"pick": 1, "cubed": 1, "noisy": 1, "seeded": 3, "jittered": 3, "train_step": 2}
     assert after.traces == predicted
     assert after.results == recorded.before.results

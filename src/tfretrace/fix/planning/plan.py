@@ -126,6 +126,9 @@ def _with_changes(ctx: FunctionContext, step: PlanStep) -> PlanStep:
     # Seen on tensorflow/docs DCGAN: after an input_signature the generated images' mean moved in
     # the 4th digit, because the partial batch's own trace no longer had its own noise stream.
     said = f"; the body draws random numbers ({draw}): fewer traces draw other numbers than this run did"
+    if ctx.unseeded is not None:
+        # Issue 38: why such a step may be safe (fix.planning.safety_plan's ``unseeded``).
+        said += f", in a run that fixed no seed ({ctx.unseeded} unseeded): no run could repeat them"
     return announce_serving(ctx.report, replace(step, changes=CHANGES_RANDOM, summary=step.summary + said))
 
 

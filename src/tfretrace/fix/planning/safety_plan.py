@@ -11,6 +11,7 @@ import ast
 from dataclasses import replace
 
 from tfretrace.fix.core import move_checks
+from tfretrace.fix.core.body import host_draw
 from tfretrace.fix.core.candidate import Candidate, FunctionContext
 from tfretrace.fix.core.safety import ADVICE, SAFE, UNSAFE
 from tfretrace.fix.core.source import Replacement, SourceReader
@@ -52,7 +53,9 @@ def unseeded(ctx: FunctionContext) -> str | None:
     keeps such a body's steps unsafe.
     """
     if ctx.probe_seed is not None:
-        ctx.unseeded = ctx.probe_seed()
+        node = ctx.definition.node if ctx.definition is not None else None
+        # A NumPy or Python draw is seeded outside TensorFlow, where its state cannot be read.
+        ctx.unseeded = ctx.probe_seed() if node is not None and host_draw(node) is None else None
         ctx.probe_seed = None
     return ctx.unseeded
 
