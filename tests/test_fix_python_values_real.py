@@ -10,7 +10,8 @@ float32 tensor fails there; TensorFlow traces them as float64), a count whose bo
 function. The program is recorded once, fixed with ``--apply`` and with ``--apply --unsafe-fixes``
 in two copies, and run again, on the recorded data and on another learning rate. TensorFlow also
 compares each trace's graph with the graph of the value as a tensor: the rates and the list are
-used only as data (safe, written by ``--apply``), the flags steer the graph (unsafe).
+used only as data (safe, written by ``--apply``); the flags steer the graph, and TensorFlow, running
+both on the same inputs, finds the same results for each recorded flag (safe too, issue 38).
 """
 
 from __future__ import annotations
@@ -179,16 +180,22 @@ def test_tensorflow_chooses_each_dtype_and_refuses_what_it_cannot_trace(recorded
     # used the value only as data (a rate, a list of weights), unsafe where the graph depends on
     # it (a flag in a Python `if`, a Keras `training` that picks its layers' branches).
     steps = {name: _edited(recorded.functions[name]) for name in FUNCTIONS}
-    normed = [("float32", "safe"), ("bool", "unsafe")] if KERAS2 else [("float32", "safe")]
-    for name, expected in (("augmented_step", [("float32", "safe"), ("bool", "unsafe")]), ("normed_step", normed),
+    # A flag in a Python `if` parts the graphs (autograph's tf.cond); TensorFlow then runs both on the
+    # same inputs, to the same results for each recorded flag (issue 38): safe.
+    normed = [("float32", "safe"), ("bool", "safe")] if KERAS2 else [("float32", "safe")]
+    for name, expected in (("augmented_step", [("float32", "safe"), ("bool", "safe")]), ("normed_step", normed),
                            ("decayed_step", [("float64", "safe")]), ("weighted", [("float64", "safe")]),
-                           ("Trainer.step", [("bool", "unsafe")])):
+                           ("Trainer.step", [("bool", "safe")])):
         assert [s["kind"] for s in steps[name]] == ["tensor-argument"] * len(expected), name
         assert all(s["checked"] == "tensorflow" for s in steps[name]), name
         got = [(s["edits"][0]["text"].rpartition("dtype=tf.")[2].rstrip(")"), s["safety"]) for s in steps[name]]
         assert got == expected, name
         assert all(bool(s.get("unsafe_reason")) == (s["safety"] == "unsafe") for s in steps[name]), name
         assert all(s["changes"] == "float-last-digits" for s in steps[name]), name
+    # Run, not only traced: the flags' graphs part from the recorded ones, 8 inputs per recorded trace.
+    for name, traces in (("augmented_step", 8), ("Trainer.step", 2)):
+        flag = [s for s in steps[name] if s["edits"][0]["text"].endswith("dtype=tf.bool)")]
+        assert [s.get("checked_inputs") for s in flag] == [traces * 8], name
     # Keras 3's BatchNormalization refuses a symbolic `training`: no edit for it, and the plan says
     # what TensorFlow said in the statement's python_use.
     refused = [s for s in recorded.functions["normed_step"]["plan"] if s["kind"] == "statement"
@@ -202,14 +209,16 @@ def test_tensorflow_chooses_each_dtype_and_refuses_what_it_cannot_trace(recorded
 def test_apply_writes_the_values_used_as_data_and_unsafe_fixes_the_rest_with_the_same_results(
     recorded: Recorded,
 ) -> None:
-    # --apply alone: only the safe steps (the rates and the list) are written; TensorFlow's own
-    # count equals the prediction, and the program prints what it printed, on its data and another's.
+    # --apply alone: only the safe steps (the rates, the list and the flags TensorFlow ran) are written;
+    # TensorFlow's own count equals the prediction, and the program prints what it printed, on its data
+    # and another's.
     applied = recorded.fixed("apply")
     assert (applied / "flags.py").read_text() != PROGRAM
     alone, alone_other = _program(applied), _program(applied, OTHER_LR)
     assert alone.results == recorded.before.results
     assert alone_other.results == recorded.before_other.results
-    expected = {"augmented_step": 2, "normed_step": 2, "decayed_step": 1, "weighted": 1, "ramp": 4, "Trainer.step": 2}
+    expected = {"augmented_step": 1, "normed_step": 1 if KERAS2 else 2, "decayed_step": 1, "weighted": 1, "ramp": 4,
+                "Trainer.step": 1}
     assert {name: recorded.functions[name]["fix_counts"]["apply"] for name in FUNCTIONS} == expected
     assert alone.traces == expected
     assert alone_other.traces == expected

@@ -1,8 +1,9 @@
 """TensorFlow's graphs say whether a Python value is only data: each trace against the trace with a tensor there.
 
 ``probe_argument`` replays every trace of a function with one Python argument a tensor; its third
-answer is where the two graphs part (None: the value entered each recorded graph only as constants
-the tensor's graph reads as its placeholder). Real TensorFlow, real traces.
+answer is where the two differ (None: the value entered each recorded graph only as constants the
+tensor's graph reads as its placeholder, or, where the graphs part, TensorFlow ran both on the same
+inputs to the same results: the fourth answer counts those inputs). Real TensorFlow, real traces.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def test_a_rate_used_only_as_data_is_data() -> None:
         return tf.reduce_sum(x * lr)
 
     found = _called(step, (X, 0.1), (X, 0.2), (X, 0.3))
-    assert probe_argument(found, "lr", ("float32", "float64")) == ("float32", None, None)
+    assert probe_argument(found, "lr", ("float32", "float64")) == ("float32", None, None, 0)  # nothing run
 
 
 def test_a_constant_equal_to_the_value_elsewhere_is_not_taken_for_it() -> None:
@@ -46,15 +47,16 @@ def test_a_constant_equal_to_the_value_elsewhere_is_not_taken_for_it() -> None:
     assert probe_argument(found, "lr", ("float32",))[2] is None
 
 
-def test_python_arithmetic_on_the_value_makes_the_graph_depend_on_it() -> None:
+def test_python_arithmetic_on_the_value_parts_the_graphs_and_tensorflow_runs_both_to_the_same_results() -> None:
     # lr * 0.5 is computed in Python and folded as one constant; as a tensor it is an operation more.
+    # The graphs part, so TensorFlow runs both on the same inputs: the same results (issue 38).
     @tf.function
     def step(x, lr):
         return x * (lr * 0.5)
 
-    dtype, refused, depends = probe_argument(_called(step, (X, 0.1), (X, 0.2)), "lr", ("float32",))
-    assert (dtype, refused) == ("float32", None)  # TensorFlow traces it, to the same outputs
-    assert depends is not None and "trace #1" in depends
+    dtype, refused, depends, compared = probe_argument(_called(step, (X, 0.1), (X, 0.2)), "lr", ("float32",))
+    assert (dtype, refused, depends) == ("float32", None, None)
+    assert compared == 2 * 8  # two traces, 3 random draws and 5 edge values each
 
 
 def test_a_python_test_of_the_value_that_picks_another_branch_body_is_seen() -> None:
@@ -75,7 +77,8 @@ def test_a_python_test_of_the_value_that_picks_another_branch_body_is_seen() -> 
     assert probe_argument(_called(same, (X, PRED, 0.1), (X, PRED, 0.2)), "lr", ("float32",))[2] is None
 
 
-def test_a_flag_in_a_python_if_makes_the_graph_depend_on_it() -> None:
+def test_a_flag_in_a_python_if_parts_the_graphs_and_runs_to_the_same_results() -> None:
+    # Autograph makes the `if` a tf.cond on the tensor: another graph, the same results for each flag.
     @tf.function
     def step(x, flag):
         y = x
@@ -83,6 +86,6 @@ def test_a_flag_in_a_python_if_makes_the_graph_depend_on_it() -> None:
             y = y + 1.0
         return tf.reduce_sum(y)
 
-    dtype, refused, depends = probe_argument(_called(step, (X, True), (X, False)), "flag", ("bool",))
+    dtype, refused, depends, compared = probe_argument(_called(step, (X, True), (X, False)), "flag", ("bool",))
     assert refused is None and dtype == "bool"
-    assert depends is not None
+    assert depends is None and compared == 16

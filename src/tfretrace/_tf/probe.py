@@ -20,11 +20,12 @@ import io
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfretrace._tf.counters import counted_functions
 from tfretrace._tf.graph_compare import value_only_as_data
+from tfretrace._tf.run_compare import compare_runs
 
 # The globals of the program `tfretrace run` executed as __main__: python drops that module once
 # it has run, and the probe runs after (module-level tf.functions are found there).
@@ -130,9 +131,11 @@ def probe_signature(function: Any, signature: str, alias: str) -> str | None:
     try:
         specs = eval(signature, {"__builtins__": {}}, names)  # the text tfretrace wrote itself
         fresh = tf.function(function.python_function, input_signature=specs)
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with _quiet(), _no_new_variables(tf) as created:
             outputs = fresh.get_concrete_function().structured_outputs
     except Exception as exc:  # what TensorFlow says: the body cannot be traced with open dimensions
+        if created:
+            return _CREATES.format(created[0])
         return f"TensorFlow could not trace it with the open signature ({_said(exc)})"
     # A dataset's element_spec is taken from elsewhere, not folded from the run's calls as tfretrace's
     # own signatures are (their replay already binds every call): TensorFlow binds each call to it.
@@ -161,7 +164,7 @@ def _refused(tf: Any, fresh: Any, trace: Any) -> str | None:
         lambda x: tf.TensorSpec(x.shape, x.dtype) if isinstance(x, tf.TensorSpec) else x, (args, kwargs)
     )
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with _quiet(), _no_new_variables(tf):
             fresh.get_concrete_function(*args, **kwargs)
     except Exception as exc:  # TensorFlow's own binding of the recorded arguments to the signature
         return f"the signature refuses a call of the run ({_said(exc)})"
@@ -170,7 +173,9 @@ def _refused(tf: Any, fresh: Any, trace: Any) -> str | None:
     return None
 
 
-def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[str | None, str | None, str | None]:
+def probe_argument(
+    function: Any, param: str, dtypes: Sequence[str]
+) -> tuple[str | None, str | None, str | None, int]:
     """The first of ``dtypes`` with which TensorFlow traces the body, ``param`` a tensor, as the run did.
 
     Each trace of the run is traced again by a fresh ``tf.function`` of the same Python function,
@@ -178,11 +183,13 @@ def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[st
     which becomes ``tf.TensorSpec([], dtype)`` (a list of numbers: ``[its length]``, what
     ``tf.constant`` of it gives): the dtype is kept where every such trace succeeds
     with the outputs (structure, dtypes, ranks, static sizes open or equal) of the trace it
-    replays. Returns ``(dtype, None, depends)``: ``depends`` is None where every trace's graph is the
-    tensor's graph with the value as data (graph_compare), else where they part; ``(None, what
-    TensorFlow said of each dtype, None)`` where none does; ``(None, None, None)`` where TensorFlow
-    could not be asked (no trace left, an argument the trace did not keep, such as a model passed
-    as an argument).
+    replays. Returns ``(dtype, None, depends, compared)``: ``depends`` is None where every trace's
+    graph is the tensor's graph with the value as data (graph_compare) or, where the graphs part,
+    both computed the same on every input TensorFlow ran them on (run_compare: ``compared`` says how
+    many inputs), else where they part; ``(None, what TensorFlow said of each dtype, None, 0)``
+    where none does; ``(None, None, None, 0)`` where TensorFlow could not be asked (no trace left,
+    an argument the trace did not keep, such as a model passed as an argument). A trace that would
+    create a variable is refused before it does (``_no_new_variables``).
     """
     import tensorflow as tf
 
@@ -191,13 +198,14 @@ def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[st
     names = list(inspect.signature(function.python_function).parameters)
     bound = [_replayed(trace.structured_input_signature, names, param) for trace in traces]
     if not traces or any(b is None for b in bound):
-        return None, None, None
+        return None, None, None, 0
     refused: list[str] = []
     for dtype in dtypes:
         # A new tf.function per dtype on purpose: each probe starts from an empty cache, and the
         # program's own object and cache are untouched.
         fresh = tf.function(function.python_function)  # noqa: TFR101
         why = None
+        compared = 0
         depends = None if len(every) <= _MAX_TRACES else f"only the first {_MAX_TRACES} traces of the run were compared"
         for number, (trace, found) in enumerate(zip(traces, bound, strict=True), 1):
             assert found is not None
@@ -208,12 +216,14 @@ def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[st
                 args = (*args[:at], spec, *args[at + 1:])
             else:
                 kwargs = {**kwargs, at: spec}
+            created: list[str] = []
             try:
-                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                with _quiet(), _no_new_variables(tf) as created:
                     concrete = fresh.get_concrete_function(*args, **kwargs)
                 outputs = concrete.structured_outputs
             except Exception as exc:  # what TensorFlow says of the body with a tensor there
-                why = f"{dtype}: TensorFlow could not trace the body ({_said(exc)})"
+                said = _CREATES.format(created[0]) if created else f"TensorFlow could not trace the body ({_said(exc)})"
+                why = f"{dtype}: {said}"
                 break
             differs = _differs(tf, outputs, trace.structured_outputs)
             if differs is not None:
@@ -222,11 +232,78 @@ def probe_argument(function: Any, param: str, dtypes: Sequence[str]) -> tuple[st
             if depends is None:
                 parts = value_only_as_data(trace.graph, concrete.graph, param, value)
                 if parts is not None:
-                    depends = f"the graph depends on the value: trace #{number} ({param}={value!r}): {parts}"
+                    # Other graphs may still compute the same: TensorFlow runs both on the same inputs.
+                    ran, differ = compare_runs(trace, concrete, at, tf.constant(value, dtype=getattr(tf, dtype)))
+                    compared += ran
+                    if differ is not None:
+                        depends = (f"the graph depends on the value: trace #{number} ({param}={value!r}): {parts}; "
+                                   f"run on the same inputs: {differ}")
         if why is None:
-            return dtype, None, depends
+            return dtype, None, depends, compared if depends is None else 0
         refused.append(why)
-    return None, "; ".join(refused), None
+    return None, "; ".join(refused), None, 0
+
+
+def unseeded_draws(function: Any) -> str | None:
+    """The stateful random op the run's traces drew from with no seed at all, or None (a seed, or no such op).
+
+    Read from TensorFlow's own state, not the source: a stateful random op keeps the seeds it was
+    traced with (``seed``/``seed2``), both 0 only where neither ``tf.random.set_seed`` (which
+    ``keras.utils.set_random_seed`` calls) nor an op seed was set; and the global seed is asked
+    too. A seeded ``tf.random.Generator`` keeps its stream in a variable, outside the traces.
+    """
+    from tensorflow.python.eager import context
+    from tensorflow.python.framework import op_def_registry
+
+    if context.global_seed() is not None:
+        return None
+    found: str | None = None
+    for trace in list(function._list_all_concrete_functions())[:_MAX_TRACES]:
+        graph = trace.graph
+        nodes = [(op.type, op.node_def.attr) for op in graph.get_operations()]
+        for inner in getattr(graph, "_functions", {}).values():
+            definition = getattr(inner, "definition", None)
+            if definition is not None:
+                nodes.extend((node.op, node.attr) for node in definition.node_def)
+        for kind, attrs in nodes:
+            op_def = op_def_registry.get(kind)
+            if op_def is None or not op_def.is_stateful or "seed" not in attrs or "seed2" not in attrs:
+                continue
+            if attrs["seed"].i or attrs["seed2"].i:
+                return None  # a seeded draw: its stream is one a run can repeat
+            found = found or kind
+    return found
+
+
+_CREATES = (
+    "tracing it would create a variable ({}) on the live object, so TensorFlow cannot be asked once the run is "
+    "over (the variables the first call made do not cover it)"
+)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """The body's prints while tracing, swallowed: the program's output is what python gives."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        yield
+
+
+@contextlib.contextmanager
+def _no_new_variables(tf: Any) -> Iterator[list[str]]:
+    """A trace that creates no variable: a creation raises instead, its name kept in the list yielded.
+
+    The probe traces the program's live objects once the run is over (a Keras model and optimizer
+    built at the first train step exist by then). A trace that would still create one would build
+    state on the user's object; it is stopped, and the question is not answered.
+    """
+    created: list[str] = []
+
+    def refuse(next_creator: Any, **kwargs: Any) -> Any:
+        created.append(str(kwargs.get("name") or "unnamed"))
+        raise RuntimeError("tfretrace's probe does not create variables")
+
+    with tf.variable_creator_scope(refuse):
+        yield created
 
 
 def _unreplayable(tf: Any, args: Any, kwargs: Any) -> bool:

@@ -17,7 +17,7 @@ _STEP_FIELDS: dict[str, Any] = {
     "cause": C.text, "kind": C.text, "summary": C.text, "code": C.optional_text,
     "traces_before": C.count, "traces_after": C.count, "seconds_saved": C.seconds,
     "verified": C.optional_count, "final": C.flag, "safety": C.optional_text, "unsafe_reason": C.optional_text,
-    "checked": C.optional_text,
+    "checked": C.optional_text, "checked_inputs": C.optional_count,
 }
 _EDIT_FIELDS: dict[str, Any] = {
     "path": C.text, "text": C.text, "line": C.count, "col": C.count, "end_line": C.count,

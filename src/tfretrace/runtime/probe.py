@@ -39,24 +39,33 @@ class _LiveProbe:
 
     def argument(
         self, report: FunctionReport, param: str, dtypes: tuple[str, ...]
-    ) -> tuple[str | None, str | None, str | None]:
+    ) -> tuple[str | None, str | None, str | None, int]:
         from tfretrace._tf.probe import probe_argument
 
         functions = self._functions(report)
         if not functions:
-            return None, None, None  # not asked: the planner keeps to what the source tells
+            return None, None, None, 0  # not asked: the planner keeps to what the source tells
         # Every live function (each instance's, for a method) must take the same dtype.
         said = [probe_argument(each, param, dtypes) for each in functions]
-        if any(found is None and why is None for found, why, _depends in said):
-            return None, None, None  # one could not be replayed: TensorFlow was not asked of all
-        refused = [why for _found, why, _depends in said if why is not None]
+        if any(found is None and why is None for found, why, _depends, _ran in said):
+            return None, None, None, 0  # one could not be replayed: TensorFlow was not asked of all
+        refused = [why for _found, why, _depends, _ran in said if why is not None]
         if refused:
-            return None, refused[0], None
-        taken = {found for found, _why, _depends in said}
+            return None, refused[0], None, 0
+        taken = {found for found, _why, _depends, _ran in said}
         if len(taken) > 1:
-            return None, f"instances of the method took different dtypes ({', '.join(sorted(map(str, taken)))})", None
-        depends = next((d for _found, _why, d in said if d is not None), None)
-        return said[0][0], None, depends
+            listed = ", ".join(sorted(map(str, taken)))
+            return None, f"instances of the method took different dtypes ({listed})", None, 0
+        depends = next((d for _found, _why, d, _ran in said if d is not None), None)
+        return said[0][0], None, depends, 0 if depends is not None else sum(ran for *_, ran in said)
+
+    def unseeded(self, report: FunctionReport) -> str | None:
+        from tfretrace._tf.probe import unseeded_draws
+
+        functions = self._functions(report)
+        found = [unseeded_draws(each) for each in functions]
+        # Every live function's traces drew with no seed: a seeded one keeps the step unsafe.
+        return found[0] if found and all(found) else None
 
 
 def probe_live(root: str) -> Probe:

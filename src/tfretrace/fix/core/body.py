@@ -201,6 +201,16 @@ def random_draw(node: ast.AST) -> str | None:
     return None
 
 
+def host_draw(node: ast.AST) -> str | None:
+    """The first NumPy or Python random draw in the body (run once per trace, seeded outside TensorFlow), or None."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Call):
+            head = ast.unparse(inner.func).rpartition(".")[0]
+            if head in ("random", "np.random", "numpy.random") or head.endswith(".default_rng()"):
+                return ast.unparse(inner.func)
+    return None
+
+
 def size_reads(node: ast.AST, param: str) -> tuple[frozenset[int], bool]:
     """The dimensions of ``param`` the body reads as Python numbers, and whether some read's dimension is unknown.
 

@@ -39,8 +39,9 @@ class State:
 
 
 # TensorFlow's answer for a Python value passed as a tensor: the dtype it traced the body with (or
-# None), what it said where no dtype did, and where the graph depends on the value (runtime.probe).
-Verdict = tuple[str | None, str | None, str | None]
+# None), what it said where no dtype did, where the graph depends on the value (runtime.probe), and
+# on how many inputs TensorFlow ran a recorded trace and the tensor's trace to the same results.
+Verdict = tuple[str | None, str | None, str | None, int]
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ class Candidate:
     # A kind whose maker checks its own conditions (KindSafety's ``maker_checks``): why they do not
     # hold here (the step is then unsafe), None where they do.
     condition: str | None = None
+    # Inputs on which TensorFlow ran a recorded trace and the step's trace to the same results (0: none run).
+    compared: int = 0
 
 
 @dataclass
@@ -84,6 +87,10 @@ class FunctionContext:
     # first that traces as the run did, else None and what TensorFlow said (None, None: not asked),
     # and, third, where the graph depends on the value (None: every trace used it only as data).
     probe_argument: Callable[[str, tuple[str, ...]], Verdict] | None = None
+    # The random op the run's traces drew from with no seed, read from TensorFlow once the run is
+    # over (None: seeded, or not asked): a stream no run could repeat, so fewer traces keep nothing.
+    probe_seed: Callable[[], str | None] | None = None
+    unseeded: str | None = None  # its answer, once asked (fix.planning.safety_plan)
     # Its verdicts, asked once per argument and dtypes: the planner asks at every step.
     argument_verdicts: dict[tuple[str, tuple[str, ...]], Verdict] = field(default_factory=dict)
 
@@ -117,7 +124,7 @@ class FunctionContext:
         key = (param, dtypes)
         if key not in self.argument_verdicts:
             asked = self.probe_argument
-            self.argument_verdicts[key] = (None, None, None) if asked is None else asked(param, dtypes)
+            self.argument_verdicts[key] = (None, None, None, 0) if asked is None else asked(param, dtypes)
         return self.argument_verdicts[key]
 
     def call_info(self, site: str | None) -> CallInfo | None:

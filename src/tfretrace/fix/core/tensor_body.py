@@ -23,6 +23,10 @@ def body_problem(
     if node is None:
         return None
     uses = [u for u in unsafe_uses(node, param) if not (allow_constant and u.startswith("tf.constant("))]
+    if probed:
+        # Indexing with a tensor either traces (a tensor's slice, run by TensorFlow to the same
+        # results or not: runtime.probe) or fails at the trace (a list, a dict): TensorFlow decides.
+        uses = [u for u in uses if u != f"indexing with {param}"]
     if not probed and python_if(node, param):
         uses.append(f"a Python if on {param}")
     if arithmetic:

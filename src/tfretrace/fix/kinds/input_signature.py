@@ -118,8 +118,10 @@ def _probed(
         # Core APIs MLP: every dimension open traces there, and the edited program's first call
         # then fails (the layer's `x.shape[1]` is None). Only the signature with the sizes every
         # call had is written, and TensorFlow is asked only about the calls after the first.
+        # Issue 38: the variables exist once the run is over, so the signature is asked of the live
+        # object; a trace that would still create one is stopped and says so (runtime.probe).
         said = ctx.probe("[" + ", ".join(specs) + "]")
-        return general, specs, pinned, said or _FIRST_CALL_UNCHECKED
+        return general, specs, pinned, said or TF_CHECKED
     open_all = tuple(
         replace(leaf, shape=tuple(None for _ in leaf.shape)) if leaf.kind == TENSOR and leaf.shape else leaf
         for leaf in folded
@@ -143,19 +145,13 @@ def _numbers_as_data(ctx: FunctionContext, numbers: dict[str, Leaf]) -> str | No
     """
     for path, leaf in sorted(numbers.items()):
         dtype = str(leaf.dtype)
-        found, said, depends = ctx.tensor_dtype(path, (dtype,))
+        found, said, depends, _compared = ctx.tensor_dtype(path, (dtype,))
         if found is None:
             return f"{path} as a {dtype} tensor: " + (said or "TensorFlow could not replay the run's traces with it")
         reason = value_condition(dtype, depends)
         if reason is not None:
             return f"{path} as a {dtype} tensor: {reason}"
     return None
-
-
-_FIRST_CALL_UNCHECKED = (
-    "the function's first call created variables, and TensorFlow cannot trace that first call again once they "
-    "exist: the code that made them (a layer reading its input's size) was not traced with this signature"
-)
 
 
 def _root(path: str) -> str:

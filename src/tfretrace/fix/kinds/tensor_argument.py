@@ -61,7 +61,14 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     order = {"float32": ("float32", "float64"), "int32": ("int32", "int64"), "int64": ("int64", "int32")}
     # TensorFlow traces the body as it is: one the step edits too (tf.constant(n) becomes
     # tf.convert_to_tensor(n)) is not the body it would trace, so it is not asked.
-    dtype, said, depends = (None, None, None) if rewritten else ctx.tensor_dtype(path, order.get(guess, (guess,)))
+    asked = (None, None, None, 0) if rewritten else ctx.tensor_dtype(path, order.get(guess, (guess,)))
+    dtype, said, depends, compared = asked
+    if dtype == "int32" and depends is None:
+        # An int32 tensor refuses the Python ints beyond its range that the original took; an int64
+        # one takes every int a tensor can hold. Written where TensorFlow traces and runs it so too.
+        wide = ctx.tensor_dtype(path, ("int64",))
+        if wide[0] == "int64" and wide[2] is None:
+            dtype, compared = "int64", wide[3]
     if said is not None:
         return Candidate(
             "python-value-changed",
@@ -84,8 +91,10 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     fallback = f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))"
     code = preview(ctx, body, edits) or fallback
     edits = with_body(edits, body, missing)
+    ran = f"; it ran both on {compared} inputs to the same results" if compared else ""
     verdict = (
-        f" ({dtype}: TensorFlow traced {ctx.short} so, to the outputs of every trace of this run)" if checked else ""
+        f" ({dtype}: TensorFlow traced {ctx.short} so, to the outputs of every trace of this run{ran})"
+        if checked else ""
     )
     return Candidate(
         "python-value-changed",
@@ -96,6 +105,7 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
         state.map_calls(reached(new, calls, missing)),
         tf_check=TF_CHECKED if checked else None,
         condition=value_condition(dtype, depends) if checked else None,
+        compared=compared if checked else 0,
     )
 
 
@@ -160,7 +170,7 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
             # TensorFlow decides the dtype, as for a number (python_numbers); a body the step edits
             # too is not the one it would trace.
             order = ("float32", "float64") if dtype == "float32" else ("int32", "int64")
-            found, said, depends = ctx.tensor_dtype(path, order)
+            found, said, depends, _compared = ctx.tensor_dtype(path, order)
             if said is not None:
                 out.append(Candidate(
                     "structure-changed" if path in resized else "python-value-changed",
@@ -353,9 +363,10 @@ KIND = Kind(
         "and a variable passed as a tensor no longer aliases it",
         "one graph for every value; safe only where TensorFlow, after the run, traced the body with the value a "
         "tensor of that dtype (every trace of the run replayed) to the run's outputs, and each trace's graph is "
-        "that graph with the value as data: the same operations, the value's constants where the tensor is read. "
-        "Then the body's Python never looked at the value while tracing (no Python if, arithmetic or shape made "
-        "of it). An int stays unsafe: a value beyond int32 fails at the call site, where the original took it",
+        "that graph with the value as data: the same operations, the value's constants where the tensor is read, "
+        "or, where the graphs part, TensorFlow ran both on the same inputs to the same results. An int is written "
+        "as int64 where TensorFlow takes it so; as int32 it stays unsafe: a value beyond int32 fails at the call "
+        "site, where the original took it",
         value_checked=True,
     ),
     # At the call sites, and in the body: tf.constant(param) -> tf.convert_to_tensor, tf.add_n -> reduce_sum.

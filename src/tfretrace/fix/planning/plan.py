@@ -47,7 +47,10 @@ class Probe(Protocol):
     def argument(self, report: FunctionReport, param: str, dtypes: tuple[str, ...]) -> Verdict:
         """Traces it with the Python value ``param`` a scalar tensor: the first of ``dtypes`` that traces as
         the run did, else None and what TensorFlow said (None, None where it could not be asked), and
-        where the graph depends on the value (None: only as data)."""
+        where the graph depends on the value (None: only as data), and on how many inputs TensorFlow ran both."""
+
+    def unseeded(self, report: FunctionReport) -> str | None:
+        """The random op the run's traces drew from with no seed (TensorFlow's state), or None where seeded."""
 
 
 def plan_for(
@@ -75,6 +78,7 @@ def plan_for(
     if probe is not None:
         ctx.probe = lambda signature: probe(report, signature, ctx.tf)
         ctx.probe_argument = lambda param, dtypes: probe.argument(report, param, dtypes)
+        ctx.probe_seed = lambda: probe.unseeded(report)
     replay = calls_of(report)
     state = State(replay, first_config(report, definition))
     recorded = len(report.events)
@@ -117,6 +121,9 @@ def _with_changes(ctx: FunctionContext, step: PlanStep) -> PlanStep:
     # Seen on tensorflow/docs DCGAN: after an input_signature the generated images' mean moved in
     # the 4th digit, because the partial batch's own trace no longer had its own noise stream.
     said = f"; the body draws random numbers ({draw}): fewer traces draw other numbers than this run did"
+    if ctx.unseeded is not None:
+        # Issue 38: why such a step may be safe (fix.planning.safety_plan's ``unseeded``).
+        said += f", in a run that fixed no seed ({ctx.unseeded} unseeded): no run could repeat them"
     return announce_serving(ctx.report, replace(step, changes=CHANGES_RANDOM, summary=step.summary + said))
 
 
@@ -302,6 +309,7 @@ def _step(candidate: Candidate, before: int, after: int, per_trace: float) -> Pl
         safety=candidate.safety if candidate.safety is not None else (ADVICE if candidate.state is not None else None),
         unsafe_reason=candidate.unsafe_reason,
         checked=TF_CHECKED if candidate.tf_check == TF_CHECKED else None,
+        checked_inputs=candidate.compared or None,
     )
 
 

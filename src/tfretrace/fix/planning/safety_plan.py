@@ -11,6 +11,7 @@ import ast
 from dataclasses import replace
 
 from tfretrace.fix.core import move_checks
+from tfretrace.fix.core.body import host_draw
 from tfretrace.fix.core.candidate import Candidate, FunctionContext
 from tfretrace.fix.core.kind import MoveSite
 from tfretrace.fix.core.safety import ADVICE, SAFE, UNSAFE
@@ -30,9 +31,25 @@ def classified(ctx: FunctionContext, candidate: Candidate) -> Candidate:
         return candidate  # a statement: nothing to class
     node = ctx.definition.node if ctx.definition is not None else None
     random = ctx.random if candidate.edits else None
+    if random is not None and unseeded(ctx) is not None:
+        random = None  # a run that fixed no seed had no stream to keep: announced as random-stream
     safety, reason = classify(candidate.kind, candidate.edits, ctx.reader, names=ctx.names, traced=node, random=random,
                               tf_check=candidate.tf_check, condition=candidate.condition)
     return replace(candidate, safety=safety, unsafe_reason=reason)
+
+
+def unseeded(ctx: FunctionContext) -> str | None:
+    """The random op the run drew from with no seed, as TensorFlow kept it; None where seeded or not asked.
+
+    Asked once per function, after the run (runtime.probe): a saved session without TensorFlow
+    keeps such a body's steps unsafe.
+    """
+    if ctx.probe_seed is not None:
+        node = ctx.definition.node if ctx.definition is not None else None
+        # A NumPy or Python draw is seeded outside TensorFlow, where its state cannot be read.
+        ctx.unseeded = ctx.probe_seed() if node is not None and host_draw(node) is None else None
+        ctx.probe_seed = None
+    return ctx.unseeded
 
 
 def admitted(candidate: Candidate, tier: int) -> bool:

@@ -105,6 +105,9 @@ class PlanStep:
     # "tensorflow": the generalized signature (or, for a tensor-argument step, the Python value as a
     # tensor of its dtype) was traced by TensorFlow with the run's outputs.
     checked: str | None = None
+    # How many inputs TensorFlow ran a recorded trace and the step's trace on to the same results,
+    # where their graphs differ (issue 38: an int index, a folded constant); None where none ran.
+    checked_inputs: int | None = None
 
     @property
     def by(self) -> str | None:
@@ -141,6 +144,8 @@ class PlanStep:
             out["unsafe_reason"] = self.unsafe_reason
         if self.checked is not None:
             out["checked"] = self.checked
+        if self.checked_inputs is not None:
+            out["checked_inputs"] = self.checked_inputs
         if self.compiles_before is not None:
             out["compiles_before"] = self.compiles_before
             out["compiles_after"] = self.compiles_after
@@ -184,6 +189,7 @@ class PlanStep:
             python_use=None if data.get("python_use") is None else str(data["python_use"]),
             open=data.get("open") if data.get("open") in OPEN_REASONS else None,
             changes=data.get("changes") if data.get("changes") in CHANGES else None,
+            checked_inputs=int(data["checked_inputs"]) if isinstance(data.get("checked_inputs"), int) else None,
             **_safety(data),
         )
 

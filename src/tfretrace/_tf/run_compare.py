@@ -1,0 +1,181 @@
+"""TensorFlow runs both versions: a recorded trace and the general trace on the same inputs, every output compared.
+
+Where the graph comparison (graph_compare) finds a recorded trace and the trace with a Python
+value as a tensor to be different graphs, they may still compute the same thing by other
+operations (an index folded into a slice's constants, ``n ** 3`` folded into one constant). Only
+running both says so: each recorded trace's concrete function and the general one are run on the
+same inputs, made from the recorded signature (random draws and edge values of its shapes and
+dtypes, the recorded Python values), and every output and every variable they leave is compared.
+Variables are read before each run and restored after it, so the program's state is as it was. A
+body whose graph has effects outside its outputs and variables (a ``py_function``, file or summary
+writes, ``tf.print``, an iterator, a stateful random op, a table) is never run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+# Stateful operations a comparison may run: they only read or write variables (restored after
+# each run), call a function (whose own operations are checked too), or branch and assert.
+_VARIABLE_OPS = frozenset({
+    "VarHandleOp", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+    "VarIsInitializedOp", "DestroyResourceOp", "StatefulPartitionedCall", "If", "While", "Case", "Assert",
+    "NoOp", "Placeholder",
+})
+_VARIABLE_PREFIXES = ("ResourceApply", "ResourceSparseApply", "ResourceGather", "ResourceScatter", "ResourceStrided")
+
+# Random draws per recorded trace, and the edge values every tensor is also filled with.
+_DRAWS = 3
+_EDGES = ("zero", "one", "minus one", "max", "min")
+# A dimension the recorded signature left open is given this size.
+_OPEN_SIZE = 2
+# The float-last-digits rule of a generalizing step: relative to the largest magnitude of the output.
+_RELATIVE = 1e-5
+
+
+def effect(graph: Any) -> str | None:
+    """The first operation type in ``graph`` (or a function it holds) with an effect outside its outputs, or None."""
+    from tensorflow.python.framework import op_def_registry
+
+    types = {op.type for op in graph.get_operations()}
+    for function in getattr(graph, "_functions", {}).values():
+        definition = getattr(function, "definition", None)
+        if definition is not None:
+            types.update(node.op for node in definition.node_def)
+    for name in sorted(types):
+        op_def = op_def_registry.get(name)
+        if op_def is None or not op_def.is_stateful:
+            continue  # a function called by name (its body is in the library, checked too), or pure
+        if name in _VARIABLE_OPS or name.startswith(_VARIABLE_PREFIXES):
+            continue
+        return str(name)
+    return None
+
+
+def compare_runs(recorded: Any, general: Any, at: int | str, tensor: Any) -> tuple[int, str | None]:
+    """How many inputs both concrete functions computed the same on, and where they differ (None: nowhere).
+
+    ``recorded``: a trace of the run (the Python value folded in); ``general``: the same body traced
+    with that argument (``at``, an index or keyword) a tensor; ``tensor``: the value as that tensor.
+    ``(0, why)`` where they were not run (an effect, an input that cannot be made) or no input ran.
+    """
+    import tensorflow as tf
+
+    for concrete in (recorded, general):
+        found = effect(concrete.graph)
+        if found is not None:
+            return 0, f"not run: the body has an effect outside its outputs ({found})"
+    args, kwargs = recorded.structured_input_signature
+    variables = _variables(recorded, general)
+    compared = 0
+    for made in _inputs(tf, (tuple(args), dict(kwargs))):
+        if made is None:
+            return 0, "not run: an input of a dtype tfretrace does not make"
+        call_args, call_kwargs = made
+        if isinstance(at, int):
+            general_args, general_kwargs = (*call_args[:at], tensor, *call_args[at + 1:]), call_kwargs
+        else:
+            general_args, general_kwargs = call_args, {**call_kwargs, at: tensor}
+        theirs = _run(tf, recorded, call_args, call_kwargs, variables)
+        ours = _run(tf, general, general_args, general_kwargs, variables)
+        if isinstance(theirs, BaseException) and isinstance(ours, BaseException):
+            continue  # an input both refuse (an index out of range): not one they compute
+        if isinstance(theirs, BaseException) or isinstance(ours, BaseException):
+            failed = theirs if isinstance(theirs, BaseException) else ours
+            which = "the recorded trace" if failed is theirs else "the general trace"
+            return compared, f"on input {compared + 1}, only {which} failed ({type(failed).__name__})"
+        differs = _differs(ours, theirs)
+        if differs is not None:
+            return compared, f"on input {compared + 1}, {differs}"
+        compared += 1
+    return compared, None if compared else "no input ran on both"
+
+
+def _variables(*functions: Any) -> list[Any]:
+    seen: dict[int, Any] = {}
+    for function in functions:
+        for variable in getattr(function, "variables", ()):
+            seen.setdefault(id(variable), variable)
+    return list(seen.values())
+
+
+def _run(tf: Any, function: Any, args: Any, kwargs: Any, variables: list[Any]) -> Any:
+    """The outputs (numpy) and the variables' values after one run; the variables restored; an exception as raised."""
+    kept = [variable.numpy() for variable in variables]
+    try:
+        outputs = function(*args, **kwargs)
+        flat = [_numpy(x) for x in tf.nest.flatten(outputs, expand_composites=True)]
+        return flat + [variable.numpy() for variable in variables]
+    except Exception as exc:  # what TensorFlow raised on this input: compared by whether both raise
+        return exc
+    finally:
+        for variable, value in zip(variables, kept, strict=True):
+            variable.assign(value)
+
+
+def _numpy(value: Any) -> Any:
+    return value.numpy() if hasattr(value, "numpy") else value
+
+
+def _inputs(tf: Any, signature: Any) -> Iterator[Any]:
+    """The recorded signature's arguments, tensors filled with random draws and then each edge value."""
+    import numpy as np
+
+    leaves = tf.nest.flatten(signature)
+    specs = [leaf for leaf in leaves if isinstance(leaf, tf.TensorSpec)]
+    if any(not (s.dtype.is_floating or s.dtype.is_integer or s.dtype.is_bool) for s in specs):
+        yield None
+        return
+    rng = np.random.default_rng(0)
+    for fill in (*([None] * _DRAWS), *_EDGES):
+        made = [
+            tf.constant(_filled(np, rng, leaf, fill), dtype=leaf.dtype) if isinstance(leaf, tf.TensorSpec) else leaf
+            for leaf in leaves
+        ]
+        yield tf.nest.pack_sequence_as(signature, made)
+
+
+def _filled(np: Any, rng: Any, spec: Any, fill: str | None) -> Any:
+    shape = [_OPEN_SIZE if d is None else d for d in (spec.shape.as_list() if spec.shape.rank is not None else [])]
+    dtype = spec.dtype.as_numpy_dtype
+    if spec.dtype.is_bool:
+        return rng.integers(0, 2, shape).astype(bool) if fill is None else np.full(shape, fill in ("one", "max"))
+    if fill is None:
+        if spec.dtype.is_integer:
+            low = 0 if spec.dtype.is_unsigned else -3
+            return rng.integers(low, 4, shape).astype(dtype)
+        return rng.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype) if spec.dtype.is_integer else np.finfo(dtype)
+    value = {"zero": 0, "one": 1, "minus one": -1, "max": info.max, "min": info.min}[fill]
+    if spec.dtype.is_unsigned and value == -1:
+        value = 0
+    return np.full(shape, value, dtype=dtype)
+
+
+def _differs(ours: list[Any], theirs: list[Any]) -> str | None:
+    import numpy as np
+
+    if len(ours) != len(theirs):
+        return f"the general trace gave {len(ours)} results where the recorded one gave {len(theirs)}"
+    for number, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return f"result {number} is {a.dtype}{list(a.shape)} where the recorded trace gave {b.dtype}{list(b.shape)}"
+        if a.tobytes() == b.tobytes():
+            continue
+        if a.dtype.kind not in "fc" or not _last_digits(np, a, b):
+            return f"result {number} differs"
+    return None
+
+
+def _last_digits(np: Any, a: Any, b: Any) -> bool:
+    """Equal but for the last digits: the same non-finite values in the same places, the rest within the rule."""
+    finite = np.isfinite(a) & np.isfinite(b)
+    if not np.array_equal(np.isnan(a), np.isnan(b)) or not np.array_equal(a[~finite & ~np.isnan(a)],
+                                                                        b[~finite & ~np.isnan(b)]):
+        return False
+    if not finite.any():
+        return True
+    scale = float(np.max(np.abs(b[finite])))
+    return bool(np.all(np.abs(a[finite] - b[finite]) <= _RELATIVE * scale))

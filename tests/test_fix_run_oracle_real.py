@@ -1,0 +1,196 @@
+"""Issue 38 items 1-3 end to end: steps TensorFlow runs, asks on the live object, or frees of a random stream.
+
+One program holds six functions, each retracing avoidably: an int index (``x[i]``, a slice's
+constants in each trace), an int folded into a constant (``n ** 3``), a body drawing unseeded
+random numbers, one drawing with an op seed, one drawing from TensorFlow unseeded and from NumPy
+(whose seed TensorFlow cannot show), and a Keras train step whose model and optimizer are built at
+its first call. It prints its results and, last, TensorFlow's own trace count per
+function. Recorded with ``tfretrace run --save``, it is fixed with ``--apply`` in a copy and run
+again; the same program with ``keras.utils.set_random_seed`` is recorded too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.tf
+pytest.importorskip("tensorflow")
+
+PROGRAM = """\
+import sys
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+if sys.argv[1:] == ["seed"]:
+    keras.utils.set_random_seed(1)
+data = tf.reshape(tf.range(24, dtype=tf.float32), (8, 3)) / 8.0
+model = keras.Sequential([keras.layers.Dense(2, kernel_initializer="ones")])
+opt = keras.optimizers.SGD(0.01)
+
+
+@tf.function
+def pick(x, i):
+    return x[i] * 2.0
+
+
+@tf.function
+def cubed(x, n):
+    return x * tf.cast(n ** 3, tf.float32)
+
+
+@tf.function
+def noisy(x):
+    return x + tf.random.normal(tf.shape(x)) * 0.0
+
+
+@tf.function
+def seeded(x):
+    return x + tf.random.uniform(tf.shape(x), seed=7) * 0.0
+
+
+@tf.function
+def jittered(x):
+    return x + tf.random.normal(tf.shape(x)) * 0.0 + np.random.uniform() * 0.0
+
+
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x) - y))
+    grads = tape.gradient(loss, model.trainable_variables)
+    opt.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+for epoch in range(2):
+    for i in range(4):
+        print("pick", epoch, i, pick(data, i).numpy().tolist())
+        print("cubed", epoch, i, float(tf.reduce_sum(cubed(data, i))))
+    for size in (4, 4, 3, 2):
+        print("noisy", epoch, size, float(tf.reduce_sum(noisy(data[:size]))))
+        print("seeded", epoch, size, float(tf.reduce_sum(seeded(data[:size]))))
+        print("jittered", epoch, size, float(tf.reduce_sum(jittered(data[:size]))))
+        print("train", epoch, size, f"{float(train_step(data[:size], data[:size, :2])):.5f}")
+for f in (pick, cubed, noisy, seeded, jittered, train_step):
+    print("traces", f.__name__, f.experimental_get_tracing_count())
+"""
+
+FUNCTIONS = ("pick", "cubed", "noisy", "seeded", "jittered", "train_step")
+
+
+def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    root = Path(__file__).resolve().parents[1]
+    path = os.pathsep.join(p for p in (str(root / "src"), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1", PYTHONPATH=path)
+    return subprocess.run([sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """The program's stdout but its last lines, and TensorFlow's own trace count per function."""
+
+    results: list[str]
+    traces: dict[str, int]
+
+
+def _program(folder: Path, *args: str) -> Ran:
+    done = _run(folder, "prog.py", *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    counts = {line.split()[1]: int(line.split()[2]) for line in lines if line.startswith("traces ")}
+    return Ran([line for line in lines if not line.startswith("traces ")], counts)
+
+
+def _functions(folder: Path, session: str, *args: str) -> dict[str, dict[str, Any]]:
+    done = _run(folder, "-m", "tfretrace", "run", "--save", session, "prog.py", *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {f["name"]: f for f in json.loads((folder / session).read_text())["functions"]}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    folder: Path
+    functions: dict[str, dict[str, Any]]
+    seeded_run: dict[str, dict[str, Any]]
+    before: Ran
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    folder = tmp_path_factory.mktemp("oracle") / "recorded"
+    folder.mkdir()
+    (folder / "prog.py").write_text(PROGRAM)
+    before = _program(folder)
+    return Recorded(folder, _functions(folder, "s.json"), _functions(folder, "seeded.json", "seed"), before)
+
+
+def _edited(function: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in function["plan"] if s.get("edits")]
+
+
+def test_an_int_index_and_a_folded_constant_are_safe_where_tensorflow_ran_both(recorded: Recorded) -> None:
+    # The graphs part (a slice's constants, one folded constant against Pow): TensorFlow ran each
+    # recorded trace and the tensor's trace on 8 inputs per trace, to the same results.
+    for name in ("pick", "cubed"):
+        steps = _edited(recorded.functions[name])
+        assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [
+            ("tensor-argument", "safe", "tensorflow")
+        ], name
+        assert steps[0]["checked_inputs"] == 4 * 8, name
+        # int64: an int32 tensor would refuse the Python ints beyond its range the original took.
+        assert steps[0]["edits"][0]["text"].endswith("dtype=tf.int64)"), name
+
+
+def test_a_train_step_that_built_its_model_is_asked_once_the_variables_exist(recorded: Recorded) -> None:
+    steps = _edited(recorded.functions["train_step"])
+    assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [
+        ("input-signature", "safe", "tensorflow")
+    ]
+
+
+def test_a_random_body_is_safe_only_in_a_run_that_fixed_no_seed(recorded: Recorded) -> None:
+    # No seed anywhere: safe, announced. An op seed, a NumPy draw beside, or keras.utils.set_random_seed:
+    # unsafe.
+    unseeded = _edited(recorded.functions["noisy"])
+    assert [(s["kind"], s["safety"], s["changes"]) for s in unseeded] == [
+        ("input-signature", "safe", "random-stream")
+    ]
+    for name in ("seeded", "jittered"):
+        steps = _edited(recorded.functions[name])
+        assert [(s["kind"], s["safety"], s["changes"]) for s in steps] == [
+            ("input-signature", "unsafe", "random-stream")
+        ], name
+    for name in ("noisy", "seeded"):
+        steps = _edited(recorded.seeded_run[name])
+        assert [(s["kind"], s["safety"], s["changes"]) for s in steps] == [
+            ("input-signature", "unsafe", "random-stream")
+        ], name
+
+
+def test_apply_writes_them_and_tensorflow_counts_what_was_predicted_with_the_same_output(
+    recorded: Recorded,
+) -> None:
+    copy = recorded.folder.parent / "applied"
+    shutil.copytree(recorded.folder, copy)
+    done = _run(copy, "-m", "tfretrace", "fix", "s.json", "--apply")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (copy / "prog.py").read_text() != PROGRAM
+    after = _program(copy)
+    predicted = {name: recorded.functions[name]["fix_counts"]["apply"] for name in FUNCTIONS}
+    assert recorded.before.traces == {"pick": 4, "cubed": 4, "noisy": 3, "seeded": 3, "jittered": 3,
+                                      "train_step": 4}
+    assert predicted == {"pick": 1, "cubed": 1, "noisy": 1, "seeded": 3, "jittered": 3, "train_step": 2}
+    assert after.traces == predicted
+    assert after.results == recorded.before.results
