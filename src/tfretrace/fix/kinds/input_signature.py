@@ -305,28 +305,31 @@ KIND = Kind(
     check=declaration("input_signature"),
     generalizes=True,
     row=Row(
-        "safe when TensorFlow says so",
-        "once the program `tfretrace run` recorded has finished (not under `tfretrace.watch()`), "
+        'safe when TensorFlow says so',
+        'once the program `tfretrace run` recorded has finished (not under `tfretrace.watch()`), '
         "TensorFlow traces the run's module-level tf.function afresh (a new `tf.function` of the same "
         "Python function: the program's object and cache are untouched) with **every** dimension open "
-        "(`get_concrete_function`); safe, and written so (`\"checked\": \"tensorflow\"`), only where that "
-        "trace succeeds and its outputs have the structure, dtypes and ranks of every trace of the run, "
-        "each static size open or equal. A Python number in the signature is tried as the tensor it "
+        '(`get_concrete_function`); safe, and written so (`"checked": "tensorflow"`), only where that '
+        'trace succeeds and its outputs have the structure, dtypes and ranks of every trace of the run, '
+        'each static size open or equal. A Python number in the signature is tried as the tensor it '
         "becomes (a float32 times float64 data fails there), and each trace's graph is compared with the "
-        "graph of the number as a tensor: where they part, or the number is an `int`, the step is unsafe "
-        "([below](#python-values-made-tensors)). A method is traced on each live instance (a decorated "
-        "method, or `tf.function(self.method)`). Otherwise (TensorFlow fails or gives other outputs, or "
-        "no live function is found: a nested def, an object that is gone) unsafe, with what TensorFlow "
-        "said; the signature then pins what was constant, and refuses a call of another size. Also "
-        "unsafe: a function whose first call created variables (the probe, after the program, traces past"
-        " the code that made them: `mlp_core.py`'s layers read `x.shape[1]`, so the sizes every call had "
-        "stay pinned), and a signature that leaves out a trailing parameter every call left at its "
-        "default (TensorFlow binds that default and refuses another value) The probe runs the body's "
-        "Python once more: prints are swallowed, other trace-time side effects happen",
-        "`p05_static_shape.py`, `p05b_derived_shape.py` (item 5); `p14_rate_helper_type_test.py` (a "
+        'graph of the number as a tensor: where they part, or the number is an `int`, the step is unsafe '
+        '([below](#python-values-made-tensors)). A method is traced on each live instance (a decorated '
+        'method, or `tf.function(self.method)`). Otherwise (TensorFlow fails or gives other outputs, or '
+        'no live function is found: a nested def, an object that is gone) unsafe, with what TensorFlow '
+        'said; the signature then pins what was constant, and refuses a call of another size. A function '
+        'whose first call created variables (a Keras model and optimizer built at the first train step) '
+        'is asked once they exist, with the signature that keeps the sizes every call had (the probe, '
+        "after the program, traces past the code that made them: `mlp_core.py`'s layers read "
+        '`x.shape[1]`, so those sizes stay pinned); a trace that would still create a variable on the '
+        'live object is stopped before it does, and the step is unsafe, saying so. Also unsafe: a '
+        'signature that leaves out a trailing parameter every call left at its default (TensorFlow binds '
+        "that default and refuses another value) The probe runs the body's Python once more: prints are "
+        'swallowed, other trace-time side effects happen',
+        '`p05_static_shape.py`, `p05b_derived_shape.py` (item 5); `p14_rate_helper_type_test.py` (a '
         "helper's `isinstance(rate, float)` under an open signature: the number's graphs part, unsafe); "
-        "`p12_padded.py` (a padded length of 12 in every recorded call) is made safe, open; "
-        "`module_signature/mlp_core.py` (unsafe: 9 -> 3 with `--unsafe-fixes`, same output) and "
-        "`module_signature/module_methods.py` (safe, methods probed)",
+        '`p12_padded.py` (a padded length of 12 in every recorded call) is made safe, open; '
+        '`module_signature/mlp_core.py` (unsafe: 9 -> 3 with `--unsafe-fixes`, same output) and '
+        '`module_signature/module_methods.py` (safe, methods probed)',
     ),
 )

@@ -373,18 +373,19 @@ KIND = Kind(
     check=any_of(call_argument("constant", "convert_to_tensor", "stack"), body_constant, body_sum),
     generalizes=True,
     row=Row(
-        "safe when TensorFlow says so (unsafe for an `int`)",
-        "a Python number, bool or list of numbers of a module-level function (or a method, on each live "
-        "instance) becomes a tensor of the first dtype with which TensorFlow, after the run, traced the "
-        "body (every trace of the run replayed with that argument a `tf.TensorSpec`) to the outputs of "
-        "every trace (`\"checked\": \"tensorflow\"`); none: no edit, a statement with what TensorFlow said. "
-        "Safe only where each trace's graph is the graph of the value as a tensor with the value as data:"
-        " see [below](#python-values-made-tensors); otherwise unsafe, saying where the graphs part. "
-        "Unprobed (a nested def, a method, a model argument): the dtype tfretrace guessed; a variable "
-        "passed as a tensor no longer aliases it",
-        "`p08_float_times_f64.py` (item 8: float64, safe, prints the same), `p13_rate_type_test.py` (a "
+        'safe when TensorFlow says so (an `int` as `int64`; unsafe where an `int32`)',
+        'a Python number, bool or list of numbers of a module-level function (or a method, on each live '
+        'instance) becomes a tensor of the first dtype with which TensorFlow, after the run, traced the '
+        'body (every trace of the run replayed with that argument a `tf.TensorSpec`) to the outputs of '
+        'every trace (`"checked": "tensorflow"`); none: no edit, a statement with what TensorFlow said. '
+        "Safe only where each trace's graph is the graph of the value as a tensor with the value as data,"
+        ' or where TensorFlow ran both on the same inputs to the same results: see '
+        '[below](#python-values-made-tensors); otherwise unsafe, saying where they part. Unprobed (a '
+        'nested def, a method, a model argument): the dtype tfretrace guessed; a variable passed as a '
+        'tensor no longer aliases it',
+        '`p08_float_times_f64.py` (item 8: float64, safe, prints the same), `p13_rate_type_test.py` (a '
         "body's `isinstance(rate, float)`: unsafe, the graphs part), `p09_int_divided.py` (item 9: "
-        "refused, no tensor step)",
+        'refused, no tensor step)',
     ),
     call_sites=True,
 )
