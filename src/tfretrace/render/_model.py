@@ -8,11 +8,11 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from tfretrace._util.text import plural, printable
-from tfretrace.fix.planning.step import BY_TOOL, PlanStep, numbered, plan_steps, render_counts
 from tfretrace.records import catalogue
 from tfretrace.records.cause import Cause
 from tfretrace.records.events import KerasInfo, TraceEvent
 from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.plan_view import BY_TOOL, StepView, numbered, plan_steps, render_counts
 from tfretrace.records.session import Session
 from tfretrace.records.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
 
@@ -300,7 +300,7 @@ UNSAVED = " with tfretrace fix"
 SAVE_HINT = " (save the run with --save FILE to apply)"
 
 
-def plan_headline(steps: list[PlanStep], saved: bool = True) -> str:
+def plan_headline(steps: list[StepView], saved: bool = True) -> str:
     """``Fix plan: 24 traces -> 3 with tfretrace fix --apply, -> 1 with step 3 by hand, saves 1.26 s``, or why none.
 
     Without a saved session (``run`` without ``--save``) there is nothing to apply: the
@@ -315,7 +315,7 @@ def plan_headline(steps: list[PlanStep], saved: bool = True) -> str:
 APPLY = " with tfretrace fix --apply"
 
 
-def _headline(steps: list[PlanStep]) -> str:
+def _headline(steps: list[StepView]) -> str:
     counts = render_counts(tuple(steps))
     # XLA steps are alternatives to each other (bucket, or XLA off): only the best one counts.
     saved = sum(s.seconds_saved for s in steps if s.compiles_before is None) + max(
@@ -330,12 +330,12 @@ def _headline(steps: list[PlanStep]) -> str:
     return f"Fix plan: {counts}, saves {fmt_seconds(saved)}"
 
 
-def numbered_steps(steps: Sequence[PlanStep]) -> list[tuple[int, PlanStep]]:
+def numbered_steps(steps: Sequence[StepView]) -> list[tuple[int, StepView]]:
     """Each step with its number: fix steps count 1, 2, ...; a note keeps the number before it."""
     return numbered(steps)
 
 
-def step_line(number: int, step: PlanStep) -> str:
+def step_line(number: int, step: StepView) -> str:
     """``1. python-value-changed: pass lr as a tensor ... (24 -> 8 traces, saves 874.0 ms)``."""
     if step.kind == "statement":
         return f"note ({step.cause}): {step.summary}"
@@ -354,7 +354,7 @@ def step_line(number: int, step: PlanStep) -> str:
     )
 
 
-def step_where(step: PlanStep) -> str:
+def step_where(step: StepView) -> str:
     """``edits: train.py:74, train.py:41``, the same for an unsafe step with its reason, or ``advice: ...``."""
     if step.kind == "statement":
         return ""
@@ -362,7 +362,7 @@ def step_where(step: PlanStep) -> str:
         if step.by == BY_TOOL:
             return "made by tfretrace fix --apply through another function's edit"
         return "advice: edit by hand (not applied by tfretrace fix)"
-    places = ", ".join(dict.fromkeys(f"{e.span.path}:{e.span.line}" for e in step.edits))
+    places = ", ".join(dict.fromkeys(f"{e.path}:{e.line}" for e in step.places))
     if step.tier == 1:
         # Written only with --unsafe-fixes: the reason is the step's own (docs/fix-catalogue.md).
         return f"edits (with --unsafe-fixes only): {places}; unsafe: {step.unsafe_reason}"

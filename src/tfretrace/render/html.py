@@ -13,9 +13,9 @@ import jinja2
 from markupsafe import Markup, escape
 
 from tfretrace._util.version import __version__
-from tfretrace.fix.planning.step import plan_steps
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.plan_view import plan_steps
 from tfretrace.records.session import Session
 from tfretrace.render import _model
 from tfretrace.render.timeline import timeline_svg

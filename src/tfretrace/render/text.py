@@ -12,9 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from tfretrace._util.text import plural
-from tfretrace.fix.planning.step import plan_steps
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.plan_view import plan_steps
 from tfretrace.records.session import Session
 from tfretrace.render import _model
 from tfretrace.render._code import Code
