@@ -135,7 +135,10 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
                 monitor.stop()
     if os.getpid() != parent:
         return status
-    session: Session = installed.stop()
+    installed.halt()
+    # The probe runs the program's bodies again (their trace-time prints, logs and counters see it):
+    # only where a plan is asked for, to print or to apply from the saved session.
+    session: Session = installed.analyzed(probe=bool(ns.fix_plan) or save is not None)
     if prevention is not None:
         session = prevention.stop(session)
     # The monitor sees tfretrace's own argv once the program is done; record the program's.

@@ -287,6 +287,16 @@ def fixes_to_show(report: FunctionReport) -> dict[int, str]:
     return shown
 
 
+def analysis_notes(session: Session) -> list[str]:
+    """What the analysis after the program did that the program could see (its bodies run again)."""
+    if not session.probe_traces:
+        return []
+    return [
+        f"checking the fix plans, TensorFlow traced the program's functions {plural(session.probe_traces, 'time')} "
+        "after it ended: their Python ran again (trace-time prints were hidden; logs, files and counters saw it)"
+    ]
+
+
 def cause_title(slug: str) -> str:
     """The catalogue title of a cause slug, or the slug itself when unknown."""
     try:

@@ -115,7 +115,7 @@ class TextRenderer:
             out.append(line)
             for message in session.internal_error_messages[:5]:
                 out.append(indent(prose(message, "yellow"), 2, hang=2))
-        for note in session.notes:
+        for note in (*session.notes, *_model.analysis_notes(session)):
             out.append(prose(f"note: {note}", "yellow"))
         return out
 

@@ -9,8 +9,12 @@ from typing import Any
 from tfretrace.fix.core.safety import ADVICE, SAFE, SAFETIES, TF_CHECKED, UNSAFE
 from tfretrace.fix.core.source import Replacement, Span
 from tfretrace.fix.kinds import REGISTRY, kind_floor, saved_signature
-from tfretrace.records.plan_view import BY_HAND, BY_TOOL, applied_count
-from tfretrace.records.plan_view import numbered as numbered  # re-exported: the planner and its tests count so
+
+# Re-exported: the planner and its tests read the counts where they read the steps.
+from tfretrace.records.plan_view import BY_HAND as BY_HAND
+from tfretrace.records.plan_view import BY_TOOL as BY_TOOL
+from tfretrace.records.plan_view import applied_count as applied_count
+from tfretrace.records.plan_view import numbered as numbered
 from tfretrace.records.plan_view import render_counts as render_counts
 
 # Why a statement leaves traces with no checked fix (the session's ``open``): the plan cannot say
