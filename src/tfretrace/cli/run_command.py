@@ -138,7 +138,9 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     installed.halt()
     # The probe runs the program's bodies again (their trace-time prints, logs and counters see it):
     # only where a plan is asked for, to print or to apply from the saved session.
-    session: Session = installed.analyzed(probe=bool(ns.fix_plan) or save is not None)
+    # The lint of the program's files goes into the session for the HTML report, now or later.
+    session: Session = installed.analyzed(probe=bool(ns.fix_plan) or save is not None,
+                                          lint=save is not None or bool(outputs))
     if prevention is not None:
         session = prevention.stop(session)
     # The monitor sees tfretrace's own argv once the program is done; record the program's.

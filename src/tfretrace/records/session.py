@@ -13,6 +13,7 @@ from tfretrace._util.io import atomic_write_text
 from tfretrace._util.text import printable
 from tfretrace.records import display
 from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.lint_panel import LintPanel
 from tfretrace.records.output import OutputDigest, output_from_dict
 from tfretrace.records.prevention import PreventionReport
 
@@ -75,6 +76,8 @@ class Session:
     # How many times the fix plan's TensorFlow probe traced the program's bodies after it ended
     # (each ran the body's Python once more), as TensorFlow counted; None where it did not run.
     probe_traces: int | None = None
+    # The lint of the run's files, with what the run saw of each finding (the HTML report's panel).
+    lint: LintPanel | None = None
 
     def _repr_html_(self) -> str | None:
         """Jupyter: the full HTML report (the page ``-o report.html`` writes) in a frame, offline."""
@@ -169,6 +172,7 @@ class Session:
             **({} if self.prevention is None else {"prevention": self.prevention.to_dict()}),
             **({} if self.stdout is None else {"output": {"stdout": self.stdout.to_dict()}}),
             **({} if self.probe_traces is None else {"analysis": {"probe_traces": self.probe_traces}}),
+            **({} if self.lint is None else {"lint": self.lint.to_dict()}),
         }
 
     def to_json(self) -> str:
@@ -223,6 +227,7 @@ class Session:
                 worker_walls=C.each(data.get("worker_wall_seconds", []), "worker_wall_seconds", C.seconds),
                 stdout=output_from_dict(data.get("output")),
                 probe_traces=_probe_traces(data.get("analysis")),
+                lint=None if data.get("lint") is None else LintPanel.from_dict(data["lint"]),
             )
         except C.FieldError as exc:
             raise SessionFormatError(f"{source}: malformed tfretrace session: {exc}") from None

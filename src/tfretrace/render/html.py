@@ -37,9 +37,6 @@ class HtmlRenderer:
             "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
             f"script-src 'sha256-{digest}'"
         )
-        # The linter loads only when a page is drawn: text and JSON reports never need it.
-        from tfretrace.render._lint_view import lint_view
-
         ranked = _model.ranked_functions(session)
         # One shared time axis, so that timelines of different functions line up.
         start = min((e.time for f in session.functions for e in f.events), default=0.0)
@@ -64,7 +61,7 @@ class HtmlRenderer:
             css=Markup(_asset("report.css")),
             csp=csp,
             tool_version=session.tool_version or __version__,
-            lint=lint_view(session),
+            lint=_lint(session),
         )
 
 
@@ -105,6 +102,22 @@ def breakable(text: str, separator: str = "/") -> Markup:
     Locations break after a ``/``; qualified names (``Trainer.<locals>.step``) after a ``.``.
     """
     return Markup(f"{separator}<wbr>").join(escape(part) for part in str(text).split(separator))
+
+
+def _lint(session: Session) -> dict[str, Any] | None:
+    """The lint panel the analysis stage saved in the session (the files are not read here)."""
+    panel = session.lint
+    if panel is None:
+        return None
+    return {
+        **panel.to_dict(),
+        "confirmed": panel.confirmed,
+        "unpredicted": [
+            {"where": u.where, "functions": u.functions, "retraces": u.retraces,
+             "seconds": f"{u.seconds:.3f} s", "causes": u.causes}
+            for u in panel.unpredicted
+        ],
+    }
 
 
 @cache

@@ -26,13 +26,16 @@ class Analysis:
         self._bodies_run = 0
 
     def analyze(
-        self, recorded: Session, on_error: Callable[[BaseException], None], *, probe: bool = False
+        self, recorded: Session, on_error: Callable[[BaseException], None], *, probe: bool = False,
+        lint: bool = False,
     ) -> Session:
         """``recorded`` with each function's plan and the hashes of the files the plans edit.
 
         ``probe``: TensorFlow traces the generalized signatures of the program's live functions,
         which runs their Python again; only once the program has finished, and only where a plan
         is asked for (``run --fix-plan``, ``run --save``). The session then says how many times.
+        ``lint``: the run's files are linted and each finding marked with what the run saw (the
+        HTML report's panel), for a report drawn later from the session alone.
         """
         from tfretrace.fix.applying.apply import source_hashes
         from tfretrace.fix.planning.plan import PlanCache
@@ -48,7 +51,15 @@ class Analysis:
         functions = keras_rows_apart(self._plans.planned(recorded.functions, on_error, live))
         if probe:
             self._bodies_run += bodies_run() - before
-        return replace(
+        analyzed = replace(
             recorded, functions=functions, sources=source_hashes(functions, self._root),
             probe_traces=self._bodies_run if probe else recorded.probe_traces,
         )
+        if lint:
+            from tfretrace.runtime.lint_panel import lint_panel
+
+            try:
+                analyzed = replace(analyzed, lint=lint_panel(analyzed))
+            except Exception as exc:  # the report goes on without the panel
+                on_error(exc)
+        return analyzed

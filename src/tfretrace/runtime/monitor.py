@@ -184,11 +184,14 @@ class Monitor:
         """
         return self._analysis.analyze(self.record(), self.internal_error)
 
-    def analyzed(self, *, probe: bool) -> Session:
-        """The session with plans; ``probe``: TensorFlow traces their signatures, once the program is done."""
+    def analyzed(self, *, probe: bool, lint: bool = False) -> Session:
+        """The session with plans; ``probe``: TensorFlow traces their signatures, once the program is done.
+
+        ``lint``: with the lint of the run's files (runtime.analysis.Analysis.analyze).
+        """
         # A running program must never see its functions traced again.
         probe = probe and self.program_done and not self.active
-        return self._analysis.analyze(self.record(), self.internal_error, probe=probe)
+        return self._analysis.analyze(self.record(), self.internal_error, probe=probe, lint=lint)
 
     def state(self, name: str) -> FunctionState:
         """The live record of the function with this qualified name (tests, budgets)."""

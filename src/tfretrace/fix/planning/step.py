@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from tfretrace.fix.core.safety import ADVICE, SAFE, SAFETIES, TF_CHECKED, UNSAFE
 from tfretrace.fix.core.source import Replacement, Span
 from tfretrace.fix.kinds import REGISTRY, kind_floor, saved_signature
+
+if TYPE_CHECKING:
+    from tfretrace.records.session import Session
 
 # Re-exported: the planner and its tests read the counts where they read the steps.
 from tfretrace.records.plan_view import BY_HAND as BY_HAND
@@ -233,3 +236,16 @@ def plan_steps(report: Any) -> list[PlanStep]:
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return steps
+
+
+def checked_plans(session: Session) -> Session:
+    """A loaded session whose steps claim no more safety than their kinds allow (a session file is data from elsewhere).
+
+    The renderers read plans as saved (records.plan_view): a command that renders a file it did
+    not make passes it here first, so a step no checked kind made safe is never shown as safe.
+    """
+    functions = tuple(
+        replace(report, plan=tuple(step.to_dict() for step in plan_steps(report))) if report.plan else report
+        for report in session.functions
+    )
+    return replace(session, functions=functions)
