@@ -66,3 +66,17 @@ def test_a_saved_run_says_how_often_the_probe_ran_the_bodies(program: Path) -> N
     assert extra > 0
     assert saved["analysis"]["probe_traces"] == extra
     assert f"traced the program's functions {extra} time" in run.stderr.replace("\n", " ")
+
+
+def test_a_plain_run_ends_with_the_commands_that_check_and_apply_its_kept_session(program: Path) -> None:
+    run = _run("-m", "tfretrace", "run", "prog.py", cwd=program)
+    assert run.returncode == 0, run.stderr
+    assert "--save" not in run.stderr
+    # The report's last block: the two commands (a long one folded with a backslash), nothing after them.
+    last = run.stderr.rstrip().split("\n\n")[-1]
+    commands = [line for line in last.replace("\\\n", " ").splitlines() if not line.startswith("  ")]
+    assert [line.split(":")[0] for line in commands] == ["Check", "Apply"]
+    assert "fix .tfretrace/last-session.json --verify -- " in " ".join(commands[0].split())
+    assert commands[1].endswith("fix .tfretrace/last-session.json --apply")
+    kept = json.loads((program / ".tfretrace" / "last-session.json").read_text(encoding="utf-8"))
+    assert any(step.get("edits") for f in kept["functions"] for step in f["plan"])
