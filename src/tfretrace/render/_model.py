@@ -331,11 +331,16 @@ def _headline(steps: list[StepView]) -> str:
     saved = sum(s.seconds_saved for s in steps if s.compiles_before is None) + max(
         (s.seconds_saved for s in steps if s.compiles_before is not None), default=0.0)
     if not counts:
-        xla = [s for s in steps if s.compiles_before is not None]
-        if xla:  # only XLA steps: the best one's compiles (they are alternatives)
-            best = max(xla, key=lambda s: s.seconds_saved)
-            return (f"Fix plan: {best.compiles_before} XLA compiles -> {best.compiles_after}, "
-                    f"saves {fmt_seconds(best.seconds_saved)}")
+        xla = [(n, s) for n, s in numbered(steps) if s.compiles_before is not None]
+        if len(xla) == 1:
+            step = xla[0][1]
+            return (f"Fix plan: {step.compiles_before} XLA compiles -> {step.compiles_after}, "
+                    f"saves {fmt_seconds(step.seconds_saved)}")
+        if xla:  # XLA steps are alternatives (bucket the shapes, or XLA off): each one's count, joined by "or"
+            best = max((s for _n, s in xla), key=lambda s: s.seconds_saved)
+            counts = " or ".join(f"-> {s.compiles_after} with step {n}" for n, s in xla)
+            return (f"Fix plan: {xla[0][1].compiles_before} XLA compiles {counts}, "
+                    f"saves up to {fmt_seconds(best.seconds_saved)}")
         return "Fix plan: no fix is predicted to remove a trace"
     return f"Fix plan: {counts}, saves {fmt_seconds(saved)}"
 

@@ -151,6 +151,7 @@ def _function_view(
         "traces": report.traces,
         "retraces": report.retraces,
         "retracing": report.retraces > 0,
+        "recompiles": _model.xla_recompiles(report),
         "objects": report.objects,
         "trace_seconds": report.trace_seconds,
         "trace_time": _model.fmt_seconds(report.trace_seconds),
