@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import Any
 
 from tfretrace.records.session import Session
-from tfretrace.runtime.probe import probe_live
 from tfretrace.runtime.state import keras_rows_apart
 
 
@@ -46,6 +45,7 @@ class Analysis:
         before = 0
         if probe:
             from tfretrace._tf.probe import bodies_run
+            from tfretrace.runtime.probe import probe_live
 
             live, before = probe_live(self._root), bodies_run()
         functions = keras_rows_apart(self._plans.planned(recorded.functions, on_error, live))
