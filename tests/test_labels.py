@@ -90,3 +90,30 @@ def test_the_xla_off_advice_keeps_the_decorators_other_arguments(tmp_path: Path)
     assert [s.code for s in off] == [
         "@tf.function(input_signature=[tf.TensorSpec([None, None], tf.int32)], jit_compile=False)"
     ]
+
+
+def test_the_line_that_reads_predict_function_is_code_not_the_docstring(tmp_path: Path) -> None:
+    from tfretrace.fix.planning.plan import plan_for
+    from tfretrace.records.events import KerasInfo
+
+    keras = KerasInfo("model", "Sequential", "predict")
+    docstring = '"""Keras builds predict_function with reduce_retracing=True."""\n'
+    loop = "import numpy as np\nfor n in (3, 5):\n    out = model.predict(np.zeros((n, 4)), verbose=0)\n"
+    path = tmp_path / "prog.py"
+    kinds = {}
+    for reads in ("", "print(model.predict_function.experimental_get_tracing_count())\n"):
+        path.write_text(docstring + loop + reads, encoding="utf-8")
+        events = tuple(
+            replace(S.event(i, "first-trace" if i == 1 else "shape-changed", time=float(i), calls_total=i,
+                            signature=(S.tensor("x", n, 4),), keras=keras), call_site=f"{path}:4")
+            for i, n in ((1, 3), (2, 5))
+        )
+        report = FunctionReport(name="one_step_on_data_distributed",
+                                location="keras/src/backend/tensorflow/trainer.py:279", calls=2, traces=2,
+                                trace_seconds=0.2, objects=1, events=events, keras=keras)
+        kinds[bool(reads)] = {s.kind: s.summary for s in plan_for(report, SourceReader())}
+    # The docstring only names the attribute: the call fix is offered.
+    assert "keras-call" in kinds[False]
+    # Code on line 5 reads it: that line, not the docstring's line 1, is the one named.
+    assert "keras-call" not in kinds[True]
+    assert f"{path}:5 reads model.predict_function" in kinds[True]["statement"]
