@@ -36,8 +36,17 @@ class FakeMonitor:
 
     def stop(self) -> Session:
         """The monitor's stop(): idempotent."""
+        self.halt()
+        return self.session
+
+    def halt(self) -> None:
+        """The monitor's halt(): stops recording, idempotent."""
         self.stopped += 1 if self.active else 0
         self.active = False
+
+    def analyzed(self, *, probe: bool, lint: bool = False) -> Session:
+        """The monitor's analyzed(): the fake's session has its plans already."""
+        self.probed = probe
         return self.session
 
 

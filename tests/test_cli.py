@@ -81,9 +81,9 @@ def test_a_syntax_error_in_the_script_shows_python_s_lines_not_ours(
     assert "Traceback" not in err and "runpy" not in err and "tfretrace" not in err, err
 
 
-def test_run_without_save_leaves_no_file(script: Path, monitor: FakeMonitor, tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_without_save_keeps_only_the_last_session(script: Path, monitor: FakeMonitor, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     monkeypatch.chdir(tmp_path)
@@ -94,8 +94,11 @@ def test_run_without_save_leaves_no_file(script: Path, monitor: FakeMonitor, tmp
     finally:
         tempfile.tempdir = None
     err = capsys.readouterr().err
-    assert sorted(tmp_path.rglob("*")) == before
-    assert "Re-render:" not in err and "--save run.json" in err.strip().splitlines()[-1]
+    # No temporary file left; the run's session kept in the project's own ignored folder.
+    kept = tmp_path / ".tfretrace"
+    assert sorted(tmp_path.rglob("*")) == sorted([*before, kept, kept / ".gitignore", kept / "last-session.json"])
+    assert "--save" not in err
+    assert "Re-render:" in err and ".tfretrace/last-session.json" in err
     assert monitor.kept_tf_warning is False
     cli.main(["run", "--keep-tf-warning", str(script)])
     assert monitor.kept_tf_warning is True

@@ -89,21 +89,19 @@ def test_run_script_keeps_argv_exit_status_and_saves(program: Path, tmp_path: Pa
     assert session.function("train_step").main_cause == "shape-changed"
 
 
-def test_fix_plan_without_save_says_to_save_rather_than_apply(program: Path, tmp_path: Path) -> None:
+def test_fix_plan_without_save_applies_the_kept_session(program: Path, tmp_path: Path) -> None:
     result = _tfretrace("run", "--fix-plan", "train.py", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     # The lines as words: where they wrap (or a command folds with a backslash) is the width's business.
     err = " ".join(result.stderr.split()).replace(" \\ ", " ")
-    # No session to apply from: no command names --apply on a file; the way to get one instead.
-    assert "fix --apply" not in err.replace("tfretrace fix run.json --apply", "")
-    assert "Fix plan: 4 traces -> 1 with tfretrace fix, " in err
-    assert "(save the run with --save FILE to apply)" in err
-    assert "To apply: run again with --save run.json, then" in err
+    # The run kept its session: the commands name it, and nothing asks for a second run.
+    assert "--save" not in err
+    assert "Fix plan: 4 traces -> 1 with tfretrace fix --apply, " in err
     with pytest.MonkeyPatch.context() as mp:  # spelled as the program's folder sees it
         mp.chdir(tmp_path)
         tool = tfretrace_command()
-    assert f"{tool} fix run.json --apply" in err
-    assert "Apply:" not in err and "Check:" not in err
+    assert err.endswith(f"Apply: {tool} fix .tfretrace/last-session.json --apply")
+    assert f"Check: {tool} fix .tfretrace/last-session.json --verify -- " in err
     assert err.count("Fix plan:") == 1
     assert "(4 -> 1 trace, saves" in err  # "1 trace", not "1 traces"
 

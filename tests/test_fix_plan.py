@@ -293,6 +293,10 @@ def test_def_in_a_function_with_a_partial_batch_ranks_moving_the_def_first(tmp_p
         sigs += [(t("x", 32, 10),), (t("x", 4, 10),)]
         objects += [obj, obj]
     rep = report(sigs, location=f"{path}:12", name="run.<locals>.inner", sites=[f"{path}:19"], objects=objects)
+    # As the monitor labels them: each new object's first trace is new-function-object.
+    rep = replace(rep, events=tuple(
+        replace(e, cause="new-function-object") if e.index > 1 and e.index % 2 == 1 else e for e in rep.events
+    ))
     planned = with_plan(rep, SourceReader())
     steps = [PlanStep.from_dict(s) for s in planned.plan]
     # tfretrace's own edit first (a signature keeping every example: 10 -> 5), then moving the def by

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -203,7 +204,11 @@ def test_the_html_report_shows_the_lint_findings_of_the_sessions_files_escaped(
         wall_seconds=2.0,
         root=str(tmp_path),
     )
-    monkeypatch.chdir(tmp_path.parent)  # rendered from elsewhere: the session's root places the files
+    monkeypatch.chdir(tmp_path.parent)  # analysed from elsewhere: the session's root places the files
+    from tfretrace.runtime.lint_panel import lint_panel
+
+    assert 'id="lint"' not in HtmlRenderer().render(session)  # the renderer lints nothing itself
+    session = replace(session, lint=lint_panel(session))
     html = HtmlRenderer().render(session)
     section = html[html.index('<section class="lint" id="lint">'):html.index("</main>")]
     assert section.count('class="finding confirmed"') == 1 and 'class="finding static"' not in section
@@ -212,9 +217,11 @@ def test_the_html_report_shows_the_lint_findings_of_the_sessions_files_escaped(
     assert "<img src=x" not in html and "d&lt;img src=x onerror=alert(1)&gt;" in html
     assert "http://" not in section and "https://" not in section  # offline, as the rest of the page
 
-    # Rendered where the files are not: no lint section, nothing else changes.
-    elsewhere = replace(session, root=str(tmp_path / "gone"))
-    assert 'id="lint"' not in HtmlRenderer().render(elsewhere)
+    # Analysed where the files are not: no lint section. Drawn where they are gone: the same page.
+    elsewhere = replace(session, root=str(tmp_path / "gone"), lint=None)
+    assert lint_panel(elsewhere) is None
+    shutil.rmtree(tmp_path / hostile)
+    assert HtmlRenderer().render(session) == html
 
 
 WHILES = """\

@@ -110,6 +110,20 @@ def _in_namespace(namespace: dict[str, Any], wanted: str, qualname: str) -> Any 
     return None
 
 
+# Traces the probes' fresh tf.functions made, as TensorFlow counts them (each ran the body's
+# Python once more): the run's report says how often the program's code ran after it ended.
+_bodies_run = [0]
+
+
+def bodies_run() -> int:
+    """How many times the probes have traced a body so far (TensorFlow's tracing counts)."""
+    return _bodies_run[0]
+
+
+def _counted(fresh: Any) -> None:
+    _bodies_run[0] += fresh.experimental_get_tracing_count()
+
+
 def probe_signature(function: Any, signature: str, alias: str) -> str | None:
     """None where TensorFlow traces ``function``'s body with ``signature`` as each recorded trace did; else why not.
 
@@ -131,6 +145,17 @@ def probe_signature(function: Any, signature: str, alias: str) -> str | None:
     try:
         specs = eval(signature, {"__builtins__": {}}, names)  # the text tfretrace wrote itself
         fresh = tf.function(function.python_function, input_signature=specs)
+    except Exception as exc:  # what TensorFlow says: the signature itself is refused
+        return f"TensorFlow could not trace it with the open signature ({_said(exc)})"
+    try:
+        return _traced_as_recorded(tf, fresh, traces, signature)
+    finally:
+        _counted(fresh)
+
+
+def _traced_as_recorded(tf: Any, fresh: Any, traces: list[Any], signature: str) -> str | None:
+    created: list[str] = []
+    try:
         with _quiet(), _no_new_variables(tf) as created:
             outputs = fresh.get_concrete_function().structured_outputs
     except Exception as exc:  # what TensorFlow says: the body cannot be traced with open dimensions
@@ -204,44 +229,57 @@ def probe_argument(
         # A new tf.function per dtype on purpose: each probe starts from an empty cache, and the
         # program's own object and cache are untouched.
         fresh = tf.function(function.python_function)  # noqa: TFR101
-        why = None
-        compared = 0
-        depends = None if len(every) <= _MAX_TRACES else f"only the first {_MAX_TRACES} traces of the run were compared"
-        for number, (trace, found) in enumerate(zip(traces, bound, strict=True), 1):
-            assert found is not None
-            args, kwargs, at = found
-            value = args[at] if isinstance(at, int) else kwargs[at]
-            spec = tf.TensorSpec([len(value)] if isinstance(value, (list, tuple)) else [], getattr(tf, dtype))
-            if isinstance(at, int):
-                args = (*args[:at], spec, *args[at + 1:])
-            else:
-                kwargs = {**kwargs, at: spec}
-            created: list[str] = []
-            try:
-                with _quiet(), _no_new_variables(tf) as created:
-                    concrete = fresh.get_concrete_function(*args, **kwargs)
-                outputs = concrete.structured_outputs
-            except Exception as exc:  # what TensorFlow says of the body with a tensor there
-                said = _CREATES.format(created[0]) if created else f"TensorFlow could not trace the body ({_said(exc)})"
-                why = f"{dtype}: {said}"
-                break
-            differs = _differs(tf, outputs, trace.structured_outputs)
-            if differs is not None:
-                why = f"{dtype}: TensorFlow traced the body, {differs}"
-                break
-            if depends is None:
-                parts = value_only_as_data(trace.graph, concrete.graph, param, value)
-                if parts is not None:
-                    # Other graphs may still compute the same: TensorFlow runs both on the same inputs.
-                    ran, differ = compare_runs(trace, concrete, at, tf.constant(value, dtype=getattr(tf, dtype)))
-                    compared += ran
-                    if differ is not None:
-                        depends = (f"the graph depends on the value: trace #{number} ({param}={value!r}): {parts}; "
-                                   f"run on the same inputs: {differ}")
+        try:
+            why, depends, compared = _each_trace(tf, fresh, traces, bound, param, dtype, len(every))
+        finally:
+            _counted(fresh)
         if why is None:
             return dtype, None, depends, compared if depends is None else 0
         refused.append(why)
     return None, "; ".join(refused), None, 0
+
+
+
+def _each_trace(
+    tf: Any, fresh: Any, traces: list[Any], bound: list[Any], param: str, dtype: str, total: int
+) -> tuple[str | None, str | None, int]:
+    """Each recorded trace traced by ``fresh`` with ``param`` a ``dtype`` tensor: (why not, where the
+    graph depends on the value, how many inputs TensorFlow ran both versions on)."""
+    why = None
+    compared = 0
+    depends = None if total <= _MAX_TRACES else f"only the first {_MAX_TRACES} traces of the run were compared"
+    for number, (trace, found) in enumerate(zip(traces, bound, strict=True), 1):
+        assert found is not None
+        args, kwargs, at = found
+        value = args[at] if isinstance(at, int) else kwargs[at]
+        spec = tf.TensorSpec([len(value)] if isinstance(value, (list, tuple)) else [], getattr(tf, dtype))
+        if isinstance(at, int):
+            args = (*args[:at], spec, *args[at + 1:])
+        else:
+            kwargs = {**kwargs, at: spec}
+        created: list[str] = []
+        try:
+            with _quiet(), _no_new_variables(tf) as created:
+                concrete = fresh.get_concrete_function(*args, **kwargs)
+            outputs = concrete.structured_outputs
+        except Exception as exc:  # what TensorFlow says of the body with a tensor there
+            said = _CREATES.format(created[0]) if created else f"TensorFlow could not trace the body ({_said(exc)})"
+            why = f"{dtype}: {said}"
+            break
+        differs = _differs(tf, outputs, trace.structured_outputs)
+        if differs is not None:
+            why = f"{dtype}: TensorFlow traced the body, {differs}"
+            break
+        if depends is None:
+            parts = value_only_as_data(trace.graph, concrete.graph, param, value)
+            if parts is not None:
+                # Other graphs may still compute the same: TensorFlow runs both on the same inputs.
+                ran, differ = compare_runs(trace, concrete, at, tf.constant(value, dtype=getattr(tf, dtype)))
+                compared += ran
+                if differ is not None:
+                    depends = (f"the graph depends on the value: trace #{number} ({param}={value!r}): {parts}; "
+                               f"run on the same inputs: {differ}")
+    return why, depends, compared
 
 
 def unseeded_draws(function: Any) -> str | None:

@@ -280,7 +280,10 @@ def command_report(ns: argparse.Namespace) -> int:
     """Load, merge and render saved sessions."""
     outputs = checked_outputs(ns.output, ns.format, stdout=True, reads=ns.files)
     _refuse_duplicates(ns.files)
-    session = merge([load(path) for path in ns.files])
+    from tfretrace.fix.planning.step import checked_plans
+
+    # The files come from elsewhere: each step's safety is checked against its kind before drawing.
+    session = checked_plans(merge([load(path) for path in ns.files]))
     written = emit(session, ns, console_for(sys.stdout), None, outputs, sources=list(ns.files))
     return final_status(EXIT_OK, session, ns, sys.stderr) if written else EXIT_USAGE
 

@@ -19,7 +19,7 @@ from tfretrace._util.config import ProjectConfig, ProjectConfigError
 from tfretrace._util.config import find as find_config
 from tfretrace._util.config import load as load_config
 from tfretrace._util.text import printable
-from tfretrace.cli import compare_command
+from tfretrace.cli import compare_command, last_session
 from tfretrace.cli.invocation import fold_command, python_command, tfretrace_command
 from tfretrace.cli.notebook_run import NotebookRunError, code_cells
 from tfretrace.cli.output import (
@@ -56,6 +56,9 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     own = () if target.script is None else (target.script,)
     outputs = checked_outputs(ns.output, ns.format, stdout=False, folder=settings.output_dir, reads=own)
     save = None if ns.save is None else checked_save(in_folder(ns.save, settings.output_dir), own)
+    # Where the command was typed and the project's folder, before the program may chdir() away.
+    here = Path.cwd()
+    project = last_session.project_folder(here)
     if target.script is not None and not runnable(Path(target.script)):
         raise UsageError(f"can't open file {target.script!r}: no such file")
     if target.script is not None and is_notebook(target.script):
@@ -135,7 +138,12 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
                 monitor.stop()
     if os.getpid() != parent:
         return status
-    session: Session = installed.stop()
+    installed.halt()
+    # The probe runs the program's bodies again (their trace-time prints, logs and counters see it):
+    # only where a plan is asked for, to print or to apply from the saved session.
+    # The lint of the program's files goes into the session for the HTML report, now or later.
+    session: Session = installed.analyzed(probe=bool(ns.fix_plan) or save is not None,
+                                          lint=save is not None or bool(outputs))
     if prevention is not None:
         session = prevention.stop(session)
     # The monitor sees tfretrace's own argv once the program is done; record the program's.
@@ -143,6 +151,10 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     session = replace(session, argv=(program, *target.args), label=ns.label or session.label, stdout=stdout)
     sys.stdout.flush()
     saved = save_session(session, save)
+    # Every run keeps its session, so that the report can end with the commands that apply it.
+    kept = last_session.keep(session, project)
+    if saved is None and kept is not None:
+        saved = last_session.shown(kept, here)
     if tensorboard is not None:
         _write_tensorboard(session, tensorboard)
     # The report's console, made now: the program may have replaced or closed its streams.
@@ -153,6 +165,8 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     # A report that could not be written is a failure, but never hides the program's own status.
     if ns.fix_plan:
         emit_plans(session, err, saved, target)
+    else:
+        emit_next(session, err, saved, target)
     return status if written or status != EXIT_OK else EXIT_USAGE
 
 
@@ -282,6 +296,12 @@ def emit_plans(session: Session, console: Console, saved: str | None, target: Ta
 
     stream, width, color = console.file, console.width, colored(console)
     print("\n" + render_plans(session, width=width, color=color, saved=saved is not None).rstrip(), file=stream)
+    emit_next(session, console, saved, target)
+
+
+def emit_next(session: Session, console: Console, saved: str | None, target: Target | None = None) -> None:
+    """The report's last lines: the commands that check the plans' edits on a copy, then apply them."""
+    stream, width = console.file, console.width
     editable = any(step.get("edits") for f in session.functions for step in f.plan)
     tool = shlex.split(tfretrace_command())
     if saved is None and editable:

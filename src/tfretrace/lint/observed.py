@@ -6,8 +6,10 @@ import os
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from tfretrace.lint.findings import Report, RetraceSite
+from tfretrace.records import catalogue
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.session import Session
 
@@ -45,7 +47,15 @@ def _retraces(session: Session) -> list[tuple[str, TraceEvent, list[tuple[str, i
     return found
 
 
-def _add(sites: dict[tuple[str, int], RetraceSite], key: tuple[str, int], place: tuple[str, int],
+def _predicts(code: str) -> str | None:
+    """The runtime cause a rule's finding predicts (the catalogue's ``cause``), None if unknown."""
+    try:
+        return catalogue.get(code).cause
+    except KeyError:
+        return None
+
+
+def _add(sites: dict[Any, RetraceSite], key: Any, place: tuple[str, int],
          name: str, event: TraceEvent) -> None:
     site = sites.get(key)
     if site is None:
@@ -71,26 +81,30 @@ def _under(real: str, roots: Iterable[str]) -> bool:
 def mark(report: Report, session: Session, paths: Iterable[str | os.PathLike[str]]) -> list[RetraceSite]:
     """Mark the report's findings the session saw retrace; return the retraces no finding names.
 
-    A retrace is predicted by a finding at its call site or at its function's ``def``. Only
+    A retrace is predicted by a finding of its cause at its call site or at its function's ``def``. Only
     retraces in the linted ``paths`` can be missed by the linter; a notebook's findings count
     lines within cells, which a run's call sites do not, so they are never marked.
     """
     retraces = _retraces(session)
-    sites: dict[tuple[str, int], RetraceSite] = {}
+    # A finding is confirmed only by retraces of the cause its rule predicts (a python-value
+    # finding for `lr` is not confirmed by the shape retraces of another argument at its line).
+    sites: dict[tuple[tuple[str, int], str | None], RetraceSite] = {}
     for name, event, places, keys in retraces:
         for place, key in zip(places, keys):
-            _add(sites, key, place, name, event)
-    flagged = {(os.path.realpath(f.path), f.line) for f in report.findings if f.cell is None}
+            _add(sites, (key, event.cause), place, name, event)
+    flagged = {
+        ((os.path.realpath(f.path), f.line), _predicts(f.code)) for f in report.findings if f.cell is None
+    }
     report.findings = [
-        replace(f, observed=sites[key].observed())
-        if f.cell is None and (key := (os.path.realpath(f.path), f.line)) in sites
+        replace(f, observed=sites[at].observed())
+        if f.cell is None and (at := ((os.path.realpath(f.path), f.line), _predicts(f.code))) in sites
         else f
         for f in report.findings
     ]
     roots = [os.path.realpath(p) for p in paths]
     missed: dict[tuple[str, int], RetraceSite] = {}
     for name, event, places, keys in retraces:
-        if not keys or any(key in flagged for key in keys) or not _under(keys[0][0], roots):
+        if not keys or any((key, event.cause) in flagged for key in keys) or not _under(keys[0][0], roots):
             continue
         _add(missed, keys[0], places[0], name, event)  # where it is called, else where defined
     return sorted(missed.values(), key=lambda s: (-s.retraces, s.path, s.line))

@@ -108,7 +108,13 @@ class FunctionReport:
         it when causes multiply (5 function objects x 2 shapes: one object removes 4/5 of the traces
         before or after the shapes are fixed), and the plan orders steps by who makes them.
         ``xla-recompile`` when nothing retraced but XLA compiled again; None when neither.
+        Only a cause the recorded retraces had is named: a step for a cause that an earlier step
+        brings about (a list made a tensor, then its shape opened) ranks nothing here.
         """
+        counts: dict[str, int] = {}
+        for event in self.events:
+            if event.is_retrace:
+                counts[event.cause] = counts.get(event.cause, 0) + 1
         best: tuple[float, int, float, str] | None = None
         for step in self.plan:
             try:
@@ -117,14 +123,12 @@ class FunctionReport:
                 key = (removed / max(before, 1), removed, float(step.get("seconds_saved", 0)), str(step["cause"]))
             except (KeyError, TypeError, ValueError, AttributeError):
                 continue  # a malformed step (a foreign session) ranks nothing
+            if counts and key[3] not in counts:
+                continue
             if removed > 0 and (best is None or key[:3] > best[:3]):
                 best = key
         if best is not None:
             return best[3]
-        counts: dict[str, int] = {}
-        for event in self.events:
-            if event.is_retrace:
-                counts[event.cause] = counts.get(event.cause, 0) + 1
         if counts:
             return max(counts, key=lambda k: (counts[k], k))
         if self.xla_recompiles:  # never retraced, but XLA compiled a trace again: one answer everywhere

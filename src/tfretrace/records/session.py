@@ -13,6 +13,7 @@ from tfretrace._util.io import atomic_write_text
 from tfretrace._util.text import printable
 from tfretrace.records import display
 from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.lint_panel import LintPanel
 from tfretrace.records.output import OutputDigest, output_from_dict
 from tfretrace.records.prevention import PreventionReport
 
@@ -72,6 +73,11 @@ class Session:
     # A digest of the program's stdout (``run --save``), for ``fix --verify`` to compare the
     # edited run's with; None in sessions of older versions and where it was not recorded.
     stdout: OutputDigest | None = None
+    # How many times the fix plan's TensorFlow probe traced the program's bodies after it ended
+    # (each ran the body's Python once more), as TensorFlow counted; None where it did not run.
+    probe_traces: int | None = None
+    # The lint of the run's files, with what the run saw of each finding (the HTML report's panel).
+    lint: LintPanel | None = None
 
     def _repr_html_(self) -> str | None:
         """Jupyter: the full HTML report (the page ``-o report.html`` writes) in a frame, offline."""
@@ -165,6 +171,8 @@ class Session:
             "functions": [f.to_dict() for f in self.functions],
             **({} if self.prevention is None else {"prevention": self.prevention.to_dict()}),
             **({} if self.stdout is None else {"output": {"stdout": self.stdout.to_dict()}}),
+            **({} if self.probe_traces is None else {"analysis": {"probe_traces": self.probe_traces}}),
+            **({} if self.lint is None else {"lint": self.lint.to_dict()}),
         }
 
     def to_json(self) -> str:
@@ -218,9 +226,21 @@ class Session:
                 else PreventionReport.from_dict(data["prevention"]),
                 worker_walls=C.each(data.get("worker_wall_seconds", []), "worker_wall_seconds", C.seconds),
                 stdout=output_from_dict(data.get("output")),
+                probe_traces=_probe_traces(data.get("analysis")),
+                lint=None if data.get("lint") is None else LintPanel.from_dict(data["lint"]),
             )
         except C.FieldError as exc:
             raise SessionFormatError(f"{source}: malformed tfretrace session: {exc}") from None
+
+
+def _probe_traces(value: Any) -> int | None:
+    """The saved ``analysis.probe_traces``, or None where the session has none."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise C.FieldError("analysis: expected an object")
+    found = value.get("probe_traces")
+    return None if found is None else C.count(found, "analysis.probe_traces")
 
 
 def _brief(value: Any) -> str:

@@ -8,11 +8,11 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from tfretrace._util.text import plural, printable
-from tfretrace.fix.planning.step import BY_TOOL, PlanStep, numbered, plan_steps, render_counts
 from tfretrace.records import catalogue
 from tfretrace.records.cause import Cause
 from tfretrace.records.events import KerasInfo, TraceEvent
 from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.plan_view import BY_TOOL, StepView, numbered, plan_steps, render_counts
 from tfretrace.records.session import Session
 from tfretrace.records.xla_events import FIRST_COMPILE, RECOMPILE, XlaEvent
 
@@ -287,6 +287,16 @@ def fixes_to_show(report: FunctionReport) -> dict[int, str]:
     return shown
 
 
+def analysis_notes(session: Session) -> list[str]:
+    """What the analysis after the program did that the program could see (its bodies run again)."""
+    if not session.probe_traces:
+        return []
+    return [
+        f"checking the fix plans, TensorFlow traced the program's functions {plural(session.probe_traces, 'time')} "
+        "after it ended: their Python ran again (trace-time prints were hidden; logs, files and counters saw it)"
+    ]
+
+
 def cause_title(slug: str) -> str:
     """The catalogue title of a cause slug, or the slug itself when unknown."""
     try:
@@ -300,7 +310,7 @@ UNSAVED = " with tfretrace fix"
 SAVE_HINT = " (save the run with --save FILE to apply)"
 
 
-def plan_headline(steps: list[PlanStep], saved: bool = True) -> str:
+def plan_headline(steps: list[StepView], saved: bool = True) -> str:
     """``Fix plan: 24 traces -> 3 with tfretrace fix --apply, -> 1 with step 3 by hand, saves 1.26 s``, or why none.
 
     Without a saved session (``run`` without ``--save``) there is nothing to apply: the
@@ -315,27 +325,32 @@ def plan_headline(steps: list[PlanStep], saved: bool = True) -> str:
 APPLY = " with tfretrace fix --apply"
 
 
-def _headline(steps: list[PlanStep]) -> str:
+def _headline(steps: list[StepView]) -> str:
     counts = render_counts(tuple(steps))
     # XLA steps are alternatives to each other (bucket, or XLA off): only the best one counts.
     saved = sum(s.seconds_saved for s in steps if s.compiles_before is None) + max(
         (s.seconds_saved for s in steps if s.compiles_before is not None), default=0.0)
     if not counts:
-        xla = [s for s in steps if s.compiles_before is not None]
-        if xla:  # only XLA steps: the best one's compiles (they are alternatives)
-            best = max(xla, key=lambda s: s.seconds_saved)
-            return (f"Fix plan: {best.compiles_before} XLA compiles -> {best.compiles_after}, "
-                    f"saves {fmt_seconds(best.seconds_saved)}")
+        xla = [(n, s) for n, s in numbered(steps) if s.compiles_before is not None]
+        if len(xla) == 1:
+            step = xla[0][1]
+            return (f"Fix plan: {step.compiles_before} XLA compiles -> {step.compiles_after}, "
+                    f"saves {fmt_seconds(step.seconds_saved)}")
+        if xla:  # XLA steps are alternatives (bucket the shapes, or XLA off): each one's count, joined by "or"
+            best = max((s for _n, s in xla), key=lambda s: s.seconds_saved)
+            counts = " or ".join(f"-> {s.compiles_after} with step {n}" for n, s in xla)
+            return (f"Fix plan: {xla[0][1].compiles_before} XLA compiles {counts}, "
+                    f"saves up to {fmt_seconds(best.seconds_saved)}")
         return "Fix plan: no fix is predicted to remove a trace"
     return f"Fix plan: {counts}, saves {fmt_seconds(saved)}"
 
 
-def numbered_steps(steps: Sequence[PlanStep]) -> list[tuple[int, PlanStep]]:
+def numbered_steps(steps: Sequence[StepView]) -> list[tuple[int, StepView]]:
     """Each step with its number: fix steps count 1, 2, ...; a note keeps the number before it."""
     return numbered(steps)
 
 
-def step_line(number: int, step: PlanStep) -> str:
+def step_line(number: int, step: StepView) -> str:
     """``1. python-value-changed: pass lr as a tensor ... (24 -> 8 traces, saves 874.0 ms)``."""
     if step.kind == "statement":
         return f"note ({step.cause}): {step.summary}"
@@ -354,7 +369,7 @@ def step_line(number: int, step: PlanStep) -> str:
     )
 
 
-def step_where(step: PlanStep) -> str:
+def step_where(step: StepView) -> str:
     """``edits: train.py:74, train.py:41``, the same for an unsafe step with its reason, or ``advice: ...``."""
     if step.kind == "statement":
         return ""
@@ -362,7 +377,7 @@ def step_where(step: PlanStep) -> str:
         if step.by == BY_TOOL:
             return "made by tfretrace fix --apply through another function's edit"
         return "advice: edit by hand (not applied by tfretrace fix)"
-    places = ", ".join(dict.fromkeys(f"{e.span.path}:{e.span.line}" for e in step.edits))
+    places = ", ".join(dict.fromkeys(f"{e.path}:{e.line}" for e in step.places))
     if step.tier == 1:
         # Written only with --unsafe-fixes: the reason is the step's own (docs/fix-catalogue.md).
         return f"edits (with --unsafe-fixes only): {places}; unsafe: {step.unsafe_reason}"

@@ -13,9 +13,9 @@ import jinja2
 from markupsafe import Markup, escape
 
 from tfretrace._util.version import __version__
-from tfretrace.fix.planning.step import plan_steps
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.plan_view import plan_steps
 from tfretrace.records.session import Session
 from tfretrace.render import _model
 from tfretrace.render._stories import fix_lines, stories
@@ -38,9 +38,6 @@ class HtmlRenderer:
             "default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
             f"script-src 'sha256-{digest}'"
         )
-        # The linter loads only when a page is drawn: text and JSON reports never need it.
-        from tfretrace.render._lint_view import lint_view
-
         ranked = _model.ranked_functions(session)
         # One shared time axis, so that timelines of different functions line up.
         start = min((e.time for f in session.functions for e in f.events), default=0.0)
@@ -65,7 +62,7 @@ class HtmlRenderer:
             css=Markup(_asset("report.css")),
             csp=csp,
             tool_version=session.tool_version or __version__,
-            lint=lint_view(session),
+            lint=_lint(session),
         )
 
 
@@ -108,6 +105,22 @@ def breakable(text: str, separator: str = "/") -> Markup:
     return Markup(f"{separator}<wbr>").join(escape(part) for part in str(text).split(separator))
 
 
+def _lint(session: Session) -> dict[str, Any] | None:
+    """The lint panel the analysis stage saved in the session (the files are not read here)."""
+    panel = session.lint
+    if panel is None:
+        return None
+    return {
+        **panel.to_dict(),
+        "confirmed": panel.confirmed,
+        "unpredicted": [
+            {"where": u.where, "functions": u.functions, "retraces": u.retraces,
+             "seconds": f"{u.seconds:.3f} s", "causes": u.causes}
+            for u in panel.unpredicted
+        ],
+    }
+
+
 @cache
 def _asset(name: str) -> str:
     return (resources.files("tfretrace.render") / "templates" / name).read_text(encoding="utf-8")
@@ -145,6 +158,7 @@ def _function_view(
         "traces": report.traces,
         "retraces": report.retraces,
         "retracing": report.retraces > 0,
+        "recompiles": _model.xla_recompiles(report),
         "objects": report.objects,
         "trace_seconds": report.trace_seconds,
         "trace_time": _model.fmt_seconds(report.trace_seconds),

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tfretrace._util.text import plural
-from tfretrace.fix.planning.step import plan_steps
 from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.plan_view import plan_steps
 from tfretrace.records.session import Session
 from tfretrace.render import _model
 from tfretrace.render._md import code

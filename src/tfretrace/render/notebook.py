@@ -6,9 +6,9 @@ import html
 from dataclasses import dataclass
 
 from tfretrace._util.text import plural
-from tfretrace.fix.planning.step import PlanStep, plan_steps
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.plan_view import StepView, plan_steps
 from tfretrace.records.session import Session
 from tfretrace.render import _model
 from tfretrace.render.html import HtmlRenderer
@@ -106,7 +106,7 @@ class CellRetraces:
         return ", ".join(f"{cause} x{n}" if n > 1 else cause for cause, n in counts.items())
 
     @staticmethod
-    def _first_step(report: FunctionReport, events: tuple[TraceEvent, ...]) -> PlanStep | None:
+    def _first_step(report: FunctionReport, events: tuple[TraceEvent, ...]) -> StepView | None:
         """The plan's first step for a cause this cell's retraces had (a cell that only passed a
         new Python value gets the tensor step, not the function's shape step); else its first."""
         steps = [s for s in plan_steps(report) if s.kind != "statement"]

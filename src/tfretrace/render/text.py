@@ -12,9 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from tfretrace._util.text import plural
-from tfretrace.fix.planning.step import plan_steps
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.function_report import FunctionReport
+from tfretrace.records.plan_view import plan_steps
 from tfretrace.records.session import Session
 from tfretrace.render import _grouped, _model
 from tfretrace.render._code import Code
@@ -136,7 +136,7 @@ class TextRenderer:
             out.append(line)
             for message in session.internal_error_messages[:5]:
                 out.append(indent(prose(message, "yellow"), 2, hang=2))
-        for note in session.notes:
+        for note in (*session.notes, *_model.analysis_notes(session)):
             out.append(prose(f"note: {note}", "yellow"))
         return out
 

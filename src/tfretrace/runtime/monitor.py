@@ -20,16 +20,14 @@ from tfretrace.explain.messages import format_event
 from tfretrace.records.errors import RetraceError, RetracingWarning
 from tfretrace.records.events import TraceEvent
 from tfretrace.records.session import Session
+from tfretrace.runtime.analysis import Analysis
 from tfretrace.runtime.dispatch import dispatch
 from tfretrace.runtime.intake import CallCounting, Pending, make_event, prepare
-from tfretrace.runtime.predict_rows import settle_rows
-from tfretrace.runtime.probe import probe_live
 from tfretrace.runtime.state import (
     COMPARE_WINDOW,
     DEFAULT_MAX_EVENTS,
     HEAD_EVENTS,
     FunctionState,
-    keras_rows_apart,
     report_of,
 )
 from tfretrace.runtime.xla_watch import build_event
@@ -81,11 +79,12 @@ class Monitor:
         self.internal_errors = 0
         self._error_messages: deque[str] = deque(maxlen=10)
         self._counting = CallCounting(self._lock)
-        self._plans: Any = None  # the planner's cache, made (and its modules loaded) at the first session()
+        self._analysis = Analysis(self._root)  # plans, made by session() and analyzed()
+        self._models: list[Any] = []  # each recorded function's live Keras models, set by record()
         self.active = False
         # Set by `tfretrace run`: tfretrace.stop() called by the program does not end it.
         self.pinned = False
-        # Set by `tfretrace run` once the program has ended: only then may the planner trace the
+        # Set by `tfretrace run` once the program has ended: only then may analyzed() trace the
         # program's functions again (the probe runs their Python), never while it runs.
         self.program_done = False
 
@@ -103,12 +102,16 @@ class Monitor:
 
     def stop(self) -> Session:
         """Stop receiving traces and return the session."""
+        self.halt()
+        return self.session()
+
+    def halt(self) -> None:
+        """Stop receiving traces (the session is then asked for with :meth:`session` or :meth:`analyzed`)."""
         if self.active:
             dispatch.xla.sync()  # compiles already logged belong to this session
             dispatch.remove(self)
             self.active = False
             self._stopped_at = time.perf_counter()
-        return self.session()
 
     def __enter__(self) -> Monitor:
         return self.start() if not self.active else self
@@ -148,8 +151,8 @@ class Monitor:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def session(self) -> Session:
-        """A snapshot of everything recorded so far."""
+    def record(self) -> Session:
+        """What the hooks recorded so far, assembled without analysis: no plan, no file read, no probe."""
         from tfretrace._tf import counters, versions
 
         end = self._stopped_at if self._stopped_at is not None else time.perf_counter()
@@ -157,19 +160,8 @@ class Monitor:
         with self._lock:
             states = list(self._functions.values())
             functions = tuple(report_of(s, counters.counter_value, counters.concrete_sites) for s in states)
-        # The planner loads here, not at import: a run whose session is never asked for (and
-        # `import tfretrace`) does not pay for it.
-        from tfretrace.fix.applying.apply import source_hashes
-        from tfretrace.fix.planning.plan import PlanCache
-
-        if self._plans is None:
-            self._plans = PlanCache()
-        # Once the program has finished, TensorFlow traces each generalized signature (fix.kinds.input_signature):
-        # the probe runs the body's Python once more, which a running program must not see.
-        probe = probe_live(self._root) if self.program_done and not self.active else None
-        # Keras predict rows: the live models asked (as the probe, only then), one line's models judged together.
-        functions = settle_rows(functions, [s.keras_models for s in states], live=probe is not None)
-        functions = keras_rows_apart(self._plans.planned(functions, self.internal_error, probe))
+            # Keras predict rows: the live models each function saw, for the analysis stage to ask.
+            self._models = [s.keras_models for s in states]
         tf_version, keras_version = versions.loaded_versions()
         return Session(
             functions=functions,
@@ -185,8 +177,26 @@ class Monitor:
             notes=tuple(dispatch.notes()),
             keras_package=versions.keras_package(),
             root=self._root,
-            sources=source_hashes(functions, self._root),
         )
+
+    def session(self) -> Session:
+        """A snapshot of everything recorded so far, with the fix plans the source and the calls give.
+
+        TensorFlow is never asked here (the probe runs the program's Python again): only
+        :meth:`analyzed` asks it, where a plan needs it.
+        """
+        recorded = self.record()
+        return self._analysis.analyze(recorded, self.internal_error, models=self._models)
+
+    def analyzed(self, *, probe: bool, lint: bool = False) -> Session:
+        """The session with plans; ``probe``: TensorFlow traces their signatures, once the program is done.
+
+        ``lint``: with the lint of the run's files (runtime.analysis.Analysis.analyze).
+        """
+        # A running program must never see its functions traced again.
+        probe = probe and self.program_done and not self.active
+        recorded = self.record()
+        return self._analysis.analyze(recorded, self.internal_error, probe=probe, lint=lint, models=self._models)
 
     def state(self, name: str) -> FunctionState:
         """The live record of the function with this qualified name (tests, budgets)."""

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from tfretrace.fix.planning.plan import Probe
+from typing import TYPE_CHECKING
+
 from tfretrace.records.function_report import FunctionReport
+
+if TYPE_CHECKING:  # the planner loads with the analysis that asks the probe, not with the monitor
+    from tfretrace.fix.planning.plan import Probe
 
 _NOT_FOUND = (
     "TensorFlow was not asked (no live tf.function of that name was found to trace: a nested def, a method "

@@ -86,10 +86,13 @@ def _predict_call(ctx: FunctionContext, site: str) -> Replacement | str | None:
         return None  # the model cannot take a tf.data pipeline
     if len(node.args) != 1 or isinstance(node.args[0], ast.Starred) or {k.arg for k in node.keywords} - _LOOP_KEYWORDS:
         return None
-    if "predict_function" in parsed[0]:
-        reader = next((i + 1 for i, text in enumerate(parsed[0].splitlines()) if "predict_function" in text), 0)
+    # Code that reads the attribute, not a docstring or comment that names it.
+    reads = sorted(
+        n.lineno for n in ast.walk(parsed[1]) if isinstance(n, ast.Attribute) and n.attr == "predict_function"
+    )
+    if reads:
         return (f"calling the model instead of predict at {site} (model(x, training=False).numpy()) is not "
-                f"offered: {path}:{reader} reads model.predict_function, which the call would leave untraced")
+                f"offered: {path}:{reads[0]} reads model.predict_function, which the call would leave untraced")
     assert isinstance(node.func, ast.Attribute)
     model = ctx.reader.text(span_of(node.func.value, path))
     data = ctx.reader.text(span_of(node.args[0], path))

@@ -315,7 +315,8 @@ def _step(candidate: Candidate, before: int, after: int, per_trace: float) -> Pl
 
 def with_plan(report: FunctionReport, reader: SourceReader | None = None, probe: Probe | None = None) -> FunctionReport:
     """The report with its plan, and each retrace's ``fix`` taken from the checked step for its cause."""
-    steps = (*plan_for(report, reader, probe=probe), *xla_steps(report))
+    reader = reader or SourceReader()
+    steps = (*plan_for(report, reader, probe=probe), *xla_steps(report, reader))
     fixes: dict[str, str] = {}
     for step in steps:
         if step.code and step.kind != "statement" and step.traces_after < step.traces_before:

@@ -1,10 +1,10 @@
-"""One fix-plan step as recorded in a session, who makes it, and the headline counts a plan gives."""
+"""One fix-plan step as recorded in a session and who makes it (the headline counts: records.plan_view)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from tfretrace.fix.core.kind import (
     CHANGES_DTYPE as CHANGES_DTYPE,
@@ -26,9 +26,15 @@ from tfretrace.fix.core.source import Replacement, Span
 from tfretrace.fix.kinds import REGISTRY, kind_floor
 from tfretrace.fix.kinds import THROUGH_ANOTHER as THROUGH_ANOTHER
 
-# Who makes a step (the session's ``by``): tfretrace's own edit, or a person.
-BY_TOOL = "tfretrace"
-BY_HAND = "hand"
+if TYPE_CHECKING:
+    from tfretrace.records.session import Session
+
+# Re-exported: the planner and its tests read the counts where they read the steps.
+from tfretrace.records.plan_view import BY_HAND as BY_HAND
+from tfretrace.records.plan_view import BY_TOOL as BY_TOOL
+from tfretrace.records.plan_view import applied_count as applied_count
+from tfretrace.records.plan_view import numbered as numbered
+from tfretrace.records.plan_view import render_counts as render_counts
 
 # Why a statement leaves traces with no checked fix (the session's ``open``): the plan cannot say
 # how few traces the calls need. The first two also mean it predicts nothing for the function.
@@ -229,68 +235,10 @@ def _edit_dict(edit: Replacement) -> dict[str, Any]:
     }
 
 
-def numbered(steps: Sequence[PlanStep]) -> list[tuple[int, PlanStep]]:
-    """Each step with its number: fix steps count 1, 2, ...; a note keeps the number before it."""
-    out, number = [], 0
-    for step in steps:
-        number += step.kind != "statement"
-        out.append((number, step))
-    return out
-
-
-def _changing(steps: Sequence[PlanStep]) -> list[tuple[int, PlanStep]]:
-    return [
-        (n, s) for n, s in numbered(steps) if s.compiles_before is None and s.traces_after < s.traces_before
-    ]
-
-
-def applied_count(steps: Sequence[PlanStep], *, unsafe: bool = False) -> int | None:
-    """Traces predicted once ``tfretrace fix --apply`` made this plan's edits (its safe ``tfretrace`` steps).
-
-    ``unsafe``: with ``--unsafe-fixes`` (the unsafe steps with edits too). None when no step
-    changes the count (then the plan predicts nothing to compare), or when the steps are not in
-    the order safe, unsafe, by hand (a session saved before that order).
-    """
-    changing = _changing(steps)
-    if not changing or not _ordered(changing):
-        return None
-    top = 1 if unsafe else 0
-    made = [s for _n, s in changing if s.tier is not None and s.tier <= top]
-    return made[-1].traces_after if made else changing[0][1].traces_before
-
-
 def fix_counts(plan: Sequence[dict[str, Any]]) -> tuple[int | None, int | None]:
     """A saved plan's two predictions: after ``fix --apply``, and after ``--apply --unsafe-fixes``."""
     steps = [PlanStep.from_dict(dict(s)) for s in plan]
     return applied_count(steps), applied_count(steps, unsafe=True)
-
-
-def _ordered(changing: list[tuple[int, PlanStep]]) -> bool:
-    # Plans record the safe steps, then the unsafe ones, then those by hand: each count assumes
-    # only the steps before it.
-    tiers = [s.tier if s.tier is not None else 2 for _n, s in changing]
-    return tiers == sorted(tiers)
-
-
-def render_counts(steps: Sequence[PlanStep]) -> str:
-    """``24 traces -> 3 with tfretrace fix --apply (-> 2 with --unsafe-fixes), -> 1 with step 3 by hand``.
-
-    The unsafe part only when some step is unsafe, the hand part only when some step is by hand.
-    """
-    changing = _changing(steps)
-    if not changing:
-        return ""
-    applied = applied_count(steps)
-    if applied is None:
-        return f"{changing[0][1].traces_before} traces -> " + " -> ".join(str(s.traces_after) for _n, s in changing)
-    text = f"{changing[0][1].traces_before} traces -> {applied} with tfretrace fix --apply"
-    if any(s.tier == 1 for _n, s in changing):
-        text += f" (-> {applied_count(steps, unsafe=True)} with --unsafe-fixes)"
-    hand = [(n, s) for n, s in changing if s.by != BY_TOOL]
-    if hand:
-        numbers = ", ".join(str(n) for n, _s in hand)
-        text += f", -> {hand[-1][1].traces_after} with step{'s' if len(hand) > 1 else ''} {numbers} by hand"
-    return text
 
 
 def plan_steps(report: Any) -> list[PlanStep]:
@@ -305,3 +253,16 @@ def plan_steps(report: Any) -> list[PlanStep]:
         except (KeyError, TypeError, ValueError, AttributeError):
             continue
     return steps
+
+
+def checked_plans(session: Session) -> Session:
+    """A loaded session whose steps claim no more safety than their kinds allow (a session file is data from elsewhere).
+
+    The renderers read plans as saved (records.plan_view): a command that renders a file it did
+    not make passes it here first, so a step no checked kind made safe is never shown as safe.
+    """
+    functions = tuple(
+        replace(report, plan=tuple(step.to_dict() for step in plan_steps(report))) if report.plan else report
+        for report in session.functions
+    )
+    return replace(session, functions=functions)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from typing import Any
 
+from tfretrace.fix.core.source import SourceReader
 from tfretrace.fix.planning.step import PlanStep
 from tfretrace.records.function_report import FunctionReport
 
@@ -28,10 +30,11 @@ def _bucket(size: int, buckets: Sequence[int]) -> int:
     return next((b for b in buckets if b >= size), size)
 
 
-def xla_steps(report: FunctionReport) -> list[PlanStep]:
+def xla_steps(report: FunctionReport, reader: SourceReader | None = None) -> list[PlanStep]:
     """The XLA steps for one function: bucketing per recompiled trace, then jit_compile=False.
 
     Counts are over the compiles this run recorded; a step is offered only when it removes compiles.
+    ``reader``: the function's own decorator is read, so that the advice keeps its other arguments.
     """
     events = list(report.xla_events)
     recompiled = [e for e in events if e.cause == "xla-recompile"]
@@ -104,7 +107,7 @@ def xla_steps(report: FunctionReport) -> list[PlanStep]:
                 + ("compile the model with jit_compile=False, or feed it fixed shapes"
                    " (drop_remainder=True, padded batches)" if keras else "turn XLA off for this function")
             ),
-            code="model.compile(..., jit_compile=False)" if keras else "@tf.function(jit_compile=False)",
+            code="model.compile(..., jit_compile=False)" if keras else _xla_off(report, reader),
             edits=(),
             traces_before=report.traces,
             traces_after=report.traces,
@@ -113,3 +116,32 @@ def xla_steps(report: FunctionReport) -> list[PlanStep]:
             compiles_after=0,
         ))
     return steps
+
+
+def _xla_off(report: FunctionReport, reader: SourceReader | None) -> str:
+    """The function's own decorator with ``jit_compile=False``, its other arguments kept as written.
+
+    Pasting ``@tf.function(jit_compile=False)`` over ``@tf.function(input_signature=..., jit_compile=True)``
+    would drop the signature and turn the XLA compiles into retraces.
+    """
+    plain = "@tf.function(jit_compile=False)"
+    if reader is None:
+        return plain
+    definition = reader.function_at(report.location, report.name.rsplit(".", 1)[-1])
+    if definition is None or definition.decorator_text is None:
+        return plain
+    text = definition.decorator_text
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        return plain
+    text = text.strip()
+    if not isinstance(node, ast.Call):
+        return f"@{text}(jit_compile=False)"
+    parts = [ast.get_source_segment(text, a) or "" for a in node.args]
+    parts += [
+        f"{k.arg}={ast.get_source_segment(text, k.value)}" if k.arg is not None
+        else f"**{ast.get_source_segment(text, k.value)}"
+        for k in node.keywords if k.arg != "jit_compile"
+    ]
+    return f"@{ast.get_source_segment(text, node.func)}({', '.join([*parts, 'jit_compile=False'])})"

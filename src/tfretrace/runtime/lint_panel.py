@@ -1,15 +1,15 @@
-"""The lint findings of the source files a session names, each marked with what the run saw there."""
+"""The analysis stage's lint of the source files a session names, each finding marked with what the run saw there."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from tfretrace.lint.findings import CONFIRMED, Report
 from tfretrace.lint.observed import mark
 from tfretrace.lint.runner import lint_paths
 from tfretrace.records import catalogue
+from tfretrace.records.lint_panel import Finding, LintPanel, Unpredicted
 from tfretrace.records.session import Session
 
 # A report names a handful of user files; a session naming thousands is not linted whole.
@@ -41,10 +41,10 @@ def session_files(session: Session) -> list[Path]:
     return list(files)[:MAX_FILES]
 
 
-def lint_view(session: Session) -> dict[str, Any] | None:
-    """What the HTML report shows: findings with their run marks, and retraces no rule predicted.
+def lint_panel(session: Session) -> LintPanel | None:
+    """The findings with their run marks, and retraces no rule predicted, for the session's ``lint``.
 
-    None when the session names no file that can be read here (a report rendered elsewhere).
+    None when the session names no file that can be read here.
     """
     files = session_files(session)
     if not files:
@@ -56,31 +56,30 @@ def lint_view(session: Session) -> dict[str, Any] | None:
         return None
     missed = mark(report, session, files)
     shown = root or Path.cwd()
-    return {
-        "files": len(files),
-        "findings": [
-            {
-                "where": f"{_relative(f.path, shown)}:{f.where}",
-                "code": f.code,
-                "slug": catalogue.get(f.code).slug,
-                "message": f.message,
-                "likely": f.confidence != CONFIRMED,
-                "observed": None if f.observed is None else f.observed.line(),
-            }
+    return LintPanel(
+        files=len(files),
+        findings=tuple(
+            Finding(
+                where=f"{_relative(f.path, shown)}:{f.where}",
+                code=f.code,
+                slug=catalogue.get(f.code).slug,
+                message=f.message,
+                likely=f.confidence != CONFIRMED,
+                observed=None if f.observed is None else f.observed.line(),
+            )
             for f in report.findings
-        ],
-        "confirmed": sum(f.observed is not None for f in report.findings),
-        "unpredicted": [
-            {
-                "where": f"{_relative(s.path, shown)}:{s.line}",
-                "functions": ", ".join(s.functions),
-                "retraces": s.retraces,
-                "seconds": f"{s.seconds:.3f} s",
-                "causes": ", ".join(s.causes),
-            }
+        ),
+        unpredicted=tuple(
+            Unpredicted(
+                where=f"{_relative(s.path, shown)}:{s.line}",
+                functions=", ".join(s.functions),
+                retraces=s.retraces,
+                seconds=s.seconds,
+                causes=", ".join(s.causes),
+            )
             for s in missed
-        ],
-    }
+        ),
+    )
 
 
 def _relative(path: str, root: Path) -> str:

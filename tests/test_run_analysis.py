@@ -1,0 +1,82 @@
+"""The analysis stage of ``tfretrace run``: the probe runs the program's bodies only where a plan is asked for."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.tf
+
+# Each trace of ``step`` appends a line to traced.log: the body's trace-time Python, as a
+# program's own logging or trace counter would see it.
+PROGRAM = """
+import tensorflow as tf
+
+@tf.function
+def step(x):
+    with open("traced.log", "a") as log:
+        log.write("traced\\n")
+    return tf.reduce_sum(x * 2.0)
+
+for n in (3, 4, 5):
+    step(tf.ones([n]))
+print("done")
+"""
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1", COLUMNS="100")
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=300, check=False)
+
+
+def _traced(folder: Path) -> int:
+    return len((folder / "traced.log").read_text(encoding="utf-8").splitlines())
+
+
+@pytest.fixture
+def program(tmp_path: Path) -> Path:
+    (tmp_path / "prog.py").write_text(PROGRAM, encoding="utf-8")
+    return tmp_path
+
+
+def test_plain_run_traces_the_bodies_exactly_as_python_does(program: Path) -> None:
+    python = _run("prog.py", cwd=program)
+    assert python.returncode == 0, python.stderr
+    by_python = _traced(program)
+    (program / "traced.log").unlink()
+    run = _run("-m", "tfretrace", "run", "prog.py", cwd=program)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == python.stdout
+    # No probe after the program: the trace-time Python ran exactly as often as under python.
+    assert _traced(program) == by_python == 3
+
+
+def test_a_saved_run_says_how_often_the_probe_ran_the_bodies(program: Path) -> None:
+    run = _run("-m", "tfretrace", "run", "--save", "s.json", "prog.py", cwd=program)
+    assert run.returncode == 0, run.stderr
+    extra = _traced(program) - 3
+    saved = json.loads((program / "s.json").read_text(encoding="utf-8"))
+    # The count is TensorFlow's (each fresh tf.function's tracing count), and it is what the file saw.
+    assert extra > 0
+    assert saved["analysis"]["probe_traces"] == extra
+    assert f"traced the program's functions {extra} time" in run.stderr.replace("\n", " ")
+
+
+def test_a_plain_run_ends_with_the_commands_that_check_and_apply_its_kept_session(program: Path) -> None:
+    run = _run("-m", "tfretrace", "run", "prog.py", cwd=program)
+    assert run.returncode == 0, run.stderr
+    assert "--save" not in run.stderr
+    # The report's last block: the two commands (a long one folded with a backslash), nothing after them.
+    last = run.stderr.rstrip().split("\n\n")[-1]
+    commands = [line for line in last.replace("\\\n", " ").splitlines() if not line.startswith("  ")]
+    assert [line.split(":")[0] for line in commands] == ["Check", "Apply"]
+    assert "fix .tfretrace/last-session.json --verify -- " in " ".join(commands[0].split())
+    assert commands[1].endswith("fix .tfretrace/last-session.json --apply")
+    kept = json.loads((program / ".tfretrace" / "last-session.json").read_text(encoding="utf-8"))
+    assert any(step.get("edits") for f in kept["functions"] for step in f["plan"])
