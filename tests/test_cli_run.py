@@ -65,14 +65,15 @@ def test_run_script_keeps_argv_exit_status_and_saves(program: Path, tmp_path: Pa
         tool, python = tfretrace_command(), python_command()
     assert f"Re-render: {tool} report {saved} -o report.html" in re.sub(r" \\\n *", " ", result.stderr)
     assert "\r" not in result.stderr and "\x1b" not in result.stderr  # piped: no live status line
-    # --fix-plan: the checked plan (the user's decorator, dim 1 open) and the command that applies it.
-    plan = result.stderr.split("Re-render:", 1)[1]
-    assert "Fix plan: 4 traces -> 1" in plan
-    assert result.stderr.count("Fix plan:") == 1  # printed once: after the report, not in it too
+    # --fix-plan: the checked step (the user's decorator, dim 1 open) in the grouped report, once;
+    # the long plan is -v's; the commands that check and apply it close the report.
+    report, plan = result.stderr.split("Re-render:", 1)
+    assert "fix [safe] one input_signature: 4 -> 1 trace" in report
+    assert "Fix plan:" not in result.stderr
     # The batch dimension (2 in every call) stays open: another data size must not break the program.
     # (Code wider than the terminal breaks inside its brackets: compared without the layout.)
     signature = "@tf.function(input_signature=[tf.TensorSpec(shape=[None, None], dtype=tf.float32)])"
-    assert "".join(signature.split()) in "".join(plan.split())
+    assert "".join(signature.split()) in "".join(report.split())
     unfolded = re.sub(r" \\\n *", " ", plan)  # commands wider than the terminal continue with a backslash
     assert f"Apply: {tool} fix {saved} --apply" in unfolded
     assert f"Check: {tool} fix {saved} --verify -- {python} train.py --flag --exit 3" in unfolded
@@ -90,7 +91,8 @@ def test_run_script_keeps_argv_exit_status_and_saves(program: Path, tmp_path: Pa
 
 
 def test_fix_plan_without_save_applies_the_kept_session(program: Path, tmp_path: Path) -> None:
-    result = _tfretrace("run", "--fix-plan", "train.py", cwd=tmp_path)
+    # -v: the long plan, printed once, after the per-trace report.
+    result = _tfretrace("run", "--fix-plan", "-v", "train.py", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     # The lines as words: where they wrap (or a command folds with a backslash) is the width's business.
     err = " ".join(result.stderr.split()).replace(" \\ ", " ")

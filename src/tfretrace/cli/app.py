@@ -93,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--fix-plan", action="store_true",
-        help="after the report, print each function's checked fix plan and the command that applies it",
+        help="TensorFlow checks each fix step after the program (its Python runs again); -v prints the long plans",
     )
     compare_command.add_run_options(run)
     _add_output_options(run)

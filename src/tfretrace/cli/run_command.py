@@ -163,7 +163,8 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     status = final_status(status, session, ns, sys.stderr)
     status = gate.finish(session, status, ns.tolerance, sys.stderr)
     # A report that could not be written is a failure, but never hides the program's own status.
-    if ns.fix_plan:
+    # The grouped report already gives each step's headline and code: the long plans are -v's.
+    if ns.fix_plan and getattr(ns, "verbose", False):
         emit_plans(session, err, saved, target)
     else:
         emit_next(session, err, saved, target)
