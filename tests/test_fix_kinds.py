@@ -78,3 +78,46 @@ def test_kind_fixture_plans_and_edits_as_expected(folder: Path) -> None:
     after = edited(folder, session)
     assert after != (folder / "program.py").read_text(encoding="utf-8")
     assert after == (folder / "expected.py").read_text(encoding="utf-8")
+
+
+def test_the_registry_finds_every_kind_module_and_orders_by_position() -> None:
+    import pkgutil
+
+    import tfretrace.fix.kinds as kinds
+
+    declared = [getattr(importlib.import_module(f"tfretrace.fix.kinds.{m.name}"), "KIND", None)
+                for m in pkgutil.iter_modules(kinds.__path__)]
+    assert sorted(k.name for k in declared if k is not None) == sorted(k.name for k in REGISTRY)
+    positions = [kind.position for kind in REGISTRY]
+    assert positions == sorted(positions) and len(set(positions)) == len(positions)
+
+
+def test_the_makers_are_the_ones_the_kinds_declare_in_their_order() -> None:
+    import tfretrace.fix.kinds as kinds
+    from tfretrace.fix.core.kind import PHASE_FINAL, PHASE_STEP
+
+    on_kinds = [m for kind in REGISTRY for m in kind.makers]
+    on_modules = [m for name in ("objects", "keras_pad")
+                  for m in importlib.import_module(f"tfretrace.fix.kinds.{name}").MAKERS]
+    for phase, table in ((PHASE_STEP, kinds.MAKERS), (PHASE_FINAL, kinds.FINAL_MAKERS)):
+        found = sorted((m for m in on_kinds + on_modules if m.phase == phase), key=lambda m: m.order)
+        assert [m.make for m in found] == list(table)
+    assert {m.make for m in on_kinds if m.call_sites} == kinds.CALL_SITE_MAKERS
+    # The planner's order, as it was listed by hand before the kinds declared it: the first maker
+    # turns Python numbers into tensors, the last step tries the dataset's element_spec first.
+    assert kinds.MAKERS[0].__name__ == "python_numbers" and kinds.FINAL_MAKERS[0].__name__ == "element_spec"
+    assert len(kinds.MAKERS) == 13 and len(kinds.FINAL_MAKERS) == 3
+
+
+def test_two_makers_of_one_phase_with_the_same_order_are_refused() -> None:
+    from dataclasses import replace
+
+    import tfretrace.fix.kinds as kinds
+
+    first = next(kind for kind in REGISTRY if kind.makers)
+    clash = replace(first.makers[0], make=lambda ctx, state: None)
+    twin = replace(first, name="twin", position=first.position + 1, makers=(clash,))
+    with pytest.raises(ValueError, match="same order"):
+        kinds._makers([], (*REGISTRY, twin), first.makers[0].phase)
+    with pytest.raises(ValueError, match="same order"):
+        kinds._registry([type("M", (), {"KIND": k})() for k in (first, replace(first, name="other"))])

@@ -1,4 +1,4 @@
-"""What one fix kind's module declares for the registry (fix.kinds): its name, safety class and anchor checks."""
+"""What one fix kind's module declares for the registry (fix.kinds): its name, safety, makers, anchor checks."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from tfretrace.fix.core.anchor_base import Anchors, Check
 from tfretrace.fix.core.anchor_moves import Derive
+from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement, SourceReader
 
@@ -17,6 +18,31 @@ CHANGES_DTYPE = "dtype"
 CHANGES_RANDOM = "random-stream"
 CHANGES_SAVED_SIGNATURE = "saved-model-signature"
 CHANGES_FLOAT_DIGITS = "float-last-digits"
+
+
+# The planner's two phases: every step tries the STEP makers; a plan's last step the FINAL ones.
+PHASE_STEP = "step"
+PHASE_FINAL = "final"
+
+# A maker reads one function's context and the calls as the steps before left them: a step, several, or none.
+MakeSteps = Callable[[FunctionContext, State], "Candidate | list[Candidate] | None"]
+
+
+@dataclass(frozen=True)
+class Maker:
+    """One maker a kind's module declares: the planner tries its phase's makers by ``order``, lowest first.
+
+    ``order`` is unique within a phase (the registry refuses two equal ones), spaced by tens so a new
+    maker takes a free number between two without renumbering the others. ``call_sites``: its steps
+    change what the __call__ sites pass; a get_concrete_function call passing Python values keeps
+    passing them, traces on its own after the edit, and the replay (traced calls only) cannot count it.
+    A FINAL maker returns one step or None.
+    """
+
+    make: MakeSteps
+    order: int
+    phase: str = PHASE_STEP
+    call_sites: bool = False
 
 
 @dataclass(frozen=True)
@@ -61,10 +87,15 @@ class Kind:
     move checks applies; ``whole_conditions``: its own check replaces them all (a wrap that leaves no
     loop); ``move_conditions``: its own check of the move replaces the check of the moved code's reads;
     ``moves_def``: the moved statement is the def its traces run.
+    ``position``: its place in the catalogue's order, lowest first (unique, spaced by tens).
+    ``makers``: the makers of its module, each with its phase and order (a module that declares no
+    edit kind lists its makers as a module-level ``MAKERS`` instead: fix.kinds.objects).
     """
 
     name: str
     safety: KindSafety
+    position: int = 0
+    makers: tuple[Maker, ...] = ()
     check: Check | None = None
     derive: Derive | None = None
     whole: Callable[[Anchors, tuple[Replacement, ...]], str | None] | None = None

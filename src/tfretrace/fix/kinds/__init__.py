@@ -1,77 +1,71 @@
-"""The fix kinds, one module per edit kind, and their registry: the safety and anchor tables derive from it.
+"""The fix kinds, one module per edit kind, and their registry: it finds every kind module and derives the tables.
 
 Each module of this package owns one edit kind: its name, its safety class with the argument for
-it, the maker that detects and builds its steps, the conditions that decide its class, its anchor
-check (where a saved session's edit of that kind may land) and its edit text. ``REGISTRY`` lists
-every edit kind once; the tables the planner and ``tfretrace fix --apply`` read are derived from
-it: ``KINDS`` (each kind's class and argument, the catalogue's source: docs/fix-catalogue.md),
-``CHECKS`` (each kind's anchor check), ``MOVES`` (the edits a move derives from the file now) and
-``WHOLE`` (a kind's check of its step's edits together). ``MAKERS`` and ``FINAL_MAKERS`` are the
-makers the planner tries, in order; ``KIND_CHANGES``, ``NOTES``, ``CALL_SITE_KINDS``, ``DROPS_DATA`` and
-``THROUGH_ANOTHER`` what the planner and ``fix --apply`` read of a kind; ``catalogue_table()`` the
-catalogue's table. To add an edit kind: write its module, declaring ``KIND = Kind(...)`` (its
-catalogue row included) and its maker, list both here, regenerate the table (tools/fix_catalogue.py)
-and add its fixture folder under tests/data/kinds/. Nothing outside this package imports a kind's
-module (tests/test_layering.py): the planner and the applier read the registry.
+it, its makers with their phase and order, the conditions that decide its class, its anchor check
+(where a saved session's edit of that kind may land), its edit text and its catalogue row, all on
+the ``KIND = Kind(...)`` it declares. The registry imports every module of the package (pkgutil) and
+reads its ``KIND``; ``REGISTRY`` lists the kinds in their ``position`` order. The tables the planner
+and ``tfretrace fix --apply`` read derive from it: ``KINDS`` (each kind's class and argument),
+``CHECKS`` (anchor checks), ``MOVES`` (the edits a move derives from the file now), ``WHOLE`` (a
+kind's check of its step's edits together), ``MAKERS`` and ``FINAL_MAKERS`` (the makers the planner
+tries, by their ``order``), ``CALL_SITE_MAKERS``, ``KIND_CHANGES``, ``NOTES``, ``CALL_SITE_KINDS``,
+``DROPS_DATA``, ``THROUGH_ANOTHER``, and ``catalogue_table()`` (docs/fix-catalogue.md's table).
+To add an edit kind: write its module declaring its ``KIND`` (row, position and makers included),
+regenerate the table (tools/fix_catalogue.py) and add its fixture folder under tests/data/kinds/;
+this file does not change. Nothing outside this package imports a kind's module
+(tests/test_layering.py): the planner and the applier read the registry.
 
-Kinds that make no edit are not listed: advice (``advice``, ``keras-pad``, whose maker is
-fix.kinds.keras_pad) and the XLA steps (``xla-bucket``, ``xla-off``, fix.planning.xla_fixes) are
-made by hand, and a step of a kind not in ``KINDS`` with edits is unsafe.
+Kinds that make no edit are not registered: advice (``advice``, ``keras-pad``, whose maker
+fix.kinds.keras_pad lists in its module-level ``MAKERS``, as fix.kinds.objects does for the maker
+choosing among the hoists) and the XLA steps (``xla-bucket``, ``xla-off``, fix.planning.xla_fixes)
+are made by hand, and a step of a kind not in ``KINDS`` with edits is unsafe.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 
 from tfretrace.fix.core.anchor_base import Check
 from tfretrace.fix.core.anchor_moves import Derive
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
-from tfretrace.fix.core.kind import Kind
+from tfretrace.fix.core.kind import PHASE_FINAL, PHASE_STEP, Kind, MakeSteps
+from tfretrace.fix.core.kind import Maker as MakerSpec
 from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
-from tfretrace.fix.kinds import (
-    cast_dtype,
-    drop_remainder,
-    element_spec,
-    hoist_def,
-    hoist_factory_call,
-    hoist_object,
-    hoist_pipeline,
-    hoist_wrap,
-    input_signature,
-    keras_call,
-    keras_pad,
-    keras_pad_rows,
-    neutral_key,
-    objects,
-    reduce_retracing,
-    saved_signature,
-    tensor_argument,
-    wrap_vectorized_map,
-    zero_state,
-)
 
-# Every edit kind, in the catalogue's order: the moves proved safe by their conditions, the
-# declarations TensorFlow checks, the call-site edits (a Python value as a tensor: safe where TensorFlow
-# finds it used only as data), Keras' predict.
-REGISTRY: tuple[Kind, ...] = (
-    neutral_key.KIND,
-    hoist_def.KIND,
-    hoist_wrap.KIND,
-    hoist_factory_call.KIND,
-    hoist_object.KIND,
-    hoist_pipeline.KIND,
-    wrap_vectorized_map.KIND,
-    saved_signature.KIND,
-    input_signature.KIND,
-    element_spec.KIND,
-    keras_pad_rows.KIND,
-    reduce_retracing.KIND,
-    tensor_argument.KIND,
-    cast_dtype.KIND,
-    zero_state.KIND,
-    drop_remainder.KIND,
-    keras_call.KIND,
-)
+
+def _modules() -> list[object]:
+    # Every module of this package, by name: what a module declares does not depend on import order.
+    return [importlib.import_module(f"{__name__}.{info.name}")
+            for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name)]
+
+
+def _unique(values: list[int], what: str) -> None:
+    seen = [v for v in values if values.count(v) > 1]
+    if seen:
+        raise ValueError(f"two {what} declare the same order {sorted(set(seen))}")
+
+
+def _registry(modules: list[object]) -> tuple[Kind, ...]:
+    kinds = [kind for module in modules if isinstance(kind := getattr(module, "KIND", None), Kind)]
+    _unique([kind.position for kind in kinds], "kinds")
+    return tuple(sorted(kinds, key=lambda kind: kind.position))
+
+
+def _makers(modules: list[object], kinds: tuple[Kind, ...], phase: str) -> tuple[MakerSpec, ...]:
+    declared = [m for kind in kinds for m in kind.makers]
+    declared += [m for module in modules for m in getattr(module, "MAKERS", ())]
+    found = [m for m in declared if m.phase == phase]
+    _unique([m.order for m in found], f"{phase} makers")
+    return tuple(sorted(found, key=lambda m: m.order))
+
+
+_MODULES = _modules()
+# Every edit kind, in the catalogue's order (each kind's ``position``): the moves proved safe by their
+# conditions, the declarations TensorFlow checks, the call-site edits (a Python value as a tensor: safe
+# where TensorFlow finds it used only as data), Keras' predict.
+REGISTRY: tuple[Kind, ...] = _registry(_MODULES)
 
 KINDS: dict[str, KindSafety] = {kind.name: kind.safety for kind in REGISTRY}
 BY_NAME: dict[str, Kind] = {kind.name: kind for kind in REGISTRY}
@@ -125,36 +119,21 @@ def kind_floor(kind: str, checked: str | None = None) -> str | None:
 
 
 # A maker reads one function's context and the calls as the steps before left them: a step, several, or none.
-Maker = Callable[[FunctionContext, State], "Candidate | list[Candidate] | None"]
+Maker = MakeSteps
 
-# The makers the planner tries at every step, in this order, each for one root cause (a maker may
+_STEP = _makers(_MODULES, REGISTRY, PHASE_STEP)
+_LAST = _makers(_MODULES, REGISTRY, PHASE_FINAL)
+# The makers the planner tries at every step, in their order, each for one root cause (a maker may
 # make steps of several kinds, advice included: objects.one_object chooses among the hoists).
-MAKERS: tuple[Maker, ...] = (
-    tensor_argument.python_numbers,
-    cast_dtype.dtypes,
-    zero_state.none_to_zeros,
-    tensor_argument.lists,
-    neutral_key.neutral_keys,
-    neutral_key.dict_keys,
-    tensor_argument.read_only_variables,
-    drop_remainder.drop_remainder,
-    objects.one_object,
-    hoist_object.same_object,
-    keras_pad_rows.pad_rows,
-    keras_call.predict_as_call,
-    keras_pad.predict_buckets,
-)
+MAKERS: tuple[Maker, ...] = tuple(m.make for m in _STEP)
 
 # Makers whose steps change what the __call__ sites pass. A get_concrete_function call passing Python
 # values keeps passing them: after such an edit it no longer matches the calls' traces and traces
 # on its own, which the replay (traced calls only) cannot count.
-CALL_SITE_MAKERS: frozenset[Maker] = frozenset({
-    tensor_argument.python_numbers, cast_dtype.dtypes, zero_state.none_to_zeros, tensor_argument.lists,
-    neutral_key.neutral_keys, neutral_key.dict_keys,
-})
+CALL_SITE_MAKERS: frozenset[Maker] = frozenset(m.make for m in _STEP if m.call_sites)
 
-# The last step of a plan, tried in this order: one declaration covering every call, and
-# reduce_retracing where none can be written.
-FINAL_MAKERS: tuple[Callable[[FunctionContext, State], Candidate | None], ...] = (
-    element_spec.element_spec, input_signature.final_signature, reduce_retracing.reduce_retracing,
+# The last step of a plan, tried in their order: one declaration covering every call, and
+# reduce_retracing where none can be written. A final maker makes one step or none.
+FINAL_MAKERS: tuple[Callable[[FunctionContext, State], Candidate | None], ...] = tuple(
+    m.make for m in _LAST  # type: ignore[misc]
 )

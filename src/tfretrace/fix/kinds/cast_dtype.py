@@ -7,7 +7,7 @@ from dataclasses import replace
 from tfretrace.fix.core.anchor_base import call_argument
 from tfretrace.fix.core.call_edits import missing_note, reached
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
-from tfretrace.fix.core.kind import CHANGES_DTYPE, Kind, Row
+from tfretrace.fix.core.kind import CHANGES_DTYPE, Kind, Maker, Row
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.specs import is_top
 from tfretrace.records.events import TENSOR
@@ -64,4 +64,6 @@ KIND = Kind(
     ),
     changes=CHANGES_DTYPE,
     call_sites=True,
+    position=140,
+    makers=(Maker(dtypes, 20, call_sites=True),),
 )

@@ -7,7 +7,7 @@ import ast
 from tfretrace.fix.core.anchor_base import Anchors
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.defs import spans_line
-from tfretrace.fix.core.kind import CHANGES_EXAMPLES, Kind, Row
+from tfretrace.fix.core.kind import CHANGES_EXAMPLES, Kind, Maker, Row
 from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import BatchCall, Replacement, Span
@@ -155,4 +155,6 @@ KIND = Kind(
     ),
     changes=CHANGES_EXAMPLES,
     drops_data=True,
+    position=160,
+    makers=(Maker(drop_remainder, 80),),
 )

@@ -9,7 +9,7 @@ from dataclasses import replace
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.declaration import declaration, decorator_edit
 from tfretrace.fix.core.defs import spans_line
-from tfretrace.fix.core.kind import Kind, Row
+from tfretrace.fix.core.kind import PHASE_FINAL, Kind, Maker, Row
 from tfretrace.fix.core.predict import Config
 from tfretrace.fix.core.rules import fold_all
 from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
@@ -153,4 +153,6 @@ KIND = Kind(
         "TensorFlow said (a replica function reading `x.shape[0]` fails there)",
         "the `d_static` program of `tests/test_fix_partial_batches_real.py`",
     ),
+    position=100,
+    makers=(Maker(element_spec, 10, PHASE_FINAL),),
 )

@@ -59,4 +59,5 @@ KIND = Kind(
         "defs it calls read) cannot change between passes; no `del` of its name",
         "`p01_def_reads_dict.py` (item 1)",
     ),
+    position=20,
 )

@@ -204,4 +204,5 @@ KIND = Kind(
         "cannot change (a class attribute the loop anneals can); no `del`",
         "`p02_factory_class_attr.py` (item 2)",
     ),
+    position=40,
 )

@@ -12,7 +12,7 @@ from tfretrace.fix.core.anchor_moves import move
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.defs import callee_name
 from tfretrace.fix.core.hoist import made_once
-from tfretrace.fix.core.kind import Kind, Row
+from tfretrace.fix.core.kind import Kind, Maker, Row
 from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement, SourceReader
@@ -179,4 +179,6 @@ KIND = Kind(
         "`p03_object_helper.py`, `p03b_object_setattr.py` (item 3)",
     ),
     move_conditions=lambda site: conditions(site.scope, site.moved, site.names),
+    position=50,
+    makers=(Maker(same_object, 100),),
 )

@@ -79,4 +79,5 @@ KIND = Kind(
         "`p07_seeded_shuffle.py` (item 7)",
     ),
     move_conditions=lambda site: pipeline_risk(site.tree, site.moved),
+    position=60,
 )

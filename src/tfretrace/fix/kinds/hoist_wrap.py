@@ -55,4 +55,5 @@ KIND = Kind(
         " never deletes the name",
         "`p01b_wrap_reads_dict.py` (item 1), `p11_del_each_pass.py` (item 11)",
     ),
+    position=30,
 )

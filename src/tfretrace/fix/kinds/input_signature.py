@@ -8,7 +8,7 @@ from dataclasses import replace
 from tfretrace.fix.core.body import number_dtype, python_if, reads_static_size, steers_control_flow, unsafe_uses
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.core.declaration import declaration, decorator_edit
-from tfretrace.fix.core.kind import Kind, Row
+from tfretrace.fix.core.kind import PHASE_FINAL, Kind, Maker, Row
 from tfretrace.fix.core.predict import Call, Config, count
 from tfretrace.fix.core.rules import fold_all
 from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
@@ -332,4 +332,6 @@ KIND = Kind(
         '`module_signature/mlp_core.py` (unsafe: 9 -> 3 with `--unsafe-fixes`, same output) and '
         '`module_signature/module_methods.py` (safe, methods probed)',
     ),
+    position=90,
+    makers=(Maker(final_signature, 20, PHASE_FINAL),),
 )

@@ -7,7 +7,7 @@ import ast
 from tfretrace.fix.core.anchor_base import Anchors, expression, span_of
 from tfretrace.fix.core.anchor_moves import recorded_sites
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
-from tfretrace.fix.core.kind import Kind, Row
+from tfretrace.fix.core.kind import Kind, Maker, Row
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement, is_user_path
 from tfretrace.records.events import TENSOR
@@ -157,4 +157,6 @@ KIND = Kind(
         "other values, a model with several outputs gives a list, a large input is computed in one batch",
         "`p10_predict_step.py` (item 10)",
     ),
+    position=170,
+    makers=(Maker(predict_as_call, 120),),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
+from tfretrace.fix.core.kind import Maker
 from tfretrace.records.events import TENSOR
 
 NAME = "keras-pad"
@@ -113,3 +114,7 @@ def _relaxed_dims(ctx: FunctionContext, path: str) -> set[int]:
             if leaf.path == path and leaf.kind == TENSOR and leaf.shape is not None:
                 dims.update(i for i, d in enumerate(leaf.shape) if d is None)
     return dims
+
+
+# This module declares no edit kind of its own (its steps are other kinds' or advice): its maker is listed here.
+MAKERS = (Maker(predict_buckets, 130),)

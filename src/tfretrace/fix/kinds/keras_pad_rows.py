@@ -38,7 +38,7 @@ from dataclasses import replace
 
 from tfretrace.fix.core.anchor_base import Anchors, expression, span_of
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
-from tfretrace.fix.core.kind import Kind, Row
+from tfretrace.fix.core.kind import Kind, Maker, Row
 from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement, Span, is_user_path
@@ -317,4 +317,6 @@ KIND = Kind(
         'model sharing a line with it)',
     ),
     note="; floats may differ in the last digits (a row of a partial batch is computed in a full one)",
+    position=110,
+    makers=(Maker(pad_rows, 110),),
 )

@@ -16,7 +16,7 @@ from dataclasses import replace
 from tfretrace.fix.core.anchor_base import Anchors, span_of
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, first_config, varying_paths
 from tfretrace.fix.core.defs import callee_name
-from tfretrace.fix.core.kind import Kind, Row
+from tfretrace.fix.core.kind import Kind, Maker, Row
 from tfretrace.fix.core.predict import Call, calls_of
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement, Span
@@ -338,4 +338,6 @@ KIND = Kind(
         " * d[key]` under `if key in d`: multiplying by ones gives the same values",
     ),
     not_a_move=True,
+    position=10,
+    makers=(Maker(neutral_keys, 50, call_sites=True), Maker(dict_keys, 60, call_sites=True)),
 )

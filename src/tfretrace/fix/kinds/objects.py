@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
+from tfretrace.fix.core.kind import Maker
 from tfretrace.fix.kinds import hoist_def, hoist_factory_call, hoist_wrap
 from tfretrace.records.events import TraceEvent
 
@@ -92,3 +93,7 @@ def _object_cause(ctx: FunctionContext) -> str:
         if event.cause in _OBJECT_CAUSES:
             counts[event.cause] = counts.get(event.cause, 0) + 1
     return max(counts, key=lambda c: (counts[c], c)) if counts else "new-function-object"
+
+
+# This module declares no edit kind of its own (its steps are other kinds' or advice): its maker is listed here.
+MAKERS = (Maker(one_object, 90),)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from tfretrace.fix.core.body import reads_static_size
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.core.declaration import declaration, decorator_edit
-from tfretrace.fix.core.kind import Kind, Row
+from tfretrace.fix.core.kind import PHASE_FINAL, Kind, Maker, Row
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.records.events import TENSOR
 
@@ -49,4 +49,6 @@ KIND = Kind(
         "TensorFlow traces with `None` dimensions after a shape changes: code reading a static shape may "
         "fail or take another branch",
     ),
+    position=120,
+    makers=(Maker(reduce_retracing, 30, PHASE_FINAL),),
 )

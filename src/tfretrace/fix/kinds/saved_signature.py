@@ -18,4 +18,5 @@ KIND = Kind(
     ),
     through_another=True,
     not_a_move=True,
+    position=80,
 )

@@ -10,7 +10,7 @@ from tfretrace.fix.core.anchor_moves import any_of
 from tfretrace.fix.core.body import assigns_to, number_dtype
 from tfretrace.fix.core.call_edits import missing_note, preview, reached, swap_leaf
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
-from tfretrace.fix.core.kind import Kind, Row
+from tfretrace.fix.core.kind import Kind, Maker, Row
 from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
 from tfretrace.fix.core.source import Replacement
 from tfretrace.fix.core.specs import NUMBER_DTYPES, is_top
@@ -388,4 +388,8 @@ KIND = Kind(
         'refused, no tensor step)',
     ),
     call_sites=True,
+    position=130,
+    makers=(
+        Maker(python_numbers, 10, call_sites=True), Maker(lists, 40, call_sites=True), Maker(read_only_variables, 70),
+    ),
 )

@@ -98,4 +98,5 @@ KIND = Kind(
         "`p04_vectorized_loop.py` (item 4)",
     ),
     whole_conditions=conditions,
+    position=70,
 )

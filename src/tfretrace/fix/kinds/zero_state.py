@@ -9,7 +9,7 @@ from tfretrace.fix.core.anchor_base import Anchors, dotted_name, expression, is_
 from tfretrace.fix.core.body import assigns_zeros_when_none
 from tfretrace.fix.core.call_edits import missing_note, reached, swap_leaf
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
-from tfretrace.fix.core.kind import Kind, Row
+from tfretrace.fix.core.kind import Kind, Maker, Row
 from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.safety import KindSafety
 from tfretrace.fix.core.source import Replacement
@@ -137,4 +137,6 @@ KIND = Kind(
         "change",
         "`p06_none_branch_ones.py` (item 6)",
     ),
+    position=150,
+    makers=(Maker(none_to_zeros, 30, call_sites=True),),
 )
