@@ -121,3 +121,8 @@ def test_two_makers_of_one_phase_with_the_same_order_are_refused() -> None:
         kinds._makers([], (*REGISTRY, twin), first.makers[0].phase)
     with pytest.raises(ValueError, match="same order"):
         kinds._registry([type("M", (), {"KIND": k})() for k in (first, replace(first, name="other"))])
+
+
+def test_the_declaring_kinds_are_flagged_on_their_records() -> None:
+    # fix.planning.restored reads which steps write a signature (and so a saved model's) from the registry.
+    assert {kind.name for kind in REGISTRY if kind.declares_signature} == {"input-signature", "element-spec"}

@@ -237,13 +237,11 @@ def test_fix_sub_packages_import_in_role_order(path: Path) -> None:
 
 KINDS_PACKAGE = "tfretrace.fix.kinds"
 # Modules outside fix/kinds that still import a kind's module by name, each for what the registry
-# does not yet carry (a move's own safety conditions, the origin steps' makers, the restored
-# functions' declarations, the moves' anchors): the list only shrinks. A new import of a kind's
+# does not yet carry (the origin step's edit of an eager vectorized_map, made outside the planner's
+# makers): the list only shrinks. A new import of a kind's
 # module from outside the package fails below: read the registry (fix.kinds) instead.
 KIND_IMPORTS_LEFT = {
-    "tfretrace.fix.planning.origin_advice": {"hoist_pipeline", "wrap_vectorized_map"},
-    "tfretrace.fix.planning.restored": {"element_spec", "input_signature", "saved_signature"},
-    "tfretrace.fix.applying.anchors": {"hoist_def", "hoist_wrap"},
+    "tfretrace.fix.planning.origin_advice": {"wrap_vectorized_map"},
 }
 
 
@@ -263,9 +261,10 @@ def test_kind_modules_are_imported_only_through_the_registry(path: Path) -> None
 
 
 def test_kind_import_check_sees_a_kind_module_imported_by_name() -> None:
-    # ``from tfretrace.fix.kinds import element_spec`` names a module, not a table of the registry.
-    restored = KIND_IMPORTS_LEFT["tfretrace.fix.planning.restored"]
-    assert _kind_modules_imported(FIX / "planning" / "restored.py") == restored
+    # ``from tfretrace.fix.kinds.wrap_vectorized_map import ...`` names a module, not a table of the registry.
+    origin = KIND_IMPORTS_LEFT["tfretrace.fix.planning.origin_advice"]
+    assert _kind_modules_imported(FIX / "planning" / "origin_advice.py") == origin
+    assert _kind_modules_imported(FIX / "planning" / "restored.py") == set()  # its kinds' flags, from the registry
     assert _kind_modules_imported(FIX / "planning" / "plan.py") == set()  # the registry's tables only
 
 

@@ -22,7 +22,7 @@ from tfretrace.fix.core.anchor_base import AnchorError, Anchors, span_of
 from tfretrace.fix.core.anchor_moves import is_move
 from tfretrace.fix.core.defs import callee_name
 from tfretrace.fix.core.source import Replacement, SourceReader, Span
-from tfretrace.fix.kinds import CHECKS, MOVES, WHOLE, hoist_def, hoist_wrap
+from tfretrace.fix.kinds import CHECKS, MOVES, WHOLE
 from tfretrace.records.function_report import FunctionReport
 
 __all__ = ["AnchorError", "Anchors", "anchors_for", "check_edit", "check_step"]
@@ -80,7 +80,7 @@ def missing_part(kind: str, anchors: Anchors, edits: tuple[Replacement, ...]) ->
     if derive is None:
         # A declaration step after a hoist: the same two places (a def's, or a tf.function line's).
         wrapped = anchors.definition is not None and anchors.definition.decorator is None
-        derive = MOVES[hoist_wrap.NAME] if wrapped else MOVES[hoist_def.NAME]
+        derive = MOVES["hoist-wrap"] if wrapped else MOVES["hoist-def"]
     spans = {e.span for e in edits}
     for edit in edits:
         if kind not in MOVES and not is_move(edit):

@@ -87,6 +87,8 @@ class Kind:
     move checks applies; ``whole_conditions``: its own check replaces them all (a wrap that leaves no
     loop); ``move_conditions``: its own check of the move replaces the check of the moved code's reads;
     ``moves_def``: the moved statement is the def its traces run.
+    ``declares_signature``: its step writes the function's signature, so a SavedModel exported from the
+    function gets that signature too (fix.planning.restored says so, and adds the saved-signature step).
     ``position``: its place in the catalogue's order, lowest first (unique, spaced by tens).
     ``makers``: the makers of its module, each with its phase and order (a module that declares no
     edit kind lists its makers as a module-level ``MAKERS`` instead: fix.kinds.objects).
@@ -110,3 +112,4 @@ class Kind:
     whole_conditions: Callable[[tuple[Replacement, ...], SourceReader], str | None] | None = None
     move_conditions: Callable[[MoveSite], str | None] | None = None
     moves_def: bool = False
+    declares_signature: bool = False

@@ -153,6 +153,7 @@ KIND = Kind(
         "TensorFlow said (a replica function reading `x.shape[0]` fails there)",
         "the `d_static` program of `tests/test_fix_partial_batches_real.py`",
     ),
+    declares_signature=True,
     position=100,
     makers=(Maker(element_spec, 10, PHASE_FINAL),),
 )

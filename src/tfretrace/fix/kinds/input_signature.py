@@ -332,6 +332,7 @@ KIND = Kind(
         '`module_signature/mlp_core.py` (unsafe: 9 -> 3 with `--unsafe-fixes`, same output) and '
         '`module_signature/module_methods.py` (safe, methods probed)',
     ),
+    declares_signature=True,
     position=90,
     makers=(Maker(final_signature, 20, PHASE_FINAL),),
 )

@@ -6,7 +6,6 @@ from tfretrace.fix.core.hoist import pipeline_edits
 from tfretrace.fix.core.rules import fold_all
 from tfretrace.fix.core.source import SourceReader
 from tfretrace.fix.core.specs import spec_text
-from tfretrace.fix.kinds import hoist_pipeline, wrap_vectorized_map
 from tfretrace.fix.kinds.wrap_vectorized_map import vectorized_edits
 from tfretrace.fix.planning.safety_plan import classify
 from tfretrace.fix.planning.step import OPEN_FRAMEWORK_CODE, PlanStep
@@ -131,10 +130,10 @@ def _origin_step(cause: str, summary: str, code: str, report: FunctionReport, re
         moved = pipeline_edits(reader, site)
         if moved is not None:
             rebuilt = sum(1 for e in report.events if e.cause == "data-pipeline-rebuilt")
-            safety, reason = classify(hoist_pipeline.NAME, moved, reader)
+            safety, reason = classify("hoist-pipeline", moved, reader)
             return PlanStep(
                 cause="data-pipeline-rebuilt",
-                kind=hoist_pipeline.NAME,
+                kind="hoist-pipeline",
                 summary=f"build the pipeline at {site} once, before the loop that rebuilt it "
                 f"({rebuilt + 1} builds, each tracing {report.name}); the loop iterates the same dataset again",
                 code=f"# {site}: before the loop\n{moved[1].text.rstrip()}",
@@ -151,10 +150,10 @@ def _origin_step(cause: str, summary: str, code: str, report: FunctionReport, re
         if wrapped is not None:
             name, edits = wrapped
             shapes = len({e.signature for e in report.events})
-            safety, reason = classify(wrap_vectorized_map.NAME, edits, reader)
+            safety, reason = classify("wrap-vectorized-map", edits, reader)
             return PlanStep(
                 cause="pfor-per-call",
-                kind=wrap_vectorized_map.NAME,
+                kind="wrap-vectorized-map",
                 summary=f"call {report.name} through {name}, a tf.function made once: pfor is traced into its "
                 f"graph instead of a new function per eager call ({name} traces once per input signature: "
                 f"{shapes} here)",

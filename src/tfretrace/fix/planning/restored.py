@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tfretrace.fix.kinds import element_spec, input_signature, saved_signature
+from tfretrace.fix.kinds import BY_NAME, REGISTRY
 from tfretrace.fix.planning.step import (
     BY_TOOL,
     CHANGES_FLOAT_DIGITS,
@@ -26,8 +26,9 @@ from tfretrace.records.events import Leaf
 from tfretrace.records.function_report import FunctionReport
 
 RESTORED_SUFFIX = " (restored by tf.saved_model.load)"
-SAVED_SIGNATURE = saved_signature.NAME
-_DECLARING = (input_signature.NAME, element_spec.NAME)
+# The step a saved model's signature gets (a kind with no edit of its own: the declaring step makes it).
+SAVED_SIGNATURE = BY_NAME["saved-signature"].name
+_DECLARING = frozenset(kind.name for kind in REGISTRY if kind.declares_signature)
 _RESTORED_CAUSES = frozenset({"first-trace", "restored-new-signature", "restored-reloaded"})
 
 
