@@ -1,0 +1,14 @@
+import tensorflow as tf
+
+
+def make_scaler(k):
+    @tf.function
+    def scaler(x):
+        return x * k
+
+    return scaler
+
+
+for epoch in range(3):
+    scale_fn = make_scaler(2.0)
+    print(float(scale_fn(tf.constant(float(epoch)))))
