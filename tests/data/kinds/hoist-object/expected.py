@@ -1,0 +1,18 @@
+import tensorflow as tf
+
+
+class Params:
+    def __init__(self, gain):
+        self.gain = gain
+
+
+@tf.function
+def apply_gain(x, params):
+    return x * params.gain
+
+
+params = Params(2.0)
+
+
+for i in range(3):
+    print(float(apply_gain(tf.constant(float(i)), params)))
