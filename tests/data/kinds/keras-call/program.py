@@ -1,0 +1,5 @@
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.Input(shape=(3,)), tf.keras.layers.Dense(2)])
+for rows in (2, 5, 7):
+    print(model.predict(tf.ones((rows, 3)), verbose=0).shape)
