@@ -62,6 +62,7 @@ def test_eight_processes_widening_one_profile_at_once_lose_nothing_twenty_times(
                for i in range(WORKERS)]
     for w in workers:
         w.start()
+    finished = False
     try:
         for round_ in range(ROUNDS):
             profile.unlink(missing_ok=True)
@@ -75,8 +76,12 @@ def test_eight_processes_widening_one_profile_at_once_lose_nothing_twenty_times(
             names = sorted(entry["name"] for entry in data["functions"])
             assert names == [f"f{i}" for i in range(WORKERS)], (round_, names)
             assert data["runs"] == WORKERS, round_
+        finished = True
     finally:
-        barrier.abort()  # a failed round must not leave the workers waiting for it
+        # A failed round must not leave the workers waiting for it; after the last round, aborting
+        # could break a worker still waking from its last wait (a BrokenBarrierError, exit 1).
+        if not finished:
+            barrier.abort()
         for w in workers:
             w.join(timeout=60)
             if w.is_alive():
