@@ -156,17 +156,22 @@ class Monitor:
         with self._lock:
             functions = tuple(report_of(s, counters.counter_value, counters.concrete_sites)
                               for s in self._functions.values())
-        # The planner loads here, not at import: a run whose session is never asked for (and
-        # `import tfretrace`) does not pay for it.
-        from tfretrace.fix.applying.apply import source_hashes
-        from tfretrace.fix.planning.plan import PlanCache
+        from tfretrace.fix.core.hashes import source_hashes
 
-        if self._plans is None:
-            self._plans = PlanCache()
-        # Once the program has finished, TensorFlow traces each generalized signature (fix.kinds.input_signature):
-        # the probe runs the body's Python once more, which a running program must not see.
-        probe = probe_live(self._root) if self.program_done and not self.active else None
-        functions = keras_rows_apart(self._plans.planned(functions, self.internal_error, probe))
+        # The planner loads here, not at import, and only once something retraced or XLA
+        # recompiled: a plan is empty otherwise (plan_for, xla_steps), and its kinds take most of
+        # tfretrace's start-up. `import tfretrace` and a run that never retraces do not pay for it.
+        if any(f.retraces or f.xla_compiles > 1 for f in functions):
+            from tfretrace.fix.planning.plan import PlanCache
+
+            if self._plans is None:
+                self._plans = PlanCache()
+            # Once the program has finished, TensorFlow traces each generalized signature
+            # (fix.kinds.input_signature): the probe runs the body's Python once more, which a
+            # running program must not see.
+            probe = probe_live(self._root) if self.program_done and not self.active else None
+            functions = self._plans.planned(functions, self.internal_error, probe)
+        functions = keras_rows_apart(functions)
         tf_version, keras_version = versions.loaded_versions()
         return Session(
             functions=functions,

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from tfretrace.fix.planning.plan import Probe
+from typing import TYPE_CHECKING
+
 from tfretrace.records.function_report import FunctionReport
+
+if TYPE_CHECKING:
+    # The type only: the planner loads when something is planned, not when the monitor loads.
+    from tfretrace.fix.planning.plan import Probe
 
 _NOT_FOUND = (
     "TensorFlow was not asked (no live tf.function of that name was found to trace: a nested def, a method "
