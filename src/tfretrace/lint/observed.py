@@ -143,7 +143,11 @@ def mark(report: Report, session: Session, paths: Iterable[str | os.PathLike[str
     moved, missing = relocated(session, paths)
     retraces = _retraces(session, moved)
     roots = [os.path.realpath(p) for p in paths]
-    if retraces and not any(_under(key[0], roots) for _n, _e, _p, keys in retraces for key in keys):
+    if not retraces:
+        # A prevented run, or one that never retraced: nothing to confirm a finding with.
+        report.session_note = ("the session recorded no retrace (a run with --prevent records those it "
+                               "prevented as none)")
+    elif not any(_under(key[0], roots) for _n, _e, _p, keys in retraces for key in keys):
         # Nothing the run retraced is in the linted files: say why, or every finding reads as unseen.
         where = ", ".join(missing[:3]) if missing else "none of the linted paths"
         report.session_note = (
