@@ -330,3 +330,41 @@ def test_run_gate_saves_only_after_a_good_run_and_the_programs_status_wins(tmp_p
     assert check.finish(session(worse()), 0, 0, err) == 1
     assert check.finish(session(worse()), 0, 4, err) == 0  # within the tolerance
     assert check.finish(session(worse()), 5, 0, err) == 5  # a failed program keeps its status
+
+
+def test_a_nested_def_moved_to_module_level_is_matched_by_code_or_by_the_base_plans_move() -> None:
+    from tfretrace.records.function_key import HOISTED
+    from tfretrace.records.matching import match
+
+    nested = FunctionKey("train", "run_epoch.<locals>.score", "abc")
+    hoisted = FunctionKey("train", "score", "abc")
+    edited = FunctionKey("train", "score", "def")  # the fix also changed its decorator
+    # Without the move (a plain match, as prevention's profile uses): new and vanished.
+    plain = match([nested], [hoisted])
+    assert plain.pairs == () and plain.new == (hoisted,) and plain.vanished == (nested,)
+    # Same module, same code, its own last name: the move (a baseline knows no plan).
+    by_code = match([nested], [hoisted], moved_to=lambda k: None)
+    assert [(p.base, p.head, p.how) for p in by_code.pairs] == [(nested, hoisted, HOISTED)]
+    # Other code: only the base plan's move pairs them.
+    assert match([nested], [edited], moved_to=lambda k: None).pairs == ()
+    by_plan = match([nested], [edited], moved_to=lambda k: "score" if k is nested else None)
+    assert [(p.base, p.head, p.how) for p in by_plan.pairs] == [(nested, edited, HOISTED)]
+    # Another module's `score`, or a method's, is not it.
+    other = FunctionKey("evaluate", "score", "abc")
+    method = FunctionKey("train", "Model.score", "abc")
+    assert match([nested], [other, method], moved_to=lambda k: "score").pairs == ()
+
+
+def test_moved_name_reads_the_def_the_plan_inserts() -> None:
+    from tfretrace.records.matching import moved_name
+
+    report = FunctionReport("run_epoch.<locals>.score", "train.py:15", 12, 4, 0.1, 4, (),
+                            key=FunctionKey("train", "run_epoch.<locals>.score", "abc"),
+                            plan=({"kind": "hoist-def", "edits": [
+                                {"path": "train.py", "line": 16, "col": 4, "end_line": 17, "end_col": 9, "text": ""},
+                                {"path": "train.py", "line": 14, "col": 0, "end_line": 14, "end_col": 0,
+                                 "text": "@tf.function\ndef score(x):\n    return x\n"}]},))
+    assert moved_name(report) == "score"
+    assert moved_name(replace(report, plan=())) is None
+    # A module-level function is never moved.
+    assert moved_name(replace(report, name="score", key=FunctionKey("train", "score", "abc"))) is None

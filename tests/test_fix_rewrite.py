@@ -79,3 +79,47 @@ def test_inexact_edits_are_refused(edits: list[Replacement], message: str) -> No
 
 def test_no_edits_returns_the_text_itself() -> None:
     assert apply_replacements(BEFORE, []) is BEFORE
+
+
+NESTED = '''import tensorflow as tf
+
+
+def run_epoch(data):
+    @tf.function
+    def score(x):
+        return x
+
+    total = 0.0
+    return total
+
+
+def later(data):
+    y = 1
+    @tf.function
+    def g(x):
+        return x
+
+    return y
+
+
+def commented(data):
+    @tf.function
+    def h(x):
+        return x
+
+    # why the total starts at zero
+    total = 0.0
+    return total
+'''
+
+
+@pytest.mark.parametrize(("line", "end", "first", "after"), [
+    (6, 7, "def run_epoch(data):\n", "    total = 0.0\n"),  # the first statement: its blank line goes too
+    (16, 17, "    y = 1\n", "\n"),  # not the first: the layout between statements stays
+    (24, 25, "def commented(data):\n", "    # why the total starts at zero\n"),  # a comment stays
+])
+def test_removing_a_def_leaves_no_blank_line_opening_the_body(line: int, end: int, first: str, after: str) -> None:
+    after_text = apply_replacements(NESTED, [edit(line, 4, end, 16, "")])
+    lines = after_text.splitlines(keepends=True)
+    assert lines[lines.index(first) + 1] == after
+    ast.parse(after_text)

@@ -89,14 +89,25 @@ def test_lint_self_lints_tfretraces_own_sources(tmp_path: Path) -> None:
     assert planted.returncode != 0 and "planted.py:4:5: TFR108" in planted.stdout, planted.stdout
 
 
+# apt-get's dry-run lines (`apt-get install -s`): an upgrade of an installed package, a new one.
+_APT_PLAN = """\
+Inst perl-base [5.36.0-7] (5.36.0-7+deb12u2 Debian:12.12/stable [amd64])
+Inst chromium-common (142.0 Debian-Security:12/stable-security [amd64])
+1 upgraded, 1 newly installed, 0 to remove and 3 not upgraded.
+"""
+
+
 def _stand_in_path(tmp_path: Path) -> tuple[str, Path]:
     """A PATH with sh, make and a stand-in apt-get that logs its calls, and no chromium."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     log = tmp_path / "apt.log"
-    (bin_dir / "apt-get").write_text(f'#!/bin/sh\necho "apt-get $*" >> {log}\n')
+    (tmp_path / "plan.txt").write_text(_APT_PLAN)
+    (bin_dir / "apt-get").write_text(
+        f'#!/bin/sh\necho "apt-get $*" >> {log}\n'
+        f'case "$*" in *" -s "*) cat {tmp_path / "plan.txt"} ;; *" -y "*) echo "Setting up chromium-common" ;; esac\n')
     (bin_dir / "apt-get").chmod(0o755)
-    for tool in ("sh", "make", "echo", "id"):
+    for tool in ("sh", "make", "echo", "id", "sed", "grep", "cat"):
         found = shutil.which(tool)
         if found:
             (bin_dir / tool).symlink_to(found)
@@ -110,11 +121,48 @@ def test_make_test_announces_the_system_install_before_it_and_no_apt_skips_it(tm
     done = subprocess.run(["make", "-s", "chromium"], cwd=repo, env=env, capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
-    # Said before it happened: the notice is printed, and apt-get was called after it.
     assert "apt-get" in done.stdout and "NO_APT=1" in done.stdout
-    assert "install -y -qq chromium chromium-driver" in log.read_text()
+    # apt's dry run came first, and what it would change was printed before the install ran:
+    # the upgrade of an installed package by name, and apt's own counts.
+    calls = log.read_text().splitlines()
+    assert [c.split()[1:3] for c in calls] == [["update", "-qq"], ["install", "-s"], ["install", "-y"]]
+    assert calls[-1].endswith("chromium chromium-driver")
+    out = done.stdout.splitlines()
+    upgrade = out.index("make:   upgrade perl-base 5.36.0-7 -> 5.36.0-7+deb12u2")
+    counts = out.index("make:   1 upgraded, 1 newly installed, 0 to remove and 3 not upgraded.")
+    installed = out.index("Setting up chromium-common")  # apt's own output is shown, not hidden
+    assert upgrade < counts < installed
+    assert not any("chromium-common" in line for line in out[:installed])  # new packages: counted, not listed
+    assert sorted(p.name for p in repo.iterdir()) == [".git", "Makefile"]  # nothing left in the checkout
     log.unlink()
     skipped = subprocess.run(["make", "-s", "chromium", "NO_APT=1"], cwd=repo, env=env, capture_output=True,
                              text=True, timeout=60, check=False)
     assert skipped.returncode == 0 and "NO_APT" in skipped.stdout
     assert not log.exists()  # the system was left alone
+
+
+def _dry_run(repo: Path, target: str) -> list[str]:
+    """The commands `make -n TARGET` would run on a checkout with no .venv yet."""
+    done = subprocess.run(["make", "-n", target, "NO_APT=1"], cwd=repo, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def _installs(lines: list[str]) -> list[list[str]]:
+    """The package sets of each `pip install -e` line, in order."""
+    specs = [m for line in lines for m in re.findall(r"pip install .*-e \S*\.\[([^\]]*)\]", line)]
+    return [spec.split(",") for spec in specs]
+
+
+def test_make_demo_installs_what_running_needs_and_make_test_adds_the_dev_extra(tmp_path: Path) -> None:
+    repo = _checkout(tmp_path, "Makefile", "pyproject.toml")
+    # The demo: TensorFlow (CPU) and tfretrace only, none of pytest, ruff, mypy, selenium, notebooks.
+    assert _installs(_dry_run(repo, "demo")) == [["tensorflow-cpu"]]
+    # The tests, from a fresh checkout: the same venv, then the dev extra on top.
+    assert _installs(_dry_run(repo, "test")) == [["tensorflow-cpu"], ["tensorflow-cpu", "dev"]]
+    # After the demo's install (its stamp newer than pyproject.toml), `make test` adds only the dev extra.
+    (repo / ".venv").mkdir()
+    (repo / ".venv/.installed").touch()
+    assert _installs(_dry_run(repo, "test")) == [["tensorflow-cpu", "dev"]]
+    assert _installs(_dry_run(repo, "demo")) == []

@@ -352,3 +352,27 @@ def test_update_with_a_damaged_baseline_is_a_usage_error_before_any_test(
     assert len(errors) == 1 and "baseline.json" in errors[0], result.stderr.str()
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
     assert (pytester.path / "baseline.json").read_text() == content  # left as it was
+
+
+KERAS_TESTS = """
+import numpy as np
+import tensorflow as tf
+
+
+def test_evaluate_per_size():
+    model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(1)], name="sequential")
+    model.compile(loss="mse")
+    for n in (4, 5):
+        model.evaluate(np.ones((n, 3), np.float32), np.ones((n, 1), np.float32), batch_size=n, verbose=0)
+"""
+
+
+@pytest.mark.tf
+def test_the_summary_names_keras_functions_as_the_run_report_does(pytester: pytest.Pytester, quiet_tf: None) -> None:
+    pytester.makepyfile(test_keras_eval=KERAS_TESTS)
+    result = pytester.runpytest_subprocess("--tfretrace-summary", "-p", "no:randomly", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    lines = [line.strip() for line in result.stdout.lines if "traces=" in line]
+    # The model and its method (FunctionReport.display_name), never Keras' internal qualname.
+    assert lines and all(line.startswith("sequential.evaluate (") for line in lines), lines
+    assert not any("_make_function" in line or "<locals>" in line for line in lines)

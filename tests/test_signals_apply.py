@@ -58,6 +58,9 @@ def test_a_signal_between_two_writes_restores_every_file(tmp_path: Path, signum:
         [sys.executable, "-m", "tfretrace", "fix", str(saved), "--apply", "--unsafe-fixes"], cwd=project,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": os.pathsep.join((str(hooks), package))},
+        # The test relies on the signal's default disposition: under nohup SIGHUP arrives ignored, and
+        # `fix` rightly leaves an ignored signal ignored, so the child gets the default set here.
+        preexec_fn=lambda: signal.signal(signum, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 60

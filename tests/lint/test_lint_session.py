@@ -95,6 +95,21 @@ def test_a_run_confirms_the_one_hazard_that_retraced(
     (line,) = [t for t in text.splitlines() if " TFR106 " in t]
     assert line.startswith("train.py:25:") and line.endswith("s]") and "[confirmed: 3 retraces, " in line
 
+    # From another folder holding the same file (a CI checkout, a colleague's copy): matched by content.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "train.py").write_bytes((tmp_path / "train.py").read_bytes())
+    monkeypatch.chdir(elsewhere)
+    code, doc = linted(["--session", str(tmp_path / "run.json"), "train.py"], capsys)
+    assert doc["session"]["confirmed"] == 1 and doc["session"]["note"] is None
+    by_code = {f["code"]: f for f in doc["findings"]}
+    assert by_code["TFR106"]["observed"]["retraces"] == 3 and by_code["TFR108"]["observed"] is None
+    # Another version of it: nothing is marked, and the report says why instead of a silent 0.
+    (elsewhere / "train.py").write_text(PROGRAM + "# edited\n", encoding="utf-8")
+    code, doc = linted(["--session", str(tmp_path / "run.json"), "train.py"], capsys)
+    assert doc["session"]["confirmed"] == 0 and "train.py" in doc["session"]["note"]
+    monkeypatch.chdir(tmp_path)
+
     # The run's own HTML report shows the same marks for the files it names.
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     section = html[html.index('<section class="lint" id="lint">'):html.index("</main>")]

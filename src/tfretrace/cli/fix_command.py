@@ -12,7 +12,7 @@ from tfretrace._util.config import find as find_config
 from tfretrace._util.config import load as load_config
 from tfretrace._util.io import atomic_write_text
 from tfretrace._util.text import plural, printable
-from tfretrace.cli.invocation import tfretrace_command
+from tfretrace.cli.invocation import python_command, tfretrace_command
 from tfretrace.records.session import load
 
 # How many rounds ``fix --verify`` makes unless ``--rounds`` says otherwise, round 1 included
@@ -170,8 +170,26 @@ def command_fix(
         out.write(f"\nApplied: {len(written)} file(s) changed: {', '.join(printable(c.path) for c in changes)}\n")
     elif changes and command is None:
         extra = " --unsafe-fixes" if ns.unsafe_fixes else ""
-        out.write(f"\nApply: {tfretrace_command()} fix {printable(shlex.quote(ns.session))} --apply{extra}\n")
+        fix = f"{tfretrace_command()} fix {printable(shlex.quote(ns.session))}"
+        program = _program_words(session.argv)
+        out.write("\n")
+        if program:
+            # As `run --fix-plan` prints them: checking on a copy first, --apply edits in place.
+            check = " ".join(printable(shlex.quote(w)) for w in [*shlex.split(python_command()), *program])
+            out.write(f"Check: {fix}{extra} --verify -- {check}\n")
+        out.write(f"Apply: {fix} --apply{extra}\n")
     return 0
+
+
+def _program_words(argv: tuple[str, ...]) -> list[str]:
+    """The words after ``python`` that run the session's program again, or [] where it is unknown."""
+    if not argv or not argv[0]:
+        return []
+    first, rest = argv[0], list(argv[1:])
+    # `run -m pkg.mod` records its program as the one word "-m pkg.mod".
+    if first.startswith("-m "):
+        return ["-m", first.removeprefix("-m "), *rest]
+    return [first, *rest]
 
 
 def _on_other_data(ns: argparse.Namespace, session: Session, changes: list[FileChange], root: Path,

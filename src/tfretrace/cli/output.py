@@ -21,7 +21,6 @@ from tfretrace.render import renderer_for
 from tfretrace.render._console import colored, console_for, is_tty
 
 __all__ = ["colored", "console_for", "is_tty"]  # the CLI's names for the console helpers
-from tfretrace.compare.baseline import BASELINE_MARK
 from tfretrace.records.session import TOOL, Session
 
 
@@ -143,6 +142,9 @@ def replaceable(path: Path, what: str) -> bool:
     if not isinstance(data, dict):
         return False
     if what == "baseline":
+        # Loaded here: compare (and the matching it brings) is not needed to run a program.
+        from tfretrace.compare.baseline import BASELINE_MARK
+
         return BASELINE_MARK in data
     tool = data.get("tool")
     return isinstance(tool, dict) and tool.get("name") == TOOL and "functions" in data

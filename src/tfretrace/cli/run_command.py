@@ -196,11 +196,13 @@ def planned_prevention(path: str | None, *, learn: bool = True) -> _Planned | No
 
     With ``learn`` a profile file that does not exist yet is an empty one this run records.
     """
-    from tfretrace.runtime.prevent import load_profile, profile_from_env
+    from tfretrace.runtime.prevent import profile_from_env
 
     path = path if path is not None else profile_from_env()
     if path is None:
-        return None
+        return None  # prevention (and the planner's rules it checks with) never loads
+    from tfretrace.runtime.prevent import load_profile
+
     return _Planned(load_profile(path, missing_ok=learn), learn)
 
 

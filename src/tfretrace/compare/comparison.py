@@ -8,7 +8,7 @@ from typing import Any
 from tfretrace.records.events import Change, TraceEvent
 from tfretrace.records.function_key import FunctionKey
 from tfretrace.records.function_report import FunctionReport
-from tfretrace.records.matching import match, record_key
+from tfretrace.records.matching import match, moved_name, record_key
 from tfretrace.records.session import Session
 
 __all__ = [
@@ -49,6 +49,8 @@ class Counts:
     xla_compiles: int = 0
     xla_seconds: float | None = None
     events: tuple[TraceEvent, ...] = ()
+    # The module-level name its fix plan moves this nested def to (sessions only; None: no such move).
+    moved_to: str | None = None
 
     def cause_count(self, cause: str) -> int:
         """Retraces of this cause."""
@@ -77,6 +79,7 @@ def counts_of(report: FunctionReport) -> Counts:
         xla_compiles=report.xla_compiles,
         xla_seconds=report.xla_compile_seconds,
         events=report.events,
+        moved_to=moved_name(report),
     )
 
 
@@ -283,7 +286,8 @@ def compare(base: Run, head: Run, tolerance: int = 0) -> Comparison:
     """
     if tolerance < 0:
         raise ValueError("tolerance must be 0 or more")
-    matching = match(base.functions, head.functions, key=lambda c: c.key)
+    # A nested def that `fix --apply` moved to module level is the same function under its new name.
+    matching = match(base.functions, head.functions, key=lambda c: c.key, moved_to=lambda c: c.moved_to)
     deltas = [_delta(pair.base, pair.head, pair.how, tolerance) for pair in matching.pairs]
     deltas += [_delta(None, c, NEW, tolerance) for c in matching.new]
     deltas += [Delta(c, None, VANISHED) for c in matching.vanished]

@@ -11,6 +11,7 @@ from tfretrace._util.text import printable
 from tfretrace._util.tracebacks import PACKAGE_DIR, unlink_frames
 from tfretrace.budget import BudgetExceededError, Limit, function_key
 from tfretrace.runtime.monitor import Monitor
+from tfretrace.runtime.state import FunctionState
 
 
 def marker_origin(max_traces: int | None, functions: Iterable[Any], max_xla_compiles: int | None = None) -> str:
@@ -108,7 +109,7 @@ class TestWatch:
             if not own and state.name not in refused:
                 continue
             causes = _counted(Counter(e.cause for e in state.events() if not e.earlier))
-            line = f"{state.name} ({state.location}): traces={own} causes={causes}"
+            line = f"{_shown_name(state)} ({state.location}): traces={own} causes={causes}"
             if state.earlier:
                 line += f" earlier={state.earlier}"
             if state.xla_compiles:
@@ -117,6 +118,17 @@ class TestWatch:
                 line += f" refused={_counted(refused[state.name])}"
             lines.append(printable(line))  # names and paths reach the terminal
         return lines
+
+
+def _shown_name(state: FunctionState) -> str:
+    """The name the run report gives the function: ``sequential.evaluate`` for Keras' own, not its qualname."""
+    if state.keras is None:
+        return state.name
+    from tfretrace.records.function_report import FunctionReport
+
+    # The report's own rule (FunctionReport.display_name): one model, or several named.
+    return FunctionReport(state.name, state.location, 0, 0, 0.0, 0, tuple(state.events()),
+                          keras=state.keras).display_name()
 
 
 def _counted(causes: Counter[str]) -> str:

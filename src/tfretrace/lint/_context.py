@@ -140,13 +140,14 @@ Emit = Callable[[str, ast.AST, str, str], None]
 
 
 def is_handler(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """True for a web route handler, a request handler method or a Keras per-batch callback."""
+    """True for a web route handler, a request handler method or a Keras per-batch or per-epoch callback."""
     for deco in func.decorator_list:
         target = deco.func if isinstance(deco, ast.Call) else deco
         if isinstance(target, ast.Attribute) and target.attr in _ROUTE_ATTRS:
             return True
     name = func.name
-    return name in _HANDLER_NAMES or (name.startswith("on_") and "batch" in name)
+    # Keras callbacks: on_train_batch_end per batch, on_epoch_end per epoch.
+    return name in _HANDLER_NAMES or (name.startswith("on_") and ("batch" in name or "epoch" in name))
 
 
 def per_call(func: ast.FunctionDef | ast.AsyncFunctionDef, info: ModuleInfo) -> bool:
@@ -216,6 +217,41 @@ def stepped(loop: ast.AST) -> set[str]:
                 if any(isinstance(x, ast.Name) and x.id == name for x in sides) and any(_number(x) for x in sides):
                     found.add(name)
     return found
+
+
+def decayed(loop: ast.AST, counters: frozenset[str] | set[str], constants: frozenset[str]) -> set[str]:
+    """Names a loop's body sets to arithmetic of a loop counter: ``lr = BASE_LR * 0.7 ** epoch``.
+
+    Only number literals, module-level number constants and counters, at least one counter: the
+    name holds a new Python number each iteration (a learning-rate schedule), one trace each.
+    """
+    found: set[str] = set()
+    for stmt in getattr(loop, "body", ()):
+        for node in ast.walk(stmt):
+            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                    and isinstance(node.value, ast.BinOp)
+                    and _counter_arithmetic(node.value, frozenset(counters), constants)):
+                found.add(node.targets[0].id)
+    return found
+
+
+def _counter_arithmetic(node: ast.expr, counters: frozenset[str], constants: frozenset[str]) -> bool:
+    """Arithmetic of numbers, number constants and counters that mentions a counter."""
+    leaves: list[ast.expr] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, ast.BinOp) and isinstance(item.op, _STEP_OPS):
+            stack.extend((item.left, item.right))
+        elif isinstance(item, ast.UnaryOp) and isinstance(item.op, (ast.USub, ast.UAdd)):
+            stack.append(item.operand)
+        else:
+            leaves.append(item)
+    names = [leaf.id for leaf in leaves if isinstance(leaf, ast.Name)]
+    if not any(n in counters for n in names):
+        return False
+    return all(_number(leaf) or (isinstance(leaf, ast.Name) and (leaf.id in counters or leaf.id in constants))
+               for leaf in leaves)
 
 
 def _number(node: ast.expr) -> bool:
@@ -382,6 +418,9 @@ class Walker:
         if not tensor_test(node):
             steps = steps | stepped(node)
             counters = counters | _counters(node) | steps
+            # `lr = BASE_LR * 0.7 ** epoch`: a new Python number per iteration, like the counter.
+            derived = decayed(node, counters, ctx.info.number_constants)
+            steps, counters = steps | derived, counters | derived
         elif ctx.tf_def is None and not (ctx.func is not None and ctx.func.name in ctx.info.traced_calls):
             # Only a traced body's loop is converted: at module level, or in a function no
             # tf.function here calls, the loop runs in Python and its counter is an int.

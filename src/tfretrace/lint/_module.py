@@ -83,6 +83,10 @@ class ModuleInfo:
         # One walk serves the import table and every fact below.
         nodes = inner_nodes(tree)
         self.imports = Imports(tree, nodes)
+        # Module-level names bound once, to a number literal (`BASE_LR = 0.1`): Python numbers.
+        self.number_constants: frozenset[str] = _number_constants(tree)
+        self._tree = tree
+        self._factories: frozenset[str] | None = None
         # Names of plain functions known to be tf.functions, and `self.<attr>` ones.
         self.tf_function_names: set[str] = set()
         self.tf_function_attrs: set[str] = set()
@@ -122,6 +126,24 @@ class ModuleInfo:
                     _collect_calls(stmt, called)
             self._traced_calls = called
         return self._traced_calls
+
+    @property
+    def tf_function_factories(self) -> frozenset[str]:
+        """Module-level functions, undecorated (no cache), that create a tf.function and return it."""
+        if self._factories is None:
+            found = set()
+            for func in self._tree.body:
+                if not isinstance(func, FUNCS) or func.decorator_list:
+                    continue
+                created = {s.name for s in func.body if isinstance(s, FUNCS)
+                           and any(self.is_tf_function(d) for d in s.decorator_list)}
+                created |= {t.id for s in func.body if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
+                            and self.creation_target(s.value) is not None for t in s.targets if isinstance(t, ast.Name)}
+                if any(isinstance(s, ast.Return) and isinstance(s.value, ast.Name) and s.value.id in created
+                       for s in func.body):
+                    found.add(func.name)
+            self._factories = frozenset(found)
+        return self._factories
 
     def is_tf_function(self, node: ast.expr) -> bool:
         """True for an expression naming tf.function itself (any alias), used bare or called."""
@@ -213,3 +235,25 @@ def _collect_calls(stmt: ast.stmt, into: set[str]) -> None:
             parts = dotted(node.func)
             if parts is not None:
                 into.add(parts[-1])
+
+
+def _number_constants(tree: ast.Module) -> frozenset[str]:
+    """Module-level names assigned exactly once in the file, at module level, to an int or float literal."""
+    bound: dict[str, int] = {}
+    literal: set[str] = set()
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    bound[name.id] = bound.get(name.id, 0) + 1
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            value = stmt.value.operand if isinstance(stmt.value, ast.UnaryOp) else stmt.value
+            if isinstance(value, ast.Constant) and type(value.value) in (int, float):
+                literal.add(stmt.targets[0].id)
+    return frozenset(n for n in literal if bound.get(n) == 1)

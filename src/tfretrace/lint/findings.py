@@ -105,6 +105,8 @@ class Report:
     # finding names (what the rules missed).
     session: str | None = None
     unpredicted: list[RetraceSite] = field(default_factory=list)
+    # Why no finding could be marked (the session's files are not the linted ones), else None.
+    session_note: str | None = None
 
     def sort(self) -> None:
         """Order findings by path, line, column and code so output is stable."""

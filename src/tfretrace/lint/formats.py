@@ -105,6 +105,8 @@ def render_text(report: Report, codes: Sequence[str], color: bool = False) -> st
             "no rule predicted" + (":" if report.unpredicted else ".")
         )
         lines += ["  " + _site_line(site) for site in report.unpredicted]
+        if report.session_note is not None:
+            lines.append(f"  Note: {report.session_note}.")
     return "\n".join(lines) + "\n"
 
 
@@ -150,6 +152,8 @@ def render_json(report: Report, codes: Sequence[str]) -> str:
             "unpredicted": [
                 {**site.to_dict(), "path": shown_path(site.path)} for site in report.unpredicted
             ],
+            # Why nothing could be marked (the session's files are not among those linted), else null.
+            "note": report.session_note,
         },
     }
     return json.dumps(doc, indent=2) + "\n"

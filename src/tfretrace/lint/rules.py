@@ -144,6 +144,28 @@ def tf_function_in_loop(node: ast.AST, ctx: Ctx) -> Iterator[Finding]:
         # Wrapping a different function per iteration (`for fn in fns: tf.function(fn)`) is fine.
         if target is not None and not ctx.depends_on_loop(target):
             yield node, "tf.function(...) is called inside a loop"
+        elif target is None and _factory_in_loop(node, ctx):
+            # `step = make_step(model)` per epoch: a new tf.function object (empty cache) each time.
+            assert isinstance(node.func, ast.Name)
+            yield node, f"{node.func.id}() makes a new tf.function and is called inside a loop", LIKELY
+
+
+def _factory_in_loop(node: ast.Call, ctx: Ctx) -> bool:
+    """A call of this file's tf.function factory with the same arguments every iteration."""
+    func = node.func
+    if not isinstance(func, ast.Name) or func.id not in ctx.info.tf_function_factories:
+        return False
+    if func.id in ctx.shadows:
+        return False  # a local name of that spelling, not the module's factory
+    if any(ctx.depends_on_loop(a) for a in arguments(node)) or ctx.loop_node is None:
+        return False
+    # Only a function that is then called traces: `make(m)(x)`, or `f = make(m)` and `f(...)` in the loop.
+    body = list(ast.walk(ctx.loop_node))
+    if any(isinstance(n, ast.Call) and n.func is node for n in body):
+        return True
+    names = {t.id for n in body if isinstance(n, ast.Assign) and n.value is node for t in n.targets
+             if isinstance(t, ast.Name)}
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in names for n in body)
 
 
 _TRACING_DECORATORS = frozenset({"function", "computation", "tf_computation", "jit", "defun"})

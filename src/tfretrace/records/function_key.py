@@ -18,6 +18,7 @@ from tfretrace._util import checked as C
 __all__ = [
     "EDITED",
     "EXACT",
+    "HOISTED",
     "MOVED",
     "FunctionKey",
     "code_key",
@@ -33,6 +34,9 @@ __all__ = [
 EXACT = "exact"
 MOVED = "moved"
 EDITED = "edited"
+# A nested def that a fix moved to module level: the same module, the name it was given there
+# (the fix plan's inserted def says which), or its own code under its own last name.
+HOISTED = "hoisted"
 
 # Hex digits of sha256 kept: 64 bits tell apart every function of any real project.
 _HASH_DIGITS = 16

@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from rich.console import Console, ConsoleOptions
 from rich.measure import Measurement
 from rich.segment import Segment
-from rich.syntax import Syntax
 from rich.text import Text
 
 _OPEN, _CLOSE = "([{", ")]}"
@@ -127,6 +126,9 @@ class Code:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterable[Segment]:
         source = fit(self.source, options.max_width)
         if self.color:
+            # Loaded here: rich.syntax brings pygments and its lexer tables, needed only in colour.
+            from rich.syntax import Syntax
+
             text = Syntax(source, "python", theme="ansi_dark", background_color="default").highlight(source)
             text.rstrip()
         else:

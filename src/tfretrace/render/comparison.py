@@ -12,7 +12,7 @@ from rich.text import Text
 
 from tfretrace._util.text import plural
 from tfretrace.compare.comparison import NEW, VANISHED, Comparison, Delta, NewCause
-from tfretrace.records.function_key import EDITED, EXACT, MOVED
+from tfretrace.records.function_key import EDITED, EXACT, HOISTED, MOVED
 from tfretrace.render import _model
 from tfretrace.render._md import code
 from tfretrace.render.text import TextRenderer
@@ -22,7 +22,8 @@ __all__ = ["FORMATS", "reason_line", "render_comparisons"]
 FORMATS = ("text", "json", "markdown", "github")
 
 # What the match column says: how the head's function was found in the base run.
-_MATCH_WORDS = {EXACT: "same", MOVED: "moved file", EDITED: "edited", NEW: "new", VANISHED: "vanished"}
+_MATCH_WORDS = {EXACT: "same", MOVED: "moved file", HOISTED: "moved by fix", EDITED: "edited", NEW: "new",
+                VANISHED: "vanished"}
 
 
 def render_comparisons(comparisons: Sequence[Comparison], fmt: str, width: int = 100, color: bool = False) -> str:

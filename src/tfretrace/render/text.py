@@ -327,7 +327,9 @@ def render_plans(session: Session, width: int = 100, color: bool = False, saved:
     blocks: list[RenderableType] = [
         Text("Fix plans: each step checked against every call of this run", style="bold")
     ]
-    for report in _model.retracing_functions(session):
+    # A prevented run's function may not have retraced, yet its plan (of the program as written) edits.
+    planned = [f for f in _model.ranked_functions(session) if f in _model.retracing_functions(session) or f.plan]
+    for report in planned:
         steps = renderer.plan(report)
         if steps:
             title = Text(_model.label(report), style="bold")

@@ -99,14 +99,24 @@ def timeline_svg(report: FunctionReport, wall_seconds: float, start: float = 0.0
     )
     # No call happens before the function's first trace: a function that starts late stays
     # flat at zero until then, instead of a diagonal from the session start.
-    first = events[0].time if events else x_min
+    # Both lines are drawn in time order: trace numbers follow when a trace began, times when it
+    # was recorded, and a trace that encloses another (Keras' train step tracing its model) is
+    # recorded after it. A cumulative count never falls: a recorded total below an earlier one
+    # (a Keras row whose calls run through several tf.function objects) is drawn at the higher.
+    timed = sorted(events, key=lambda e: (e.time, e.index))
+    first = timed[0].time if timed else x_min
     calls_points = [(x_min, 0.0), (first, 0.0)]
-    calls_points += [(e.time, float(e.calls_total)) for e in events if e.calls_total is not None]
-    calls_points.append((end, float(report.calls)))
+    most = 0.0
+    for event in timed:
+        if event.calls_total is not None:
+            most = max(most, float(event.calls_total))
+            calls_points.append((event.time, most))
+    calls_points.append((end, max(most, float(report.calls))))
     out.append(_polyline(calls_points, x, lambda v: y(v, calls_ticks), CALLS_COLOUR, "calls"))
     steps = [(x_min, 0.0)]
-    for event in events:
-        steps += [(event.time, steps[-1][1]), (event.time, float(event.index))]
+    for event in timed:
+        # The highest trace number so far: kept events may skip numbers (events past the cap).
+        steps += [(event.time, steps[-1][1]), (event.time, max(float(event.index), steps[-1][1]))]
     steps.append((end, steps[-1][1]))
     out.append(_polyline(steps, x, lambda v: y(v, trace_ticks), TRACES_COLOUR, "traces"))
     # Dense storms get small markers so the lines underneath stay visible.

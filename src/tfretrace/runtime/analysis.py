@@ -38,27 +38,9 @@ class Analysis:
         ``models``: each recorded function's live Keras models; where the probe runs, those whose
         predict rows retraced are run again to see whether their rows are independent.
         """
-        from tfretrace.fix.applying.apply import source_hashes
-        from tfretrace.fix.planning.plan import PlanCache
+        from tfretrace.fix.core.hashes import source_hashes
 
-        if self._plans is None:
-            self._plans = PlanCache()
-        live = None
-        before = 0
-        if probe:
-            from tfretrace._tf.probe import bodies_run
-            from tfretrace.runtime.probe import probe_live
-
-            live, before = probe_live(self._root), bodies_run()
-        from tfretrace.runtime.predict_rows import settle_rows
-
-        kept = list(models) if models is not None and len(models) == len(recorded.functions) else None
-        # The live models are asked only with the probe: running a model runs the program's Python.
-        none: list[Any] = [()] * len(recorded.functions)
-        settled = settle_rows(recorded.functions, kept or none, live=probe and kept is not None)
-        functions = keras_rows_apart(self._plans.planned(settled, on_error, live))
-        if probe:
-            self._bodies_run += bodies_run() - before
+        functions = self._planned(recorded, on_error, probe, models)
         analyzed = replace(
             recorded, functions=functions, sources=source_hashes(functions, self._root),
             probe_traces=self._bodies_run if probe else recorded.probe_traces,
@@ -71,3 +53,32 @@ class Analysis:
             except Exception as exc:  # the report goes on without the panel
                 on_error(exc)
         return analyzed
+
+    def _planned(
+        self, recorded: Session, on_error: Callable[[BaseException], None], probe: bool,
+        models: Sequence[Any] | None,
+    ) -> tuple[Any, ...]:
+        # The planner loads only once something retraced or XLA recompiled: a plan is empty
+        # otherwise (plan_for, xla_steps), and its kinds take most of tfretrace's start-up.
+        if not any(f.retraces or f.xla_compiles > 1 for f in recorded.functions):
+            return keras_rows_apart(recorded.functions)
+        from tfretrace.fix.planning.plan import PlanCache
+        from tfretrace.runtime.predict_rows import settle_rows
+
+        if self._plans is None:
+            self._plans = PlanCache()
+        live = None
+        before = 0
+        if probe:
+            from tfretrace._tf.probe import bodies_run
+            from tfretrace.runtime.probe import probe_live
+
+            live, before = probe_live(self._root), bodies_run()
+        kept = list(models) if models is not None and len(models) == len(recorded.functions) else None
+        # The live models are asked only with the probe: running a model runs the program's Python.
+        none: list[Any] = [()] * len(recorded.functions)
+        settled = settle_rows(recorded.functions, kept or none, live=probe and kept is not None)
+        functions = keras_rows_apart(self._plans.planned(settled, on_error, live))
+        if probe:
+            self._bodies_run += bodies_run() - before
+        return functions

@@ -8,7 +8,7 @@ import hashlib
 import os
 import signal
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
@@ -19,6 +19,7 @@ from tfretrace.fix.applying.anchors import AnchorError, anchors_for, check_step
 from tfretrace.fix.core.files import SourceError, read_source_file
 from tfretrace.fix.core.files import digest as digest_bytes
 from tfretrace.fix.core.files import lines as source_lines
+from tfretrace.fix.core.hashes import source_hashes as source_hashes  # re-exported: the session's `sources`
 from tfretrace.fix.core.source import Replacement, SourceReader, Span, is_user_path, resolve
 from tfretrace.fix.errors import FixError as FixError  # re-exported: callers import it from here
 from tfretrace.fix.kinds import CALL_SITE_KINDS
@@ -68,24 +69,6 @@ def user_place(report: FunctionReport) -> str:
 def digest(text: str) -> str:
     """The hash of a text as UTF-8 bytes (what the session stores for a UTF-8 file with LF endings)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def source_hashes(functions: Iterable[FunctionReport], root: str | os.PathLike[str]) -> tuple[tuple[str, str], ...]:
-    """sha256 of every user file a plan edits or a function is defined in, read now from disk."""
-    paths: set[str] = set()
-    for report in functions:
-        paths.add(report.location.rpartition(":")[0])
-        for step in report.plan:
-            paths.update(str(e.get("path")) for e in step.get("edits") or () if isinstance(e, dict))
-    found = []
-    for path in sorted(p for p in paths if p and is_user_path(p)):
-        disk = resolve(path, root)
-        try:
-            # The bytes: a file whose line endings or encoding changed is a changed file.
-            found.append((path, digest_bytes(read_source_file(disk).data)))
-        except (OSError, ValueError):
-            continue  # gone, not a regular file or not text: nothing a fix could edit
-    return tuple(found)
 
 
 def _inside(path: Path, root: str | os.PathLike[str] | None) -> bool:

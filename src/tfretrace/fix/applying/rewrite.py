@@ -172,6 +172,8 @@ class _Rewriter(cst.CSTTransformer):
         self._where = where
 
     def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
+        if isinstance(original_node, cst.IndentedBlock) and isinstance(updated_node, cst.IndentedBlock):
+            return _first_without_blank_lines(original_node, updated_node, self._targets)
         target = self._targets.get(original_node)
         if target is None:
             return updated_node
@@ -187,6 +189,26 @@ class _Rewriter(cst.CSTTransformer):
             return _append_arguments(updated_node, edit.text)
         except cst.ParserSyntaxError:
             raise RewriteError(f"{self._where}:{edit.span.line}: the new text is not a Python expression") from None
+
+
+def _first_without_blank_lines(
+    original: cst.IndentedBlock, updated: cst.IndentedBlock, targets: dict[cst.CSTNode, tuple[str, Replacement]]
+) -> cst.IndentedBlock:
+    """The block whose first statement was removed: the blank lines that separated it go with it.
+
+    Left there, they would open the body with an empty line (a def moved out of its outer def).
+    Comment lines stay.
+    """
+    first = original.body[0] if original.body else None
+    target = targets.get(first) if first is not None else None
+    removed = target is not None and target[0] == "replace" and not target[1].text
+    if not removed or not updated.body:
+        return updated
+    head = updated.body[0]
+    lead = list(getattr(head, "leading_lines", ()))
+    while lead and lead[0].comment is None:
+        lead.pop(0)
+    return updated.with_changes(body=[head.with_changes(leading_lines=lead), *updated.body[1:]])
 
 
 def _with_lines_before(node: cst.CSTNode, text: str, top: bool) -> cst.FlattenSentinel[cst.BaseStatement]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -23,8 +24,6 @@ from tfretrace.fix.core.kind import (
 )
 from tfretrace.fix.core.safety import ADVICE, SAFE, SAFETIES, TF_CHECKED, UNSAFE
 from tfretrace.fix.core.source import Replacement, Span
-from tfretrace.fix.kinds import REGISTRY, kind_floor
-from tfretrace.fix.kinds import THROUGH_ANOTHER as THROUGH_ANOTHER
 
 if TYPE_CHECKING:
     from tfretrace.records.session import Session
@@ -56,8 +55,16 @@ UNPREDICTED = frozenset({OPEN_REPLAY_DIFFERS, OPEN_EVENTS_DROPPED})
 # One value per step: the first of these that applies, in this order of precedence.
 CHANGES = (CHANGES_EXAMPLES, CHANGES_DTYPE, CHANGES_RANDOM, CHANGES_SAVED_SIGNATURE, CHANGES_FLOAT_DIGITS)
 
-# Kinds whose traces are generalized, as each kind declares it (fix.core.kind.Kind.generalizes).
-_GENERALIZING = frozenset(kind.name for kind in REGISTRY if kind.generalizes)
+# The kinds (fix.kinds) load at first use, not with this module: the report renders plan steps,
+# and a run with nothing to plan never needs the kinds (most of tfretrace's start-up otherwise).
+
+
+@functools.cache
+def _generalizing() -> frozenset[str]:
+    """Kinds whose traces are generalized, as each kind declares it (fix.core.kind.Kind.generalizes)."""
+    from tfretrace.fix.kinds import REGISTRY
+
+    return frozenset(kind.name for kind in REGISTRY if kind.generalizes)
 
 
 def generalizes(kind: str, cause: str) -> bool:
@@ -65,11 +72,12 @@ def generalizes(kind: str, cause: str) -> bool:
 
     A tf.Variable passed as a tensor (``variable-spec-changed``) is read as it was: nothing is generalized.
     """
-    return kind in _GENERALIZING and cause != "variable-spec-changed"
+    return kind in _generalizing() and cause != "variable-spec-changed"
 
 # Steps with no edits of their own that tfretrace fix --apply makes all the same, through another
 # function's edits (a restored function, through the saving function's input_signature): the
-# registry's THROUGH_ANOTHER, imported above and kept under this name for this module's readers.
+# session reader's list (records.plan_view), so that this module does not load the kinds.
+from tfretrace.records.plan_view import THROUGH_ANOTHER as THROUGH_ANOTHER  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -212,6 +220,8 @@ def _safety(data: dict[str, Any]) -> dict[str, Any]:
     if not edits:
         return {"safety": ADVICE, "unsafe_reason": None, "checked": checked}
     saved, reason = data.get("safety"), data.get("unsafe_reason")
+    from tfretrace.fix.kinds import kind_floor
+
     floor = kind_floor(str(data.get("kind", "")), checked)
     if saved == SAFE and floor is None:
         return {"safety": SAFE, "unsafe_reason": None, "checked": checked}

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import importlib
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfretrace.runtime.prevent.profile import Profile
-from tfretrace.runtime.prevent.profile_file import load_profile
-from tfretrace.runtime.prevent.runtime import Prevention
+if TYPE_CHECKING:
+    from tfretrace.runtime.prevent.profile import Profile
+    from tfretrace.runtime.prevent.profile_file import load_profile
+    from tfretrace.runtime.prevent.runtime import Prevention
 
 ENV = "TFRETRACE_PREVENT"
+
+# Loaded at first use: the warm-up checks bring the fix planner's rules and kinds, which a run
+# without a profile (tfretrace run asks profile_from_env first) never needs.
+_LAZY = {
+    "Profile": "tfretrace.runtime.prevent.profile",
+    "load_profile": "tfretrace.runtime.prevent.profile_file",
+    "Prevention": "tfretrace.runtime.prevent.runtime",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["ENV", "Prevention", "Profile", "load_profile", "prevent", "profile_from_env"]
 
@@ -24,6 +40,8 @@ def prevent(profile: str | os.PathLike[str], *, monitor: Any = None, learn: bool
     that does not exist yet is recorded); a saved session used as a profile is never rewritten.
     """
     from tfretrace.runtime.monitor import current
+    from tfretrace.runtime.prevent.profile_file import load_profile
+    from tfretrace.runtime.prevent.runtime import Prevention
 
     loaded = load_profile(profile, missing_ok=learn)
     if monitor is None:

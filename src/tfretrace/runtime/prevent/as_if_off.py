@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tfretrace.explain.analyzer import Prior, explain
 from tfretrace.fix.core.rules import Signature, covers
 from tfretrace.records.events import EXPECTED_CAUSES, TraceEvent
 from tfretrace.records.function_report import FunctionReport
+
+if TYPE_CHECKING:
+    from tfretrace.fix.planning.plan import Probe
 
 
 def as_if_off(
@@ -59,10 +63,12 @@ def planned_off(
     report: FunctionReport,
     objects: Sequence[Sequence[tuple[Signature, str | None]]] | None,
     creates_variables: bool,
+    probe: Probe | None = None,
 ) -> tuple[tuple[dict[str, object], ...] | None, int | None, int]:
     """The plan of the program as written (None: the record's own), what ``fix --apply`` leaves, the fewest traces.
 
     ``objects`` None: nothing was warmed, so the run's own record is the program as written.
+    ``probe``: TensorFlow, asked as a run without prevention asks it, so that both plan alike.
     """
     from tfretrace.fix.core.source import SourceReader
     from tfretrace.fix.planning.plan import predict_applied, with_plan
@@ -71,5 +77,7 @@ def planned_off(
     if objects is None:
         return None, predict_applied(report, reader), report.traces - report.retraces
     off = as_if_off(report, objects, creates_variables)
-    planned = with_plan(off, reader)
-    return planned.plan, predict_applied(off, reader), off.traces - off.retraces
+    planned = with_plan(off, reader, probe)
+    # The plan's own count: its steps were checked with TensorFlow where a probe was given.
+    applied = planned.fix_counts[0] if planned.fix_counts is not None else None
+    return planned.plan, applied if applied is not None else predict_applied(off, reader), off.traces - off.retraces

@@ -134,12 +134,22 @@ class Prevention:
                 _, self._learned = learn(self.profile, session)
             except Exception as exc:  # a profile that cannot be widened never costs the run its report
                 self._error(exc)
-        report = self.report(session.tensorflow, session)
+        # Once the program has ended, TensorFlow is asked (the probe) exactly as a run without
+        # prevention asks it: the plan of the program as written must not depend on --prevent.
+        probe = None
+        if final and getattr(self._monitor, "program_done", False):
+            from tfretrace.runtime.probe import probe_live
+
+            probe = probe_live(getattr(self._monitor, "_root", None) or os.getcwd())
+        report = self.report(session.tensorflow, session, probe=probe)
         plans = {(f.name, f.location): f.plan_off for f in report.functions if f.plan_off is not None}
         # A prevented function is planned as the program is written (prevention off): that plan
         # is what fix --apply edits and what --verify measures without prevention.
+        from tfretrace.fix.planning.step import fix_counts
+
         functions = tuple(
-            replace(f, plan=plans[(f.name, f.location)]) if (f.name, f.location) in plans else f
+            replace(f, plan=plans[(f.name, f.location)], fix_counts=fix_counts(plans[(f.name, f.location)]))
+            if (f.name, f.location) in plans else f
             for f in session.functions
         )
         return replace(session, functions=functions, prevention=report)
@@ -257,12 +267,13 @@ class Prevention:
 
     # -- the report ----------------------------------------------------------------------------
 
-    def report(self, tensorflow: str | None = None, session: Any = None) -> PreventionReport:
+    def report(self, tensorflow: str | None = None, session: Any = None, probe: Any = None) -> PreventionReport:
         """Per profiled function met in this run: traces without and with prevention, and why.
 
         With the run's ``session``, each row also gets the fix plan of the program as written
         and its counts, and the retraces a warm-up cannot prevent are this run's (default: the
-        monitor's session so far). The session also tells profiled functions never traced from
+        monitor's session so far); ``probe`` (the program has ended) lets that plan ask TensorFlow.
+        The session also tells profiled functions never traced from
         those traced only where prevention never sees a call (inside another trace, by tf.data).
         """
         if session is None and self._monitor is not None:
@@ -280,7 +291,7 @@ class Prevention:
         with self._lock:
             met = list(self._rows.values())
         for row in met:
-            rows.append(_function_row(row, _recorded(session, row), self._error))
+            rows.append(_function_row(row, _recorded(session, row), self._error, probe))
             if row.fallback:
                 notes.append(f"{row.name}: {row.fallback}")
         # Profiled functions that retraced there and never ran here (eagerly) in this run.
@@ -321,7 +332,7 @@ def _recorded(session: Any, row: _Row) -> Any:
     return None
 
 
-def _function_row(row: _Row, recorded: Any = None, on_error: Any = None) -> FunctionPrevention:
+def _function_row(row: _Row, recorded: Any = None, on_error: Any = None, probe: Any = None) -> FunctionPrevention:
     without = measured = after_warmup = outside = 0
     for obj in row.objects:
         function = obj.ref()
@@ -351,7 +362,7 @@ def _function_row(row: _Row, recorded: Any = None, on_error: Any = None) -> Func
             try:
                 plan_off, applied, least = planned_off(
                     recorded, [[(c, obj.sites.get(c)) for c in obj.calls] for obj in row.objects] if warmed else None,
-                    entry.creates_variables)
+                    entry.creates_variables, probe)
             except Exception as exc:  # the plan is extra: the report stands without it
                 if on_error is not None:
                     on_error(exc)

@@ -1,0 +1,70 @@
+"""What `tfretrace run` loads beyond the program's imports: nothing of the planner when nothing retraced."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tensorflow")
+
+pytestmark = pytest.mark.tf
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TINY = '''\
+import tensorflow as tf
+
+
+@tf.function
+def f(x):
+    return x * 2
+
+
+print(float(f(tf.constant(1.0))))
+'''
+
+# Loaded only when something is planned, compared, prevented or highlighted in colour: each is
+# a large share of tfretrace's start-up (issue 41 item 8).
+DEFERRED = ("tfretrace.fix.kinds", "tfretrace.fix.planning.plan", "tfretrace.fix.applying", "tfretrace.compare",
+            "tfretrace.runtime.prevent.runtime", "tfretrace.runtime.prevent.profile", "pygments", "rich.syntax")
+
+
+def _imported(tmp_path: Path, *argv: str) -> tuple[set[str], str, str]:
+    """The modules imported, stdout, and stderr without the import times."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p))
+    env.pop("TFRETRACE_PREVENT", None)
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    names = {line.split("|")[2].strip() for line in done.stderr.splitlines()
+             if line.startswith("import time:") and line.count("|") == 2}
+    rest = "\n".join(line for line in done.stderr.splitlines() if not line.startswith("import time:"))
+    return names, done.stdout, rest
+
+
+def test_a_run_that_never_retraces_loads_nothing_of_the_planner(tmp_path: Path) -> None:
+    (tmp_path / "tiny.py").write_text(TINY, encoding="utf-8")
+    plain, plain_out, _ = _imported(tmp_path, "tiny.py")
+    tool, tool_out, _ = _imported(tmp_path, "-m", "tfretrace", "run", "tiny.py")
+    assert tool_out.startswith(plain_out)  # the program's output first, byte for byte
+    loaded = sorted(n for n in tool - plain if n.startswith(DEFERRED))
+    assert loaded == []
+    # What tfretrace itself adds stays a small set of modules (160 before the deferrals, 93 after).
+    assert len(tool - plain) < 110
+    # Deferred, not dropped: a function that retraced is planned as before.
+    (tmp_path / "retrace.py").write_text(TINY.replace("print(float(f(tf.constant(1.0))))",
+                                                      "for n in range(3):\n    f(tf.ones((n + 1,)))"),
+                                         encoding="utf-8")
+    tool, _, out = _imported(tmp_path, "-m", "tfretrace", "run", "--fix-plan", "retrace.py")
+    assert {"tfretrace.fix.kinds", "tfretrace.fix.planning.plan"} <= tool
+    assert "Fix plan: 3 traces -> 1 with tfretrace fix" in out
+    # plan steps spell the saved-signature kind's name so as not to load the kinds: the same name.
+    from tfretrace.fix.kinds import saved_signature
+    from tfretrace.fix.planning.step import THROUGH_ANOTHER
+
+    assert {saved_signature.NAME} == THROUGH_ANOTHER
