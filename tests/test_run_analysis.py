@@ -65,7 +65,7 @@ def test_a_saved_run_says_how_often_the_probe_ran_the_bodies(program: Path) -> N
     # The count is TensorFlow's (each fresh tf.function's tracing count), and it is what the file saw.
     assert extra > 0
     assert saved["analysis"]["probe_traces"] == extra
-    assert f"traced the program's functions {extra} time" in run.stderr.replace("\n", " ")
+    assert f"ran the bodies' Python {extra} more time" in run.stderr.replace("\n", " ")
 
 
 def test_a_plain_run_ends_with_the_commands_that_check_and_apply_its_kept_session(program: Path) -> None:

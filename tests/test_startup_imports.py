@@ -62,7 +62,7 @@ def test_a_run_that_never_retraces_loads_nothing_of_the_planner(tmp_path: Path) 
                                          encoding="utf-8")
     tool, _, out = _imported(tmp_path, "-m", "tfretrace", "run", "--fix-plan", "retrace.py")
     assert {"tfretrace.fix.kinds", "tfretrace.fix.planning.plan"} <= tool
-    assert "Fix plan: 3 traces -> 1 with tfretrace fix" in out
+    assert "3 -> 1 trace" in out  # the grouped report's fix line (the long "Fix plan:" is -v's)
     # plan steps spell the saved-signature kind's name so as not to load the kinds: the same name.
     from tfretrace.fix.kinds import saved_signature
     from tfretrace.fix.planning.step import THROUGH_ANOTHER

@@ -323,8 +323,7 @@ def emit_next(session: Session, console: Console, saved: str | None, target: Tar
         apply = [*tool, "fix", saved, "--apply"]
         lines.append(fold_command("Apply: ", [printable(shlex.quote(w)) for w in apply], width))
         if any(step.get("safety") == "unsafe" for f in session.functions for step in f.plan):
-            note = ("(safe edits only; --unsafe-fixes adds those that may change results, each with its "
-                    "reason)")
+            note = "(safe edits only; --unsafe-fixes adds the unsafe ones, each with its reason)"
             lines.append(textwrap.fill(note, width=max(width, 40), initial_indent="  ", subsequent_indent="   "))
         print("\n" + "\n".join(lines), file=stream)
     stream.flush()

@@ -292,8 +292,8 @@ def analysis_notes(session: Session) -> list[str]:
     if not session.probe_traces:
         return []
     return [
-        f"checking the fix plans, TensorFlow traced the program's functions {plural(session.probe_traces, 'time')} "
-        "after it ended: their Python ran again (trace-time prints were hidden; logs, files and counters saw it)"
+        # One line: the long form (prints hidden; logs, files and counters see it) is in docs/fix-plan.md.
+        f"checking the plans ran the bodies' Python {plural(session.probe_traces, 'more time')} after the program"
     ]
 
 
