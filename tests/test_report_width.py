@@ -89,3 +89,22 @@ def test_the_demo_under_fix_plan_fits_80_columns(tmp_path: Path) -> None:
     assert any(line.startswith("Apply: ") for line in ours)
     too_wide = [line for line in ours if len(line) > 80]
     assert too_wide == []
+
+
+def test_a_docstring_line_of_fix_code_is_never_broken() -> None:
+    # keras-pad-rows' helper has a docstring line with brackets and commas: broken there, the printed
+    # code would no longer be the code `fix` writes (seen on a held-out program's plan at 100 columns).
+    import ast
+
+    from tfretrace.render._code import fit
+
+    line = "    they are (views, not copies); the last partial batch is padded, its last row repeated, to a full one"
+    call = "    return g(aaaaaaaaaaaa, bbbbbbbbbbbbbbbb, cccccccccccccccccc, ddd)"
+    source = f'def f(x):\n    """Doc.\n\n{line}\n    """\n{call}\n'
+    printed = fit(source, 60)
+    assert line in printed.split("\n")
+    assert ast.dump(ast.parse(printed)) == ast.dump(ast.parse(source))
+    assert max(len(x) for x in printed.split("\n") if x != line) <= 60
+    # A fragment that does not parse on its own: the lines between its triple quotes stay too.
+    fragment = f'    """Doc.\n{line}\n    """\n'
+    assert line in fit(fragment, 60).split("\n")

@@ -24,13 +24,38 @@ def fit(source: str, width: int) -> str:
     that cannot be broken so (a string longer than the width, no brackets) runs long.
     """
     out: list[str] = []
-    for line in source.split("\n"):
-        if len(line) <= width:
+    inside = _string_lines(source)
+    for number, line in enumerate(source.split("\n"), 1):
+        # A line of a string spanning lines (a docstring) is the string's text: a break there
+        # would change the code printed, so it runs long.
+        if len(line) <= width or number in inside:
             out.append(line)
             continue
         for piece in _fit_line(line, width):
             out.extend(_wrap_comment(piece, width) if piece.lstrip().startswith("#") else [piece])
     return "\n".join(out)
+
+
+def _string_lines(source: str) -> set[int]:
+    """The numbers (from 1) of the lines a string literal spans where it spans more than one."""
+    lines: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                lines.update(range(token.start[0], token.end[0] + 1))
+        return lines
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        pass
+    # Not a whole program (a fragment of one): follow the triple quotes line by line.
+    quote: str | None = None
+    for number, line in enumerate(source.split("\n"), 1):
+        if quote is not None:
+            lines.add(number)
+        for mark in ('"""', "\'\'\'"):
+            if quote in (None, mark) and line.count(mark) % 2:
+                quote = mark if quote is None else None
+                lines.add(number)
+    return lines
 
 
 def _wrap_comment(line: str, width: int) -> list[str]:
