@@ -77,6 +77,6 @@ def test_a_plain_run_ends_with_the_commands_that_check_and_apply_its_kept_sessio
     commands = [line for line in last.replace("\\\n", " ").splitlines() if not line.startswith("  ")]
     assert [line.split(":")[0] for line in commands] == ["Check", "Apply"]
     assert "fix .tfretrace/last-session.json --verify -- " in " ".join(commands[0].split())
-    assert commands[1].endswith("fix .tfretrace/last-session.json --apply")
+    assert " ".join(commands[1].split()).endswith("fix .tfretrace/last-session.json --apply")
     kept = json.loads((program / ".tfretrace" / "last-session.json").read_text(encoding="utf-8"))
     assert any(step.get("edits") for f in kept["functions"] for step in f["plan"])

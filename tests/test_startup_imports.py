@@ -54,8 +54,10 @@ def test_a_run_that_never_retraces_loads_nothing_of_the_planner(tmp_path: Path) 
     assert tool_out.startswith(plain_out)  # the program's output first, byte for byte
     loaded = sorted(n for n in tool - plain if n.startswith(DEFERRED))
     assert loaded == []
-    # What tfretrace itself adds stays a small set of modules (160 before the deferrals, 93 after).
-    assert len(tool - plain) < 110
+    # tfretrace's own modules stay a small set (about 90 after the deferrals; the planner's kinds alone
+    # are over 40 more). Counted by name: which other modules come along (rich, tomllib) depends on
+    # what the TensorFlow and Keras of the environment already import (Keras 3 imports rich itself).
+    assert len([n for n in tool - plain if n.split(".")[0] == "tfretrace"]) < 100
     # Deferred, not dropped: a function that retraced is planned as before.
     (tmp_path / "retrace.py").write_text(TINY.replace("print(float(f(tf.constant(1.0))))",
                                                       "for n in range(3):\n    f(tf.ones((n + 1,)))"),
