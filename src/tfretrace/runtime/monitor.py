@@ -80,7 +80,6 @@ class Monitor:
         self._error_messages: deque[str] = deque(maxlen=10)
         self._counting = CallCounting(self._lock)
         self._analysis = Analysis(self._root)  # plans, made by session() and analyzed()
-        self._models: list[Any] = []  # each recorded function's live Keras models, set by record()
         self.active = False
         # Set by `tfretrace run`: tfretrace.stop() called by the program does not end it.
         self.pinned = False
@@ -153,6 +152,11 @@ class Monitor:
 
     def record(self) -> Session:
         """What the hooks recorded so far, assembled without analysis: no plan, no file read, no probe."""
+        return self._recorded()[0]
+
+    def _recorded(self) -> tuple[Session, list[Any]]:
+        """The recorded session and, per function in its order, the live Keras models it saw (read
+        in the same lock, so the two lists match), for the analysis stage to ask."""
         from tfretrace._tf import counters, versions
 
         end = self._stopped_at if self._stopped_at is not None else time.perf_counter()
@@ -160,10 +164,9 @@ class Monitor:
         with self._lock:
             states = list(self._functions.values())
             functions = tuple(report_of(s, counters.counter_value, counters.concrete_sites) for s in states)
-            # Keras predict rows: the live models each function saw, for the analysis stage to ask.
-            self._models = [s.keras_models for s in states]
+            models = [s.keras_models for s in states]
         tf_version, keras_version = versions.loaded_versions()
-        return Session(
+        recorded = Session(
             functions=functions,
             wall_seconds=end - self._t0,
             tool_version=__version__,
@@ -178,6 +181,7 @@ class Monitor:
             keras_package=versions.keras_package(),
             root=self._root,
         )
+        return recorded, models
 
     def session(self) -> Session:
         """A snapshot of everything recorded so far, with the fix plans the source and the calls give.
@@ -185,8 +189,8 @@ class Monitor:
         TensorFlow is never asked here (the probe runs the program's Python again): only
         :meth:`analyzed` asks it, where a plan needs it.
         """
-        recorded = self.record()
-        return self._analysis.analyze(recorded, self.internal_error, models=self._models)
+        recorded, models = self._recorded()
+        return self._analysis.analyze(recorded, self.internal_error, models=models)
 
     def analyzed(self, *, probe: bool, lint: bool = False) -> Session:
         """The session with plans; ``probe``: TensorFlow traces their signatures, once the program is done.
@@ -195,8 +199,8 @@ class Monitor:
         """
         # A running program must never see its functions traced again.
         probe = probe and self.program_done and not self.active
-        recorded = self.record()
-        return self._analysis.analyze(recorded, self.internal_error, probe=probe, lint=lint, models=self._models)
+        recorded, models = self._recorded()
+        return self._analysis.analyze(recorded, self.internal_error, probe=probe, lint=lint, models=models)
 
     def state(self, name: str) -> FunctionState:
         """The live record of the function with this qualified name (tests, budgets)."""

@@ -28,9 +28,12 @@ from tfretrace.fix.core.source import Replacement, Span
 if TYPE_CHECKING:
     from tfretrace.records.session import Session
 
-# Re-exported: the planner and its tests read the counts where they read the steps.
+# Re-exported: the planner and its tests read the counts where they read the steps; THROUGH_ANOTHER
+# (steps a restored function gets through another function's edits) is the session reader's list,
+# so that this module does not load the kinds.
 from tfretrace.records.plan_view import BY_HAND as BY_HAND
 from tfretrace.records.plan_view import BY_TOOL as BY_TOOL
+from tfretrace.records.plan_view import THROUGH_ANOTHER as THROUGH_ANOTHER
 from tfretrace.records.plan_view import applied_count as applied_count
 from tfretrace.records.plan_view import numbered as numbered
 from tfretrace.records.plan_view import render_counts as render_counts
@@ -73,11 +76,6 @@ def generalizes(kind: str, cause: str) -> bool:
     A tf.Variable passed as a tensor (``variable-spec-changed``) is read as it was: nothing is generalized.
     """
     return kind in _generalizing() and cause != "variable-spec-changed"
-
-# Steps with no edits of their own that tfretrace fix --apply makes all the same, through another
-# function's edits (a restored function, through the saving function's input_signature): the
-# session reader's list (records.plan_view), so that this module does not load the kinds.
-from tfretrace.records.plan_view import THROUGH_ANOTHER as THROUGH_ANOTHER  # noqa: E402
 
 
 @dataclass(frozen=True)
