@@ -6,6 +6,7 @@ import gc
 import itertools
 import threading
 import weakref
+from typing import Any
 
 import numpy as np
 import pytest
@@ -102,9 +103,21 @@ def test_user_exceptions_propagate_unchanged() -> None:
 def _train_weights(monitored: bool) -> list[np.ndarray]:
     import keras
     import tensorflow as tf
+    from tensorflow.python.framework import config as tf_config
 
     keras.utils.set_random_seed(7)
+    # Op determinism is process-wide: turned off again after, or every later test of this worker
+    # that draws without a seed fails (a Keras callback test did, in the fresh-clone suite).
+    was = tf_config.is_op_determinism_enabled()
     tf.config.experimental.enable_op_determinism()
+    try:
+        return _fitted(keras, monitored)
+    finally:
+        if not was:
+            tf_config.disable_op_determinism()
+
+
+def _fitted(keras: Any, monitored: bool) -> list[np.ndarray]:
     model = keras.Sequential([keras.Input((6,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(1)])
     model.compile(optimizer="adam", loss="mse")
     rng = np.random.default_rng(0)
