@@ -141,22 +141,25 @@ def test_the_seed_of_a_random_draw_is_read_from_tensorflow() -> None:
         return x + tf.random.stateless_normal(tf.shape(x), seed=[1, 2])
 
     # An earlier test of this process may have fixed a global seed, or turned op determinism on
-    # (then a random op without a seed refuses to run): the traces below see neither.
-    tf.random.set_seed(None)
+    # (then a random op without a seed refuses to run): the traces below see neither, and both are
+    # as they were afterwards, for the tests after this one.
+    from tensorflow.python.eager import context
     from tensorflow.python.framework import config as tf_config
 
-    determinism = tf_config.is_op_determinism_enabled()
+    seed, determinism = context.global_seed(), tf_config.is_op_determinism_enabled()
+    tf.random.set_seed(None)
     tf_config.disable_op_determinism()
-    for function in (unseeded, op_seeded, stateless):
-        function(X)
-    assert unseeded_draws(unseeded) == "RandomStandardNormal"
-    assert unseeded_draws(op_seeded) is None
-    assert unseeded_draws(stateless) is None  # no stateful draw at all
-    tf.random.set_seed(5)
     try:
+        for function in (unseeded, op_seeded, stateless):
+            function(X)
+        assert unseeded_draws(unseeded) == "RandomStandardNormal"
+        assert unseeded_draws(op_seeded) is None
+        assert unseeded_draws(stateless) is None  # no stateful draw at all
+        tf.random.set_seed(5)
         assert unseeded_draws(unseeded) is None  # a global seed set: the run can repeat its streams
-    finally:
         tf.random.set_seed(None)
+        assert unseeded_draws(unseeded) == "RandomStandardNormal"
+    finally:
+        tf.random.set_seed(seed)
         if determinism:
             tf_config.enable_op_determinism()
-    assert unseeded_draws(unseeded) == "RandomStandardNormal"
