@@ -81,6 +81,15 @@ def test_a_syntax_error_in_the_script_shows_python_s_lines_not_ours(
     assert "Traceback" not in err and "runpy" not in err and "tfretrace" not in err, err
 
 
+def test_fix_without_a_session_names_the_missing_last_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["fix", "--apply"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and ".tfretrace/last-session.json" in err, err
+    assert sorted(tmp_path.iterdir()) == []  # nothing written
+
+
 def test_run_without_save_keeps_only_the_last_session(script: Path, monitor: FakeMonitor, tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
@@ -98,7 +107,10 @@ def test_run_without_save_keeps_only_the_last_session(script: Path, monitor: Fak
     kept = tmp_path / ".tfretrace"
     assert sorted(tmp_path.rglob("*")) == sorted([*before, kept, kept / ".gitignore", kept / "last-session.json"])
     assert "--save" not in err
-    assert "Re-render:" in err and ".tfretrace/last-session.json" in err
+    # `tfretrace fix` reads the kept session unnamed: the report need not name its path.
+    assert "Re-render:" not in err and ".tfretrace/last-session.json" not in err
+    assert cli.main(["fix"]) == 0
+    assert "Fix plans" in capsys.readouterr().out
     assert monitor.kept_tf_warning is False
     cli.main(["run", "--keep-tf-warning", str(script)])
     assert monitor.kept_tf_warning is True

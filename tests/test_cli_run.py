@@ -102,8 +102,9 @@ def test_fix_plan_without_save_applies_the_kept_session(program: Path, tmp_path:
     with pytest.MonkeyPatch.context() as mp:  # spelled as the program's folder sees it
         mp.chdir(tmp_path)
         tool = tfretrace_command()
-    assert err.endswith(f"Apply: {tool} fix .tfretrace/last-session.json --apply")
-    assert f"Check: {tool} fix .tfretrace/last-session.json --verify -- " in err
+    # `tfretrace fix` reads the kept session when none is named: the commands need not name it.
+    assert err.endswith(f"Apply: {tool} fix --apply")
+    assert f"Check: {tool} fix --verify -- " in err
     assert err.count("Fix plan:") == 1
     assert "(4 -> 1 trace, saves" in err  # "1 trace", not "1 traces"
 
@@ -304,3 +305,34 @@ def test_fit_rows_of_a_trained_and_two_reloaded_models_are_told_apart(tmp_path: 
     # Each named by the line that built or loaded its model.
     assert sorted(f.location for f in fits) == ["reload.py:12", "reload.py:14", "reload.py:7"]
     assert all(f.keras is not None and f.keras.built_at == f.location for f in fits)
+
+
+def test_a_plain_run_marks_what_tensorflow_was_not_asked_and_names_the_run_that_asks(
+        program: Path, tmp_path: Path) -> None:
+    # A plain run reruns none of the program's code, so TensorFlow checks no signature: the step
+    # is "unchecked" (not "unsafe", as if TensorFlow had refused it), said once, and the next
+    # command is the run that asks, not a --verify or --apply that could only skip the step.
+    plain = _tfretrace("run", "train.py", cwd=tmp_path)
+    assert plain.returncode == 0, plain.stderr
+    kept = tmp_path / ".tfretrace" / "last-session.json"
+    step = json.loads(kept.read_text())["functions"][0]["plan"][0]
+    assert (step["kind"], step["safety"], step.get("unasked"), step.get("checked")) == (
+        "input-signature", "unsafe", True, None)
+    err = " ".join(plain.stderr.split()).replace(" \\ ", " ")
+    assert "fix [unchecked] one input_signature: 4 -> 1 trace" in err and "[unsafe]" not in err
+    assert err.count("unchecked: ") == 1  # the footer's one explanation
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        tool = tfretrace_command()
+    assert err.endswith(f"Check: {tool} run --fix-plan train.py")  # no Apply: nothing safe to write
+    # The run that asks: TensorFlow traced the open signature, the step is safe, and the stdout
+    # digest a --verify compares against is kept with the session.
+    asked = _tfretrace("run", "--fix-plan", "train.py", cwd=tmp_path)
+    assert asked.returncode == 0, asked.stderr
+    data = json.loads(kept.read_text())
+    step = data["functions"][0]["plan"][0]
+    assert (step["safety"], step.get("unasked"), step.get("checked")) == ("safe", None, "tensorflow")
+    assert data["output"]["stdout"]["lines"] == 1
+    err = " ".join(asked.stderr.split()).replace(" \\ ", " ")
+    assert "fix [safe] one input_signature: 4 -> 1 trace" in err and "unchecked" not in err
+    assert f"Apply: {tool} fix --apply" in err

@@ -41,7 +41,7 @@ def test_merged_share_of_wall_divides_each_workers_time_by_its_own_wall(tmp_path
     assert shares == {"fast": pytest.approx(0.15 / 10.0), "slow": pytest.approx(0.15 / 100.0)}
     # The headline: all tracing over all workers' wall, never over one worker's.
     text = TextRenderer(width=160).render(merged)
-    assert "0.3% of 110 s wall (2 workers)" in text.splitlines()[0], text.splitlines()[0]
+    assert "(0.3% of 110 s, 2 workers)" in text.splitlines()[0], text.splitlines()[0]
     # The per-worker walls survive a save and a load of the merged session.
     path = tmp_path / "merged.json"
     merged.save(path)

@@ -136,3 +136,25 @@ def test_traces_that_are_the_product_of_two_arguments_say_so() -> None:
     assert product_line(train, stories(train)) == "8 tokens dim 1 sizes x 3 lr values = 24 traces"
     batch = _function("evaluate.<locals>.batch_error")
     assert product_line(batch, stories(batch)) == ""  # one changed argument: nothing to multiply
+
+
+def test_a_headline_share_is_of_the_seconds_beside_it() -> None:
+    # predict_batch traced once and compiled four times: its headline's seconds are both, so its
+    # share of the wall is of both (it said 0.6% beside 495 ms of a 6 s run, tracing alone).
+    from tfretrace.render._grouped import headline
+
+    session = load(DEMO)
+    report = _function("predict_batch")
+    _name, figures = headline(report, session)
+    share = (report.trace_seconds + report.xla_compile_seconds) / session.wall_of(report.worker)
+    assert figures.endswith(f"  {share * 100:.1f}%"), figures
+    assert not figures.startswith("1 trace"), figures  # one trace, many compiles: the compiles speak
+
+
+def test_a_plain_runs_unasked_steps_read_unchecked_and_an_asked_runs_read_unsafe() -> None:
+    report = _function("train_step")
+    step = dict(report.plan[0], safety="unsafe", unasked=True)
+    unasked = dataclasses.replace(report, plan=(step, *report.plan[1:]))
+    assert fix_lines(unasked, asked=False)[0].safety == "unchecked"
+    assert fix_lines(unasked, asked=True)[0].safety == "unsafe"  # the probe ran and found no live function
+    assert fix_lines(report, asked=False)[0].safety == "safe"

@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     fix = sub.add_parser(
         "fix",
         help="show, apply or verify the checked fix plans of a saved session",
-        usage="tfretrace fix SESSION.json [--apply] [--unsafe-fixes] [--root DIR] [--timeout S] "
+        usage="tfretrace fix [SESSION.json] [--apply] [--unsafe-fixes] [--root DIR] [--timeout S] "
         "[--link-data PATH] [--also-run 'command ...'] [--rounds N] [--verify -- command ...]",
         description="Print each function's fix plan and a unified diff of the safe edits tfretrace can make "
         "itself. --apply writes them (all files or none); --unsafe-fixes adds the edits that may change "
@@ -39,7 +39,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "again from that run, edits the copy and runs it, until a round removes no trace (--rounds); with --apply "
         "every kept round's edits are written at once.",
     )
-    fix.add_argument("session", metavar="SESSION.json")
+    fix.add_argument(
+        "session", metavar="SESSION.json", nargs="?", default=None,
+        help="a saved session (default: the last run's, kept in the project's .tfretrace/ folder)",
+    )
     fix.add_argument("--apply", action="store_true", help="write the safe edits into the program's files")
     fix.add_argument(
         "--unsafe-fixes", action="store_true",
@@ -127,6 +130,9 @@ def command_fix(
     if ns.rounds is not None and command is None:
         raise FixError("--rounds goes with --verify: rounds run the program (tfretrace fix S.json --rounds N "
                        "--verify -- CMD)")
+    implicit = ns.session is None
+    if implicit:
+        ns.session = _last_session()
     session = load(ns.session)
     # The program is here, at --root or at the project's [tool.tfretrace.fix] root (the user's own
     # settings): never where the session says, a session being data.
@@ -170,7 +176,7 @@ def command_fix(
         out.write(f"\nApplied: {len(written)} file(s) changed: {', '.join(printable(c.path) for c in changes)}\n")
     elif changes and command is None:
         extra = " --unsafe-fixes" if ns.unsafe_fixes else ""
-        fix = f"{tfretrace_command()} fix {printable(shlex.quote(ns.session))}"
+        fix = f"{tfretrace_command()} fix" + ("" if implicit else f" {printable(shlex.quote(ns.session))}")
         program = _program_words(session.argv)
         out.write("\n")
         if program:
@@ -179,6 +185,19 @@ def command_fix(
             out.write(f"Check: {fix}{extra} --verify -- {check}\n")
         out.write(f"Apply: {fix} --apply{extra}\n")
     return 0
+
+
+def _last_session() -> str:
+    """The session the project's last run kept (as ``tfretrace run`` names it from here); FixError if none."""
+    from tfretrace.cli import last_session
+    from tfretrace.fix.applying.apply import FixError
+
+    here = Path.cwd()
+    kept = last_session.project_folder(here) / last_session.FOLDER / last_session.NAME
+    if not kept.is_file():
+        raise FixError(f"no SESSION.json given and no last run kept here ({last_session.shown(kept, here)}): "
+                       "run `tfretrace run PROGRAM` first, or name a session saved with --save")
+    return last_session.shown(kept, here)
 
 
 def _program_words(argv: tuple[str, ...]) -> list[str]:

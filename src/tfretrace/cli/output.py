@@ -169,9 +169,12 @@ def emit(
     saved: str | None,
     outputs: Sequence[Output] = (),
     sources: list[str] | None = None,
+    implicit: bool = False,
 ) -> bool:
     """Write each ``-o`` file, or the terminal report (at the console's width and colour) and the
     re-render command to the console's stream.
+
+    ``implicit``: ``saved`` is the project's kept last session, not a file the user named.
 
     Returns False when a file could not be written (one line says why; an earlier file of
     that name is left as it was).
@@ -219,12 +222,14 @@ def emit(
         from tfretrace.records.prevention import render as render_prevention
 
         stream.write("\n" + render_prevention(session.prevention))
-    if files:
+    # A session the user saved (--save, or files given to `tfretrace report`) gets the command that
+    # renders it again; the kept last session is what `tfretrace fix` reads unnamed, and the run's
+    # grouped report ends with its footer (which names -v and -o report.html) and next commands.
+    if files and not implicit:
         words = [*shlex.split(tfretrace_command()), "report", *files, "-o", "report.html"]
         command = fold_command("Re-render: ", [printable(shlex.quote(w)) for w in words], console.width)
-        # The grouped report's footer ends it; the per-trace one gets a blank line between.
         print(("\n" if verbose else "") + command, file=stream)
-    elif sources is None:
+    elif not files and sources is None and not implicit:
         print("\nTo re-render this run later (HTML, JSON), run it with --save run.json", file=stream)
     stream.flush()
     return ok

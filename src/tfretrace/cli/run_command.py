@@ -8,7 +8,6 @@ import importlib
 import os
 import shlex
 import sys
-import textwrap
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -84,7 +83,9 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     strict = importlib.import_module("tfretrace.budget").strict_from_env
     # Before the XLA log tap may take fd 2: the status line's terminal, the program's streams.
     # The digest's stdout first: the status line's guard then wraps it like any program stream.
-    outputs_tap = _stdout_tap(save)
+    # Under --fix-plan too: its report's Check: line verifies the plans, and the verdict on stdout
+    # needs the recorded run's digest.
+    outputs_tap = _stdout_tap(save is not None or bool(ns.fix_plan))
     progress = _live_status(ns)
     try:
         # tfretrace run starts before TensorFlow loads: it may lower TF_CPP_MIN_LOG_LEVEL to read
@@ -153,21 +154,23 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     saved = save_session(session, save)
     # Every run keeps its session, so that the report can end with the commands that apply it.
     kept = last_session.keep(session, project)
+    # `tfretrace fix` reads the kept session by default: the next commands need not name it.
+    implicit = saved is None and kept is not None
     if saved is None and kept is not None:
         saved = last_session.shown(kept, here)
     if tensorboard is not None:
         _write_tensorboard(session, tensorboard)
     # The report's console, made now: the program may have replaced or closed its streams.
     err = console_for(sys.stderr)
-    written = emit(session, ns, err, saved, outputs)
+    written = emit(session, ns, err, saved, outputs, implicit=implicit)
     status = final_status(status, session, ns, sys.stderr)
     status = gate.finish(session, status, ns.tolerance, sys.stderr)
     # A report that could not be written is a failure, but never hides the program's own status.
     # The grouped report already gives each step's headline and code: the long plans are -v's.
     if ns.fix_plan and getattr(ns, "verbose", False):
-        emit_plans(session, err, saved, target)
+        emit_plans(session, err, saved, target, implicit=implicit)
     else:
-        emit_next(session, err, saved, target)
+        emit_next(session, err, saved, target, implicit=implicit)
     return status if written or status != EXIT_OK else EXIT_USAGE
 
 
@@ -270,9 +273,9 @@ def _live_status(ns: argparse.Namespace) -> Progress | None:
     return progress
 
 
-def _stdout_tap(save: object) -> Any:
-    """With --save, ``sys.stdout`` digested for the session (runtime.output_tap); None without."""
-    if save is None:
+def _stdout_tap(wanted: bool) -> Any:
+    """With --save or --fix-plan (``wanted``), ``sys.stdout`` digested for the session (runtime.output_tap)."""
+    if not wanted:
         return None
     tap = importlib.import_module("tfretrace.runtime.output_tap").OutputTap()
     try:
@@ -293,17 +296,22 @@ def _native_log_shown() -> bool:
     return level not in ("2", "3")
 
 
-def emit_plans(session: Session, console: Console, saved: str | None, target: Target | None = None) -> None:
+def emit_plans(session: Session, console: Console, saved: str | None, target: Target | None = None, *,
+               implicit: bool = False) -> None:
     """The fix plans, then the commands that verify their edits on a copy and apply them."""
     from tfretrace.render.text import render_plans
 
     stream, width, color = console.file, console.width, colored(console)
     print("\n" + render_plans(session, width=width, color=color, saved=saved is not None).rstrip(), file=stream)
-    emit_next(session, console, saved, target)
+    emit_next(session, console, saved, target, implicit=implicit)
 
 
-def emit_next(session: Session, console: Console, saved: str | None, target: Target | None = None) -> None:
-    """The report's last lines: the commands that check the plans' edits on a copy, then apply them."""
+def emit_next(session: Session, console: Console, saved: str | None, target: Target | None = None, *,
+              implicit: bool = False) -> None:
+    """The report's last lines: the commands that check the plans' edits on a copy, then apply them.
+
+    ``implicit``: ``saved`` is the project's kept last session, which ``tfretrace fix`` reads unnamed.
+    """
     stream, width = console.file, console.width
     editable = any(step.get("edits") for f in session.functions for step in f.plan)
     tool = shlex.split(tfretrace_command())
@@ -315,17 +323,25 @@ def emit_next(session: Session, console: Console, saved: str | None, target: Tar
         # Spelled as they run here (`make demo` calls .venv/bin/tfretrace without activating
         # .venv), and folded with a backslash where wider than the terminal: pasted, they still run.
         lines = []
-        # Checking on a copy comes first: --apply edits the program's files in place.
-        if target is not None:
-            program = ["-m", target.module] if target.script is None else [target.script]
-            check = [*tool, "fix", saved, "--verify", "--", *shlex.split(python_command()), *program, *target.args]
+        program = [] if target is None else (
+            ["-m", target.module] if target.script is None else [target.script]) + list(target.args)
+        steps = [step for f in session.functions for step in f.plan]
+        if session.probe_traces is None and any(step.get("unasked") is True for step in steps):
+            # A plain run asked TensorFlow nothing (it reruns none of the program's code): the
+            # next command is the run that asks, whose report ends with these lines again.
+            if program:
+                ask = [*tool, "run", "--fix-plan", *program]
+                lines.append(fold_command("Check: ", [printable(shlex.quote(w)) for w in ask], width))
+        elif program:
+            # Checking on a copy comes first: --apply edits the program's files in place.
+            named = [] if implicit else [saved]
+            check = [*tool, "fix", *named, "--verify", "--", *shlex.split(python_command()), *program]
             lines.append(fold_command("Check: ", [printable(shlex.quote(w)) for w in check], width))
-        apply = [*tool, "fix", saved, "--apply"]
-        lines.append(fold_command("Apply: ", [printable(shlex.quote(w)) for w in apply], width))
-        if any(step.get("safety") == "unsafe" for f in session.functions for step in f.plan):
-            note = "(safe edits only; --unsafe-fixes adds the unsafe ones, each with its reason)"
-            lines.append(textwrap.fill(note, width=max(width, 40), initial_indent="  ", subsequent_indent="   "))
-        print("\n" + "\n".join(lines), file=stream)
+        if any(step.get("safety") == "safe" and step.get("edits") for step in steps):
+            apply = [*tool, "fix", *([] if implicit else [saved]), "--apply"]
+            lines.append(fold_command("Apply: ", [printable(shlex.quote(w)) for w in apply], width))
+        if lines:
+            print("\n".join(lines), file=stream)  # right under the footer, as its last lines
     stream.flush()
 
 

@@ -69,6 +69,8 @@ class StepView:
     safety: str | None = None
     unsafe_reason: str | None = None
     checked: str | None = None
+    # Unsafe only for want of TensorFlow's answer (fix.planning.step.PlanStep.unasked).
+    unasked: bool = False
 
     @property
     def edits(self) -> tuple[Place, ...]:
@@ -115,6 +117,7 @@ class StepView:
             safety=None if data.get("kind") == "statement" else _optional_text(data.get("safety")),
             unsafe_reason=_optional_text(data.get("unsafe_reason")),
             checked=_optional_text(data.get("checked")),
+            unasked=data.get("unasked") is True,
         )
 
 

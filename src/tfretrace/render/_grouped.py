@@ -17,7 +17,7 @@ from tfretrace.records.session import Session
 from tfretrace.render import _model
 from tfretrace.render._code import Code, fit
 from tfretrace.render._layout import indent, prose
-from tfretrace.render._stories import fix_lines, product_line, stories
+from tfretrace.render._stories import UNCHECKED_NOTE, fix_lines, product_line, shown_code, stories
 
 # A function's block stops adding later steps' code beyond this many lines (the first step's code
 # is always printed: it is the fix); the rest is in -v and ``tfretrace fix``.
@@ -55,20 +55,24 @@ def function_block(report: FunctionReport, session: Session, width: int, color: 
     if product:
         parts.append(indent(prose(product), 2, hang=4))
     used = len(parts)
-    for number, fix in enumerate(fix_lines(report)):
+    for number, fix in enumerate(fix_lines(report, asked=session.probe_traces is not None)):
         if fix.joiner == "note":  # one line: the whole statement is -v's
             parts.append(indent(prose(_one_line(fix.headline(), width - 2), "dim"), 2))
             used += 1
             continue
         style = "bold green" if fix.safety == "safe" else "bold yellow"
-        code = fit(fix.code, max(20, width - _CODE_INDENT)) if fix.code else ""
+        room = max(20, width - _CODE_INDENT)
+        code = fit(shown_code(fix.code, report.location, room), room) if fix.code else ""
         rows = code.count("\n") + 1 if code else 0
-        # The first step's code always shows (it is the fix); a later step's only while the block
-        # stays short and the code is an edit, not a helper.
-        shown = bool(code) and (number == 0 or (rows <= CODE_LINES and used + rows + 2 <= BLOCK_LINES))
+        # The first step's code always shows (it is the fix); a later step's only where it is
+        # written (by --apply, or by hand: not an unsafe or unchecked edit), the block stays short
+        # and the code is an edit, not a helper.
+        written = fix.safety in ("safe", "by hand")
+        later = written and rows <= CODE_LINES and used + rows + 2 <= BLOCK_LINES
+        shown = bool(code) and (number == 0 or later)
         head, trailer = fix.headline(), fix.trailer
         if code and not shown:  # where the code is: on the headline where it fits, else the trailer
-            if not trailer and len(head) + len(_MORE) <= width - 6:  # 2 in, 4 hanging
+            if not trailer and len(head) + len(_MORE) <= width - 2:  # the headline is 2 in
                 head += _MORE
             else:
                 trailer = "; ".join(t for t in (trailer, _MORE[2:]) if t)
@@ -90,15 +94,25 @@ def headline(report: FunctionReport, session: Session) -> tuple[Text, str]:
     if report.keras is not None and report.keras.built_at:
         where = f"model built at {report.keras.built_at}"
     line.append(f"  {where}", style="dim")
-    counts = plural(report.traces, "trace")
+    # A function traced once and compiled often is an XLA story: its one trace goes unsaid.
+    parts = [] if report.xla_compiles > 1 and report.traces == 1 else [plural(report.traces, "trace")]
     if report.xla_compiles:
-        counts += ", " + plural(report.xla_compiles, "XLA compile")
-    counts += ", " + plural(report.calls, "call")
+        parts.append(plural(report.xla_compiles, "XLA compile"))
+    counts = ", ".join([*parts, plural(report.calls, "call")])
     if report.objects > 1:
         counts += f", {report.objects} tf.function objects"
     seconds = report.trace_seconds + report.xla_compile_seconds
-    share = _model.fmt_share(_model.share_of_wall(report, session))
-    return line, f"{counts}  {_model.fmt_seconds(seconds)}  {share}"
+    # The share is of the seconds shown beside it (tracing and compiling), of the process's wall.
+    wall = session.wall_of(report.worker)
+    share = _model.fmt_share(seconds / wall if wall > 0 else 0.0)
+    return line, f"{counts}  {_headline_seconds(seconds)}  {share}"
+
+
+def _headline_seconds(seconds: float) -> str:
+    """``1.54 s``, ``495 ms``, ``6.5 ms``: three figures at most, so that a headline fits one line."""
+    if 0.01 <= seconds < 1.0:
+        return f"{seconds * 1000:.0f} ms"
+    return _model.fmt_seconds(seconds)
 
 
 def footer(session: Session, width: int) -> list[RenderableType]:
@@ -133,6 +147,10 @@ def footer(session: Session, width: int) -> list[RenderableType]:
         out.append(indent(prose(why, "dim"), 0, hang=2))
     if more:
         out.append(indent(prose(more, "dim"), 0, hang=2))
+    unasked = any(step.get("unasked") is True for report in retracing for step in report.plan
+                  if isinstance(step, dict))
+    if session.probe_traces is None and unasked:
+        out.append(indent(prose(UNCHECKED_NOTE, "dim"), 0, hang=2))
     return out
 
 

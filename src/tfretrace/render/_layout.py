@@ -22,9 +22,14 @@ class Prose(Text):
     (``'ignore'``); neither is right for a sentence that names ``examples/train.py:74``.
     """
 
+    # Columns the first line of each paragraph may use beyond the width (an Indented block's hang:
+    # its wrapped lines sit that much further right, its first line does not).
+    first_extra = 0
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterable[Segment]:
         for paragraph in self.split("\n", allow_blank=True):
-            for line in paragraph.divide(_breaks(paragraph.plain, options.max_width)):
+            breaks = _breaks(paragraph.plain, options.max_width, first=options.max_width + self.first_extra)
+            for line in paragraph.divide(breaks):
                 line.rstrip()
                 yield from line.render(console)
                 yield Segment.line()
@@ -35,11 +40,11 @@ class Prose(Text):
         return Measurement(longest, max((len(line) for line in self.plain.split("\n")), default=0))
 
 
-def _breaks(plain: str, width: int) -> list[int]:
+def _breaks(plain: str, width: int, first: int | None = None) -> list[int]:
     """Offsets where a greedy word wrap at ``width`` starts each new line (after a space).
 
-    A figure stays whole: no break next to a number (``1.08 s``, ``dim 1``) or around an arrow
-    (``24 -> 8 traces``).
+    ``first``: the first line's width, where it differs. A figure stays whole: no break next to a
+    number (``1.08 s``, ``dim 1``) or around an arrow (``24 -> 8 traces``).
     """
     breaks: list[int] = []
     start = 0
@@ -47,7 +52,7 @@ def _breaks(plain: str, width: int) -> list[int]:
     for i, char in enumerate(plain):
         if char == " " and _breakable(plain, i):
             last_space = i
-        elif i - start >= width and last_space >= start:
+        elif i - start >= (width if breaks or first is None else first) and last_space >= start:
             start = last_space + 1
             breaks.append(start)
     return breaks
@@ -56,8 +61,10 @@ def _breaks(plain: str, width: int) -> list[int]:
 def _breakable(plain: str, i: int) -> bool:
     """Whether the space at ``i`` may end a line: not inside a figure or a ``before -> after``."""
     before, after = plain[:i], plain[i + 1 :]
-    # A number stays with the word before (``dim 1``) and after it (``36 calls``).
-    return not (before[-1:].isdigit() or after[:1].isdigit() or before.endswith("->") or after.startswith("->"))
+    # A number stays with the word before (``dim 1``) and after it (``36 calls``); ``at`` stays
+    # with the place it names (``at train.py:41``).
+    glued = before[-1:].isdigit() or after[:1].isdigit() or before.endswith("->") or after.startswith("->")
+    return not (glued or before == "at" or before.endswith(" at"))
 
 
 def hang_of(line: str) -> int:
@@ -81,6 +88,8 @@ class Indented:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         inner = options.update(width=max(20, options.max_width - self.spaces - self.hang))
+        if isinstance(self.renderable, Prose):  # its first line is not hung: it may be that much longer
+            self.renderable.first_extra = self.hang
         # split_lines, not render_lines: the latter crops every line to the width.
         lines = Segment.split_lines(console.render(self.renderable, inner))
         for number, line in enumerate(lines):

@@ -184,18 +184,19 @@ def label(report: FunctionReport) -> str:
 
 
 def summary_line(session: Session) -> str:
-    """``3 functions, 41 traces (37 retraces), 2.41 s tracing = 18.2% of 13.2 s wall``."""
+    """``3 functions, 41 traces (37 retraces), 2.41 s tracing (18.2% of 13.2 s)``: of the run's wall time."""
     functions = plural(len(session.functions), "function")
     tracing = sum(f.trace_seconds for f in session.functions)
     # Merged workers: all their tracing over all their walls, never over one worker's wall.
     wall = session.process_seconds
     share = tracing / wall if wall > 0 else 0.0
-    walls = f" ({len(session.workers)} workers)" if session.worker_walls else ""
+    walls = f", {len(session.workers)} workers" if session.worker_walls else ""
+    # The share is of the run's wall time: the line must fit 80 columns for a small run.
     line = (
         f"{functions}, {plural(session.total_traces, 'trace')} "
         f"({plural(session.total_retraces, 'retrace')}), "
-        f"{fmt_seconds(tracing)} tracing = {fmt_share(share)} of "
-        f"{fmt_seconds(wall)} wall{walls}"
+        f"{fmt_seconds(tracing)} tracing ({fmt_share(share)} of "
+        f"{fmt_seconds(wall)}{walls})"
     )
     compiles = sum(f.xla_compiles for f in session.functions)
     if compiles:

@@ -8,6 +8,7 @@ its safety, a few words, its effect, its code and at most one trailer. The termi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,13 @@ MAX_VALUES = 5
 # A fix headline's "what" and an unsafe reason are cut to these many words (the long form: -v).
 WHAT_WORDS = 8
 REASON_WORDS = 12
+# A step TensorFlow was never asked about in a run that asked it nothing (a plain run): neither
+# safe nor shown to be unsafe. The report's Check: line is then the run that asks.
+UNCHECKED = "unchecked"
+# Said once, in the footer, where any step is unchecked (render._grouped.footer).
+UNCHECKED_NOTE = "unchecked: not asked of TensorFlow, a plain run reruns none of your code"
+# The planner's header above a group of edited lines: ``# examples/train.py:55`` (and an aside).
+_HEADER = re.compile(r"^# (\S+):(\d+)(,.*)?$")
 _TYPE_WORDS = frozenset({"float", "int", "bool", "str", "complex"})
 
 # The few words each fix kind is named by on its headline (the session's ``kind`` field). A kind
@@ -43,7 +51,7 @@ _WHAT = {
     "keras-call": "call the model instead of predict",
     "keras-pad": "pad predict inputs to one bucket",
     "keras-pad-rows": "pad predict rows to one bucket",
-    "saved-signature": "the saving function's input_signature",
+    "saved-signature": "the saver's input_signature",
     "wrap-vectorized-map": "vectorized_map inside one tf.function",
     "xla-bucket": "bucket varying dims",
     "xla-off": "turn XLA off",
@@ -221,8 +229,12 @@ def _without_change(cause: str, events: list[TraceEvent]) -> tuple[str, str]:
     return "", ""
 
 
-def fix_lines(report: FunctionReport) -> list[FixLine]:
-    """The function's plan as fix lines: trace steps in plan order, then the XLA alternatives."""
+def fix_lines(report: FunctionReport, asked: bool = True) -> list[FixLine]:
+    """The function's plan as fix lines: trace steps in plan order, then the XLA alternatives.
+
+    ``asked``: the run asked TensorFlow about its plans (the session's ``probe_traces``); where it
+    did not, a step unsafe only for want of an answer is ``unchecked``, and the next command asks.
+    """
     steps = [s for s in report.plan if isinstance(s, dict)]
     traces = [s for s in steps if s.get("compiles_before") is None]
     xla = sorted((s for s in steps if s.get("compiles_before") is not None),
@@ -233,15 +245,15 @@ def fix_lines(report: FunctionReport) -> list[FixLine]:
         if step.get("kind") == "statement":
             out.append(FixLine("note", "", _note(str(step.get("summary", ""))), "", None, ""))
             continue
-        out.append(_line("fix" if acting == 0 else "then", step))
+        out.append(_line("fix" if acting == 0 else "then", step, asked))
         acting += 1
     for number, step in enumerate(xla):
         joiner = "or" if number else ("fix" if acting == 0 else "then")
-        out.append(_line(joiner, step))
+        out.append(_line(joiner, step, asked))
     return out
 
 
-def _line(joiner: str, step: dict[str, Any]) -> FixLine:
+def _line(joiner: str, step: dict[str, Any], asked: bool = True) -> FixLine:
     kind = str(step.get("kind", ""))
     what = _WHAT.get(kind) or _words(str(step.get("summary", "")), WHAT_WORDS)
     seconds = _number(step.get("seconds_saved"))
@@ -260,8 +272,44 @@ def _line(joiner: str, step: dict[str, Any]) -> FixLine:
         if step.get("changes"):
             notes.append(f"changes: {step['changes']}")
         return FixLine(joiner, "safe", what, effect, code, "; ".join(notes))
+    if not asked and step.get("unasked") is True:
+        return FixLine(joiner, UNCHECKED, what, effect, code, "")
     reason = _words(str(step.get("unsafe_reason") or "not classed safe"), REASON_WORDS)
     return FixLine(joiner, "unsafe", what, effect, code, f"unsafe: {reason}")
+
+
+def shown_code(code: str, location: str, width: int | None = None) -> str:
+    """A step's code as the report prints it, its ``# file:line`` headers made short.
+
+    The planner heads each group of edited lines with ``# file:line``. In the function's own file
+    the header says ``# line N``, at the end of the group's first line where that fits ``width``;
+    a first header naming the headline's own ``file:line`` goes, and so do blank lines. The code
+    lines themselves are untouched.
+    """
+    own_file = location.rsplit(":", 1)[0]
+    # Blank lines between the edited lines are spacing, not code: the report shows the code alone.
+    lines = [line for line in code.split("\n") if line.strip()]
+    if len(lines) > 1 and lines[0].strip() == f"# {location}" and "\n".join(lines[1:]).strip():
+        lines = lines[1:]
+    out: list[str] = []
+    number = 0
+    while number < len(lines):
+        line = lines[number]
+        found = _HEADER.match(line)
+        if found is None or found.group(1) != own_file:
+            out.append(line)
+            number += 1
+            continue
+        short = f"# line {found.group(2)}{found.group(3) or ''}"
+        after = lines[number + 1] if number + 1 < len(lines) else ""
+        joined = f"{after}  {short}"
+        if after.strip() and not after.lstrip().startswith("#") and (width is None or len(joined) <= width):
+            out.append(joined)
+            number += 2
+        else:
+            out.append(short)
+            number += 1
+    return "\n".join(out)
 
 
 def _words(text: str, most: int) -> str:

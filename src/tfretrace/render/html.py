@@ -146,7 +146,7 @@ def _function_view(
         "stories": [story.line() for story in stories(report)],
         "fix_lines": [
             {"headline": fix.headline(), "code": fix.code, "trailer": fix.trailer, "safety": fix.safety}
-            for fix in fix_lines(report)
+            for fix in fix_lines(report, asked=session.probe_traces is not None)
         ],
         "plan": plan,
         "plan_headline": _model.plan_headline(steps) if steps else "",

@@ -56,7 +56,7 @@ class StdoutCheck:
         """One line for the text report: the verdict word, then what it rests on."""
         where = f" from line {self.first_difference_line}" if self.first_difference_line is not None else ""
         if self.verdict == NOT_RECORDED:
-            return f"{self.verdict}: the session has no stdout digest (saved by an older tfretrace)"
+            return f"{self.verdict}: the session has no stdout digest (a run without --save or --fix-plan records none)"
         if self.verdict == NOT_MEASURED:
             return f"{self.verdict}: the edited run gave no session"
         assert self.recorded is not None and self.edited is not None

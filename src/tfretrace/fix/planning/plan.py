@@ -9,9 +9,9 @@ from typing import Protocol
 from tfretrace.fix.core.body import random_draw
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, Verdict, first_config
 from tfretrace.fix.core.predict import calls_of, count, mean_seconds
-from tfretrace.fix.core.safety import ADVICE, TF_CHECKED
+from tfretrace.fix.core.safety import ADVICE, TF_CHECKED, UNSAFE
 from tfretrace.fix.core.source import SourceReader
-from tfretrace.fix.kinds import CALL_SITE_MAKERS, DROPS_DATA, FINAL_MAKERS, KIND_CHANGES, MAKERS, NOTES
+from tfretrace.fix.kinds import CALL_SITE_MAKERS, DROPS_DATA, FINAL_MAKERS, KIND_CHANGES, KINDS, MAKERS, NOTES
 from tfretrace.fix.planning.origin_advice import origin_steps
 from tfretrace.fix.planning.plan_notes import dropped, unaddressed, unpredictable
 from tfretrace.fix.planning.restored import announce_serving, link_restored
@@ -310,7 +310,15 @@ def _step(candidate: Candidate, before: int, after: int, per_trace: float) -> Pl
         unsafe_reason=candidate.unsafe_reason,
         checked=TF_CHECKED if candidate.tf_check == TF_CHECKED else None,
         checked_inputs=candidate.compared or None,
+        unasked=_unasked(candidate),
     )
+
+
+def _unasked(candidate: Candidate) -> bool:
+    """An unsafe edit of a kind TensorFlow checks, made with no answer from it (no probe, no live function)."""
+    found = KINDS.get(candidate.kind)
+    askable = found is not None and (found.probed or found.value_checked)
+    return askable and bool(candidate.edits) and candidate.safety == UNSAFE and candidate.tf_check is None
 
 
 def with_plan(report: FunctionReport, reader: SourceReader | None = None, probe: Probe | None = None) -> FunctionReport:

@@ -134,6 +134,7 @@ def _with_step(restored: FunctionReport, saver: FunctionReport, number: int, mad
         # Made through the saving function's step: as safe as that step.
         safety=made.safety,
         unsafe_reason=None if made.unsafe_reason is None else f"through step {number}: {made.unsafe_reason}",
+        unasked=made.unasked,
     )
     plan = (step.to_dict(), *restored.plan)
     return replace(restored, plan=plan, fix_counts=fix_counts(plan))

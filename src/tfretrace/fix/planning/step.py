@@ -120,6 +120,10 @@ class PlanStep:
     # How many inputs TensorFlow ran a recorded trace and the step's trace on to the same results,
     # where their graphs differ (issue 38: an int index, a folded constant); None where none ran.
     checked_inputs: int | None = None
+    # An unsafe step of a kind TensorFlow can check (fix.kinds: probed or value-checked) whose
+    # question was never put to it: the run asked TensorFlow nothing (a plain run), or found no
+    # live function to ask. Asked, it may be safe: the report says "unchecked", not why it is unsafe.
+    unasked: bool = False
 
     @property
     def by(self) -> str | None:
@@ -158,6 +162,8 @@ class PlanStep:
             out["checked"] = self.checked
         if self.checked_inputs is not None:
             out["checked_inputs"] = self.checked_inputs
+        if self.unasked:
+            out["unasked"] = True
         if self.compiles_before is not None:
             out["compiles_before"] = self.compiles_before
             out["compiles_after"] = self.compiles_after
@@ -202,6 +208,7 @@ class PlanStep:
             open=data.get("open") if data.get("open") in OPEN_REASONS else None,
             changes=data.get("changes") if data.get("changes") in CHANGES else None,
             checked_inputs=int(data["checked_inputs"]) if isinstance(data.get("checked_inputs"), int) else None,
+            unasked=data.get("unasked") is True and data.get("safety") == UNSAFE,
             **_safety(data),
         )
 
