@@ -243,7 +243,7 @@ def fix_lines(report: FunctionReport, asked: bool = True) -> list[FixLine]:
     acting = 0
     for step in traces:
         if step.get("kind") == "statement":
-            out.append(FixLine("note", "", _note(str(step.get("summary", ""))), "", None, ""))
+            out.append(FixLine("note", "", _note(_local(str(step.get("summary", "")), report)), "", None, ""))
             continue
         out.append(_line("fix" if acting == 0 else "then", step, asked))
         acting += 1
@@ -322,8 +322,15 @@ def _words(text: str, most: int) -> str:
     return " ".join(words[:most]) + (" …" if len(words) > most else "")
 
 
+def _local(text: str, report: FunctionReport) -> str:
+    """``text`` with places in the function's own file named ``line N`` (the headline names the file)."""
+    where = report.keras.built_at if report.keras is not None and report.keras.built_at else report.location
+    own_file = where.rsplit(":", 1)[0]
+    return re.sub(re.escape(own_file) + r":(\d+)", r"line \1", text) if own_file else text
+
+
 def _note(summary: str) -> str:
-    """A statement's first sentence part without its parenthesized asides, at most 14 words."""
+    """A statement's first sentence part without its parenthesized asides, at most 24 words."""
     kept, depth = [], 0
     for char in summary:
         depth += char == "("
@@ -332,7 +339,7 @@ def _note(summary: str) -> str:
         depth -= char == ")" and depth > 0
     text = " ".join("".join(kept).split("; ", 1)[0].split()).replace(" :", ":").replace(" ,", ",")
     words = text.split()
-    return " ".join(words[:14]) + (" …" if len(words) > 14 else "")
+    return " ".join(words[:24]) + (" …" if len(words) > 24 else "")
 
 
 def _number(value: Any) -> float:
