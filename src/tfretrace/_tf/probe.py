@@ -24,8 +24,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfretrace._tf.counters import counted_functions
+from tfretrace._tf.edited import converter, rebuilt, runs_alike
 from tfretrace._tf.graph_compare import value_only_as_data
-from tfretrace._tf.run_compare import compare_runs
+from tfretrace._tf.run_compare import compare_converted, compare_runs
+
+# A fix that edits the body: the edited file's text and the line of the def (``_tf.edited``).
+Edited = tuple[str, int]
 
 # The globals of the program `tfretrace run` executed as __main__: python drops that module once
 # it has run, and the probe runs after (module-level tf.functions are found there).
@@ -124,13 +128,21 @@ def _counted(fresh: Any) -> None:
     _bodies_run[0] += fresh.experimental_get_tracing_count()
 
 
-def probe_signature(function: Any, signature: str, alias: str) -> str | None:
+def probe_signature(function: Any, signature: str, alias: str, edited: Edited | None = None) -> str | None:
     """None where TensorFlow traces ``function``'s body with ``signature`` as each recorded trace did; else why not.
 
     ``signature`` is the text tfretrace writes (``[tf.TensorSpec(shape=[None, None], dtype=tf.int32)]``,
-    or ``[dist_dataset.element_spec]``) with the file's name for tensorflow, ``alias``.
+    or ``[dist_dataset.element_spec]``) with the file's name for tensorflow, ``alias``. ``edited``:
+    an earlier step edits the body; the edited def is traced instead, and TensorFlow runs it and
+    every recorded trace on the same inputs, to the same results or not (_tf.edited).
     """
     import tensorflow as tf
+
+    python = function.python_function
+    if edited is not None:
+        python = rebuilt(python, *edited)
+        if python is None:
+            return _NOT_REBUILT
 
     traces = list(function._list_all_concrete_functions())[:_MAX_TRACES]
     if not traces:
@@ -144,13 +156,26 @@ def probe_signature(function: Any, signature: str, alias: str) -> str | None:
         names[name] = function.python_function.__globals__[name]
     try:
         specs = eval(signature, {"__builtins__": {}}, names)  # the text tfretrace wrote itself
-        fresh = tf.function(function.python_function, input_signature=specs)
+        fresh = tf.function(python, input_signature=specs)
     except Exception as exc:  # what TensorFlow says: the signature itself is refused
         return f"TensorFlow could not trace it with the open signature ({_said(exc)})"
     try:
-        return _traced_as_recorded(tf, fresh, traces, signature)
+        said = _traced_as_recorded(tf, fresh, traces, signature)
+        if said is not None or edited is None:
+            return said
+        # The body is not the one the run traced: its outputs are asked too, not only their shapes.
+        with _quiet(), _no_new_variables(tf):
+            general = fresh.get_concrete_function()
+        _ran, differ = runs_alike(tf, traces, general, list(inspect.signature(python).parameters))
+        return None if differ is None else f"traced with the open signature, the edited body ran otherwise: {differ}"
     finally:
         _counted(fresh)
+
+
+_NOT_REBUILT = (
+    "TensorFlow was not asked: the def as the fix edits it could not be made in memory (a closure, or a method "
+    "TensorFlow wrapped)"
+)
 
 
 def _traced_as_recorded(tf: Any, fresh: Any, traces: list[Any], signature: str) -> str | None:
@@ -199,7 +224,7 @@ def _refused(tf: Any, fresh: Any, trace: Any) -> str | None:
 
 
 def probe_argument(
-    function: Any, param: str, dtypes: Sequence[str]
+    function: Any, param: str, dtypes: Sequence[str], edited: Edited | None = None
 ) -> tuple[str | None, str | None, str | None, int]:
     """The first of ``dtypes`` with which TensorFlow traces the body, ``param`` a tensor, as the run did.
 
@@ -214,13 +239,20 @@ def probe_argument(
     many inputs), else where they part; ``(None, what TensorFlow said of each dtype, None, 0)``
     where none does; ``(None, None, None, 0)`` where TensorFlow could not be asked (no trace left,
     an argument the trace did not keep, such as a model passed as an argument). A trace that would
-    create a variable is refused before it does (``_no_new_variables``).
+    create a variable is refused before it does (``_no_new_variables``). ``edited``: the step edits
+    the body too; the edited def (_tf.edited) is traced instead, and TensorFlow always runs it and
+    each recorded trace on the same inputs (a list of tensors passed stacked, as the fix writes it).
     """
     import tensorflow as tf
 
+    python = function.python_function
+    if edited is not None:
+        python = rebuilt(python, *edited)
+        if python is None:
+            return None, None, None, 0  # not asked: the step stays as unchecked as before
     every = list(function._list_all_concrete_functions())
     traces = every[:_MAX_TRACES]
-    names = list(inspect.signature(function.python_function).parameters)
+    names = list(inspect.signature(python).parameters)
     bound = [_replayed(trace.structured_input_signature, names, param) for trace in traces]
     if not traces or any(b is None for b in bound):
         return None, None, None, 0
@@ -228,9 +260,10 @@ def probe_argument(
     for dtype in dtypes:
         # A new tf.function per dtype on purpose: each probe starts from an empty cache, and the
         # program's own object and cache are untouched.
-        fresh = tf.function(function.python_function)  # noqa: TFR101
+        fresh = tf.function(python)  # noqa: TFR101
         try:
-            why, depends, compared = _each_trace(tf, fresh, traces, bound, param, dtype, len(every))
+            why, depends, compared = _each_trace(tf, fresh, traces, bound, param, dtype, len(every),
+                                                 names if edited is not None else None)
         finally:
             _counted(fresh)
         if why is None:
@@ -241,10 +274,12 @@ def probe_argument(
 
 
 def _each_trace(
-    tf: Any, fresh: Any, traces: list[Any], bound: list[Any], param: str, dtype: str, total: int
+    tf: Any, fresh: Any, traces: list[Any], bound: list[Any], param: str, dtype: str, total: int,
+    edited: list[str] | None,
 ) -> tuple[str | None, str | None, int]:
     """Each recorded trace traced by ``fresh`` with ``param`` a ``dtype`` tensor: (why not, where the
-    graph depends on the value, how many inputs TensorFlow ran both versions on)."""
+    graph depends on the value, how many inputs TensorFlow ran both versions on). ``edited``: the
+    parameters of an edited body, which is always run (its graph is another body's)."""
     why = None
     compared = 0
     depends = None if total <= _MAX_TRACES else f"only the first {_MAX_TRACES} traces of the run were compared"
@@ -252,7 +287,7 @@ def _each_trace(
         assert found is not None
         args, kwargs, at = found
         value = args[at] if isinstance(at, int) else kwargs[at]
-        spec = tf.TensorSpec([len(value)] if isinstance(value, (list, tuple)) else [], getattr(tf, dtype))
+        spec = tf.TensorSpec(_stacked(tf, value), getattr(tf, dtype))
         if isinstance(at, int):
             args = (*args[:at], spec, *args[at + 1:])
         else:
@@ -270,7 +305,13 @@ def _each_trace(
         if differs is not None:
             why = f"{dtype}: TensorFlow traced the body, {differs}"
             break
-        if depends is None:
+        if depends is None and edited is not None:
+            ran, differ = compare_converted(trace, concrete, converter(tf, concrete, edited))
+            compared += ran
+            if differ is not None:
+                depends = (f"the edited body computes otherwise: trace #{number} ({param}), run on the same "
+                           f"inputs: {differ}")
+        elif depends is None:
             parts = value_only_as_data(trace.graph, concrete.graph, param, value)
             if parts is not None:
                 # Other graphs may still compute the same: TensorFlow runs both on the same inputs.
@@ -280,6 +321,16 @@ def _each_trace(
                     depends = (f"the graph depends on the value: trace #{number} ({param}={value!r}): {parts}; "
                                f"run on the same inputs: {differ}")
     return why, depends, compared
+
+
+def _stacked(tf: Any, value: Any) -> list[int | None]:
+    """The shape of ``param`` as the call site passes it: a scalar, a list of numbers (its length), or a
+    list of tensors of one shape, stacked (its length, then their shape)."""
+    if not isinstance(value, (list, tuple)):
+        return []
+    if value and all(isinstance(v, tf.TensorSpec) for v in value):
+        return [len(value), *value[0].shape.as_list()]
+    return [len(value)]
 
 
 def unseeded_draws(function: Any) -> str | None:

@@ -13,8 +13,11 @@ writes, ``tf.print``, an iterator, a stateful random op, a table) is never run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+# A recorded call's made arguments -> the arguments the general concrete function takes.
+Converter = Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]
 
 # Stateful operations a comparison may run: they only read or write variables (restored after
 # each run), call a function (whose own operations are checked too), or branch and assert.
@@ -60,6 +63,21 @@ def compare_runs(recorded: Any, general: Any, at: int | str, tensor: Any) -> tup
     with that argument (``at``, an index or keyword) a tensor; ``tensor``: the value as that tensor.
     ``(0, why)`` where they were not run (an effect, an input that cannot be made) or no input ran.
     """
+
+    def convert(call_args: tuple[Any, ...], call_kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        if isinstance(at, int):
+            return (*call_args[:at], tensor, *call_args[at + 1:]), call_kwargs
+        return call_args, {**call_kwargs, at: tensor}
+
+    return compare_converted(recorded, general, convert)
+
+
+def compare_converted(recorded: Any, general: Any, convert: Converter) -> tuple[int, str | None]:
+    """As ``compare_runs``, with ``general``'s arguments made by ``convert`` from those made for ``recorded``.
+
+    For a function as a fix would write it (_tf.edited): the recorded trace's Python values and
+    lists of tensors become what the edited call sites pass.
+    """
     import tensorflow as tf
 
     for concrete in (recorded, general):
@@ -73,10 +91,10 @@ def compare_runs(recorded: Any, general: Any, at: int | str, tensor: Any) -> tup
         if made is None:
             return 0, "not run: an input of a dtype tfretrace does not make"
         call_args, call_kwargs = made
-        if isinstance(at, int):
-            general_args, general_kwargs = (*call_args[:at], tensor, *call_args[at + 1:]), call_kwargs
-        else:
-            general_args, general_kwargs = call_args, {**call_kwargs, at: tensor}
+        try:
+            general_args, general_kwargs = convert(tuple(call_args), dict(call_kwargs))
+        except Exception as exc:  # a value the edited call site could not pass either
+            return compared, f"on input {compared + 1}, the edited call's arguments failed ({type(exc).__name__})"
         theirs = _run(tf, recorded, call_args, call_kwargs, variables)
         ours = _run(tf, general, general_args, general_kwargs, variables)
         if isinstance(theirs, BaseException) and isinstance(ours, BaseException):
