@@ -22,7 +22,7 @@ class _LiveProbe:
         self._root = root
 
     def _functions(self, report: FunctionReport) -> list[object]:
-        from tfretrace._tf.probe import live_function, live_methods
+        from tfretrace._tf.live_functions import live_function, live_methods
 
         path = report.location.rpartition(":")[0]
         function = live_function(path, report.name, self._root)
