@@ -244,13 +244,14 @@ def _each_trace(
     return why, depends, compared
 
 
-def _stacked(tf: Any, value: Any) -> list[int | None]:
+def _stacked(tf: Any, value: Any) -> list[int | None] | None:
     """The shape of ``param`` as the call site passes it: a scalar, a list of numbers (its length), or a
-    list of tensors of one shape, stacked (its length, then their shape)."""
+    list of tensors of one shape, stacked (its length, then their shape; None where their rank is unknown)."""
     if not isinstance(value, (list, tuple)):
         return []
     if value and all(isinstance(v, tf.TensorSpec) for v in value):
-        return [len(value), *value[0].shape.as_list()]
+        shape = value[0].shape
+        return None if shape.rank is None else [len(value), *shape.as_list()]
     return [len(value)]
 
 

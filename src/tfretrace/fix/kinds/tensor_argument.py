@@ -268,7 +268,8 @@ def _stack_advice(
     if body is not None and edits and not missing:
         # The body only sums the list (tf.add_n): the stacked tensor sums to the same value. TensorFlow
         # traces the body so edited with the stacked tensor and runs it beside every recorded trace.
-        found, _said, depends, compared = ctx.tensor_dtype(path, (str(first.dtype),), (*state.body, body))
+        asked = ctx.tensor_dtype(path, (first.dtype,), (*state.body, body)) if first.dtype else (None, None, None, 0)
+        found, _said, depends, compared = asked
         checked = TF_CHECKED if found is not None else None
         return Candidate(
             "structure-changed",
