@@ -1,12 +1,13 @@
 """Issue 38: a step that edits the function's body is asked of TensorFlow with the body as the fix writes it.
 
-One program holds four functions, each retracing on a Python value: ``ramp(n)``, whose body
+One program holds five functions, each retracing on what it is passed: ``ramp(n)``, whose body
 says ``tf.constant(n)`` (a tensor there needs ``tf.convert_to_tensor``); ``score(ids)``, a list of
 ints of several lengths read by ``tf.constant([ids])`` (the list becomes one tensor, and a later
 ``input_signature`` opens its length); ``total(losses)``, lists of tensors of two lengths summed by
-``tf.add_n`` (passed stacked, summed by ``tf.reduce_sum(losses, axis=0)``); and ``offset(x)``, whose
+``tf.add_n`` (passed stacked, summed by ``tf.reduce_sum(losses, axis=0)``); ``offset(x)``, whose
 edited body computes otherwise: Python's float64 arithmetic on ``x`` keeps a 1.0 that float32
-tensor arithmetic loses. Recorded
+tensor arithmetic loses; and ``clip_into(target, source)``, which only reads ``source``, a variable
+of two trainable flags and once ``target`` itself. Recorded
 with ``tfretrace run --save``, it is fixed with ``--apply`` in a copy and run again; TensorFlow's
 own counter (``experimental_get_tracing_count()``) gives the counts.
 """
@@ -48,6 +49,12 @@ def total(losses):
 
 
 @tf.function
+def clip_into(target, source):
+    target.assign(tf.clip_by_value(source, -1.0, 1.0))
+    return tf.reduce_sum(target)
+
+
+@tf.function
 def offset(x):
     return tf.constant(x) * 0.0 + (x * 1e9 + 1.0 - x * 1e9)
 
@@ -59,13 +66,20 @@ for ids in ([1, 2, 3], [4, 5], [6, 7, 8, 9]):
 a, b, c = (tf.constant(v) for v in (1.0, 2.0, 3.0))
 print("total", float(total([a, b])))
 print("total", float(total([a, b, c])))
+kernel = tf.Variable([0.5, -2.0, 3.0])
+shadow = tf.Variable(tf.zeros([3]))
+moving = tf.Variable([-3.0, 0.25, 4.0], trainable=False)
+print("clip", float(clip_into(shadow, kernel)))
+print("clip", float(clip_into(shadow, moving)))  # a non-trainable source: another trace
+print("clip", float(clip_into(kernel, kernel)))  # in place: both arguments are one variable
+print("clip", kernel.numpy().tolist(), shadow.numpy().tolist())
 for x in (0.5, 1.5, 2.5):
     print("offset", x, float(offset(x)))
-for f in (ramp, score, total, offset):
+for f in (ramp, score, total, clip_into, offset):
     print("traces", f.__name__, f.experimental_get_tracing_count())
 """
 
-FUNCTIONS = ("ramp", "score", "total", "offset")
+FUNCTIONS = ("ramp", "score", "total", "clip_into", "offset")
 
 
 def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -150,6 +164,18 @@ def test_a_list_of_tensors_stacked_and_summed_by_reduce_sum_is_asked_of_the_edit
     assert "tf.reduce_sum(losses, axis=0)" in [e["text"] for e in steps[0]["edits"]]
 
 
+def test_a_variable_the_body_only_reads_is_passed_as_a_tensor_where_tensorflow_ran_both(recorded: Recorded) -> None:
+    # Each recorded trace (a trainable source, a non-trainable one, the two arguments one variable) is
+    # run on new variables of its specs beside the trace with the source a tensor; outputs and the
+    # variables' values after each run compared.
+    steps = _edited(recorded.functions["clip_into"])
+    assert [(s["kind"], s["cause"], s["safety"], s.get("checked")) for s in steps] == [
+        ("tensor-argument", "variable-spec-changed", "safe", "tensorflow")
+    ]
+    assert steps[0]["checked_inputs"] == 3 * 8
+    assert {e["text"] for e in steps[0]["edits"]} == {"tf.convert_to_tensor(kernel)", "tf.convert_to_tensor(moving)"}
+
+
 def test_an_edited_body_that_computes_otherwise_stays_unsafe(recorded: Recorded) -> None:
     steps = _edited(recorded.functions["offset"])
     # TensorFlow traced the edited body (its outputs' structure is the run's), then ran it: it differs.
@@ -167,8 +193,8 @@ def test_apply_reaches_one_trace_with_the_output_unchanged(recorded: Recorded) -
     assert (copy / "prog.py").read_text() != PROGRAM
     after = _program(copy)
     predicted = {name: recorded.functions[name]["fix_counts"]["apply"] for name in FUNCTIONS}
-    assert recorded.before.traces == {"ramp": 4, "score": 3, "total": 2, "offset": 3}
-    assert predicted == {"ramp": 1, "score": 1, "total": 1, "offset": 3}
+    assert recorded.before.traces == {"ramp": 4, "score": 3, "total": 2, "clip_into": 3, "offset": 3}
+    assert predicted == {"ramp": 1, "score": 1, "total": 1, "clip_into": 1, "offset": 3}
     assert after.traces == predicted
     assert after.results == recorded.before.results
 

@@ -91,6 +91,8 @@ def converter(tf: Any, general: Any, names: list[str]) -> Any:
 def _one(tf: Any, value: Any, spec: Any) -> Any:
     if not isinstance(spec, tf.TensorSpec) or isinstance(value, tf.Tensor):
         return value
+    if isinstance(value, tf.Variable):
+        return tf.convert_to_tensor(value)  # a variable the body only reads, passed as a tensor
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, tf.Tensor) for v in value):
         return tf.stack(value)
     return tf.constant(value, dtype=spec.dtype)

@@ -184,7 +184,7 @@ def probe_argument(
         fresh = tf.function(python)  # noqa: TFR101
         try:
             why, depends, compared = _each_trace(tf, fresh, traces, bound, param, dtype, len(every),
-                                                 names if edited is not None else None)
+                                                 names, edited is not None)
         finally:
             _counted(fresh)
         if why is None:
@@ -196,11 +196,12 @@ def probe_argument(
 
 def _each_trace(
     tf: Any, fresh: Any, traces: list[Any], bound: list[Any], param: str, dtype: str, total: int,
-    edited: list[str] | None,
+    names: list[str], edited: bool,
 ) -> tuple[str | None, str | None, int]:
     """Each recorded trace traced by ``fresh`` with ``param`` a ``dtype`` tensor: (why not, where the
-    graph depends on the value, how many inputs TensorFlow ran both versions on). ``edited``: the
-    parameters of an edited body, which is always run (its graph is another body's)."""
+    graph depends on the value, how many inputs TensorFlow ran both versions on). An edited body
+    (``edited``; ``names``: the parameters) is always run, its graph being another body's; so is a
+    variable passed as a tensor (its graph reads a placeholder where the trace read the variable)."""
     why = None
     compared = 0
     depends = None if total <= _MAX_TRACES else f"only the first {_MAX_TRACES} traces of the run were compared"
@@ -226,12 +227,12 @@ def _each_trace(
         if differs is not None:
             why = f"{dtype}: TensorFlow traced the body, {differs}"
             break
-        if depends is None and edited is not None:
-            ran, differ = compare_converted(trace, concrete, converter(tf, concrete, edited))
+        if depends is None and (edited or _variable(value)):
+            ran, differ = compare_converted(trace, concrete, converter(tf, concrete, names))
             compared += ran
             if differ is not None:
-                depends = (f"the edited body computes otherwise: trace #{number} ({param}), run on the same "
-                           f"inputs: {differ}")
+                ran_what = "the edited body" if edited else f"the trace with {param} a tensor"
+                depends = f"TensorFlow ran trace #{number} and {ran_what} on the same inputs: {differ}"
         elif depends is None:
             parts = value_only_as_data(trace.graph, concrete.graph, param, value)
             if parts is not None:
@@ -247,12 +248,21 @@ def _each_trace(
 def _stacked(tf: Any, value: Any) -> list[int | None] | None:
     """The shape of ``param`` as the call site passes it: a scalar, a list of numbers (its length), or a
     list of tensors of one shape, stacked (its length, then their shape; None where their rank is unknown)."""
+    if _variable(value):
+        return list(value.shape.as_list()) if value.shape.rank is not None else None
     if not isinstance(value, (list, tuple)):
         return []
     if value and all(isinstance(v, tf.TensorSpec) for v in value):
         shape = value[0].shape
         return None if shape.rank is None else [len(value), *shape.as_list()]
     return [len(value)]
+
+
+def _variable(value: Any) -> bool:
+    """Whether a recorded argument is a variable's spec (the trace read a variable passed in)."""
+    from tensorflow.python.ops.resource_variable_ops import VariableSpec
+
+    return isinstance(value, VariableSpec)
 
 
 def unseeded_draws(function: Any) -> str | None:

@@ -95,8 +95,12 @@ def compare_converted(recorded: Any, general: Any, convert: Converter) -> tuple[
             general_args, general_kwargs = convert(tuple(call_args), dict(call_kwargs))
         except Exception as exc:  # a value the edited call site could not pass either
             return compared, f"on input {compared + 1}, the edited call's arguments failed ({type(exc).__name__})"
-        theirs = _run(tf, recorded, call_args, call_kwargs, variables)
-        ours = _run(tf, general, general_args, general_kwargs, variables)
+        # Variables made for the call's own arguments (a variable passed in) are compared and restored too.
+        known = {id(v) for v in variables}
+        passed = [x for x in tf.nest.flatten((call_args, call_kwargs)) if isinstance(x, tf.Variable)]
+        every = variables + list({id(v): v for v in passed if id(v) not in known}.values())
+        theirs = _run(tf, recorded, call_args, call_kwargs, every)
+        ours = _run(tf, general, general_args, general_kwargs, every)
         if isinstance(theirs, BaseException) and isinstance(ours, BaseException):
             continue  # an input both refuse (an index out of range): not one they compute
         if isinstance(theirs, BaseException) or isinstance(ours, BaseException):
@@ -137,21 +141,39 @@ def _numpy(value: Any) -> Any:
 
 
 def _inputs(tf: Any, signature: Any) -> Iterator[Any]:
-    """The recorded signature's arguments, tensors filled with random draws and then each edge value."""
+    """The recorded signature's arguments, tensors filled with random draws and then each edge value.
+
+    A variable argument (``VariableSpec``) gets a new variable of its shape, dtype and trainable
+    flag, filled the same way, made for the comparison alone (never the program's); arguments the
+    trace saw as one variable (one ``alias_id``) get one.
+    """
     import numpy as np
+    from tensorflow.python.ops.resource_variable_ops import VariableSpec
 
     leaves = tf.nest.flatten(signature)
-    specs = [leaf for leaf in leaves if isinstance(leaf, tf.TensorSpec)]
+    specs = [leaf for leaf in leaves if isinstance(leaf, (tf.TensorSpec, VariableSpec))]
     if any(not (s.dtype.is_floating or s.dtype.is_integer or s.dtype.is_bool) for s in specs):
         yield None
         return
     rng = np.random.default_rng(0)
     for fill in (*([None] * _DRAWS), *_EDGES):
-        made = [
-            tf.constant(_filled(np, rng, leaf, fill), dtype=leaf.dtype) if isinstance(leaf, tf.TensorSpec) else leaf
-            for leaf in leaves
-        ]
+        shared: dict[Any, Any] = {}
+        made = [_made(tf, np, rng, leaf, fill, shared, VariableSpec) for leaf in leaves]
         yield tf.nest.pack_sequence_as(signature, made)
+
+
+def _made(tf: Any, np: Any, rng: Any, leaf: Any, fill: str | None, shared: dict[Any, Any], variable: Any) -> Any:
+    if isinstance(leaf, tf.TensorSpec):
+        return tf.constant(_filled(np, rng, leaf, fill), dtype=leaf.dtype)
+    if not isinstance(leaf, variable):
+        return leaf
+    alias = getattr(leaf, "alias_id", None)
+    if alias is not None and alias in shared:
+        return shared[alias]
+    made = tf.Variable(_filled(np, rng, leaf, fill), dtype=leaf.dtype, trainable=bool(leaf.trainable))
+    if alias is not None:
+        shared[alias] = made
+    return made
 
 
 def _filled(np: Any, rng: Any, spec: Any, fill: str | None) -> Any:

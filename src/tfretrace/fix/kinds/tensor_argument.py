@@ -317,6 +317,15 @@ def read_only_variables(ctx: FunctionContext, state: State) -> list[Candidate]:
             for c in calls
         }
         edits, missing = ctx.arg_edits(calls, path, "{tf}.convert_to_tensor({expr})")
+        # TensorFlow traces the body with the variable a tensor of its dtype and runs it beside each
+        # recorded trace, on new variables of the recorded specs (the values every variable is left
+        # with compared too): where every dtype is one and equal everywhere, the step is safe.
+        dtypes = {leaf.dtype for leaf in leaves}
+        dtype = next(iter(dtypes)) if len(dtypes) == 1 else None
+        found, _said, depends, compared = (
+            ctx.tensor_dtype(path, (dtype,), state.body) if dtype else (None, None, None, 0)
+        )
+        checked = TF_CHECKED if found is not None else None
         out.append(
             Candidate(
                 "variable-spec-changed",
@@ -326,6 +335,9 @@ def read_only_variables(ctx: FunctionContext, state: State) -> list[Candidate]:
                 ctx.reader.preview(edits) or f"{ctx.short}(..., {path}={ctx.tf}.convert_to_tensor({path}))",
                 edits,
                 state.map_calls(reached(new, calls, missing)),
+                tf_check=checked,
+                condition=depends if checked else None,
+                compared=compared if checked else 0,
             )
         )
     return out
@@ -410,7 +422,9 @@ KIND = Kind(
         ' or where TensorFlow ran both on the same inputs to the same results: see '
         '[below](#python-values-made-tensors); otherwise unsafe, saying where they part. Unprobed (a '
         'nested def, a method, a model argument): the dtype tfretrace guessed; a variable passed as a '
-        'tensor no longer aliases it',
+        'tensor no longer aliases it. A body the step edits too (`tf.constant` -> `tf.convert_to_tensor`, '
+        '`tf.add_n` -> `tf.reduce_sum`) is traced and run as edited, compiled in memory; a `tf.Variable` the body '
+        'only reads is run on new variables of the recorded specs, the values they are left with compared',
         '`p08_float_times_f64.py` (item 8: float64, safe, prints the same), `p13_rate_type_test.py` (a '
         "body's `isinstance(rate, float)`: unsafe, the graphs part), `p09_int_divided.py` (item 9: "
         'refused, no tensor step)',
