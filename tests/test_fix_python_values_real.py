@@ -201,15 +201,19 @@ def test_tensorflow_chooses_each_dtype_and_refuses_what_it_cannot_trace(recorded
     refused = [s for s in recorded.functions["normed_step"]["plan"] if s["kind"] == "statement"
                and s["cause"] == "python-value-changed"]
     assert len(refused) == (0 if KERAS2 else 1) and all(s.get("python_use") for s in refused)
-    # A body the step edits too (tf.constant(n) -> tf.convert_to_tensor(n)) is not the one TensorFlow
-    # would trace: not asked, the dtype read from the source, as before.
-    assert [(s["kind"], s.get("checked")) for s in steps["ramp"]] == [("tensor-argument", None)]
+    # A body the step edits too (tf.constant(n) -> tf.convert_to_tensor(n)): TensorFlow traces the def
+    # as the step writes it and runs it beside each recorded trace (issue 38): int64, safe.
+    assert [(s["kind"], s.get("checked"), s["safety"]) for s in steps["ramp"]] == [
+        ("tensor-argument", "tensorflow", "safe")
+    ]
+    assert steps["ramp"][0]["checked_inputs"] == 4 * 8
 
 
 def test_apply_writes_the_values_used_as_data_and_unsafe_fixes_the_rest_with_the_same_results(
     recorded: Recorded,
 ) -> None:
-    # --apply alone: only the safe steps (the rates, the list and the flags TensorFlow ran) are written;
+    # --apply alone: only the safe steps (the rates, the list, the flags, the edited ramp: TensorFlow ran them) are
+    # written;
     # TensorFlow's own count equals the prediction, and the program prints what it printed, on its data
     # and another's.
     applied = recorded.fixed("apply")
@@ -217,7 +221,7 @@ def test_apply_writes_the_values_used_as_data_and_unsafe_fixes_the_rest_with_the
     alone, alone_other = _program(applied), _program(applied, OTHER_LR)
     assert alone.results == recorded.before.results
     assert alone_other.results == recorded.before_other.results
-    expected = {"augmented_step": 1, "normed_step": 1 if KERAS2 else 2, "decayed_step": 1, "weighted": 1, "ramp": 4,
+    expected = {"augmented_step": 1, "normed_step": 1 if KERAS2 else 2, "decayed_step": 1, "weighted": 1, "ramp": 1,
                 "Trainer.step": 1}
     assert {name: recorded.functions[name]["fix_counts"]["apply"] for name in FUNCTIONS} == expected
     assert alone.traces == expected

@@ -172,7 +172,8 @@ def test_tensorflow_says_which_open_signature_traces_as_the_run_did(tmp_path: Pa
 
     import tensorflow as tf
 
-    from tfretrace._tf.probe import live_function, probe_signature
+    from tfretrace._tf.live_functions import live_function
+    from tfretrace._tf.probe import probe_signature
 
     (tmp_path / "probed_mod.py").write_text(PROBED)
     monkeypatch.syspath_prepend(str(tmp_path))

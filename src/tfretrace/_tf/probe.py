@@ -10,6 +10,8 @@ or list of numbers passed as a tensor is asked the same way (``probe_argument``)
 the run is replayed with that argument a tensor of one dtype, and the dtype is the first whose
 traces give the run's outputs. Tracing runs the body's Python once more (its prints are
 swallowed; other side effects happen), so the monitor probes only once the program has finished.
+A step that edits the body is asked of the def as it writes it (_tf.edited), run beside every
+recorded trace.
 """
 
 from __future__ import annotations
@@ -17,97 +19,20 @@ from __future__ import annotations
 import contextlib
 import inspect
 import io
-import os
 import re
-import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from tfretrace._tf.counters import counted_functions
+from tfretrace._tf.edited import converter, rebuilt, runs_alike
 from tfretrace._tf.graph_compare import value_only_as_data
-from tfretrace._tf.run_compare import compare_runs
+from tfretrace._tf.run_compare import compare_converted, compare_runs
 
-# The globals of the program `tfretrace run` executed as __main__: python drops that module once
-# it has run, and the probe runs after (module-level tf.functions are found there).
-_PROGRAMS: list[dict[str, Any]] = []
-
-
-def remember_program(namespace: dict[str, Any]) -> None:
-    """Keep the executed program's globals for the probe, which runs once the program has finished."""
-    _PROGRAMS.append(namespace)
-
+# A fix that edits the body: the edited file's text and the line of the def (``_tf.edited``).
+Edited = tuple[str, int]
 
 # Outputs compared per function: the traces the run made (the first ones are enough to see a
 # rank or a dtype change; every one is checked for a static size).
 _MAX_TRACES = 64
-
-
-# Instances of one method probed at most: each instance's traces are compared with its own probe.
-_MAX_INSTANCES = 8
-
-
-def live_methods(path: str, qualname: str, root: str) -> list[Any]:
-    """The run's tf.function objects for a method of a class in ``path``, one per live instance.
-
-    ``@tf.function`` on a method gives each instance its own bound function (TensorFlow's
-    descriptor), and ``self.step = tf.function(self._step)`` makes one per instance too; every
-    such object the run called is kept by the call counters (``counted_functions``). Only those
-    with traces are returned: their ``python_function`` already has the instance bound, so a new
-    ``tf.function`` of it traces the method of that very object.
-    """
-    if "<locals>" in qualname or "." not in qualname:
-        return []
-    wanted = os.path.realpath(os.path.join(root, path))
-    found = []
-    for function in counted_functions():
-        python = getattr(function, "python_function", None)
-        if python is None or getattr(python, "__qualname__", None) != qualname:
-            continue
-        # A decorated method's bound function is TensorFlow's wrapper: its __wrapped__ chain ends
-        # at the user's def; a bound method (tf.function(self._step)) has it as __func__.
-        plain = getattr(python, "__func__", None) or inspect.unwrap(python)
-        code = getattr(plain, "__code__", None)
-        if code is None or os.path.realpath(code.co_filename) != wanted:
-            continue
-        if hasattr(function, "_list_all_concrete_functions") and function._list_all_concrete_functions():
-            found.append(function)
-        if len(found) >= _MAX_INSTANCES:
-            break
-    return found
-
-
-def live_function(path: str, qualname: str, root: str) -> Any | None:
-    """The run's tf.function object for a module-level def (or ``name = tf.function(def)``) in ``path``."""
-    if "<locals>" in qualname or "." in qualname:
-        return None  # nested defs and methods: no module attribute holds the one object (live_methods)
-    wanted = os.path.realpath(os.path.join(root, path))
-    for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
-        if not file or os.path.realpath(file) != wanted:
-            continue
-        for value in list(vars(module).values()):
-            python = getattr(value, "python_function", None)
-            if python is not None and getattr(python, "__qualname__", None) == qualname and hasattr(
-                value, "_list_all_concrete_functions"
-            ):
-                return value
-    # The program run as __main__ (tfretrace run script.py): its globals, kept by the runner.
-    for namespace in (*_PROGRAMS, vars(sys.modules["__main__"]) if "__main__" in sys.modules else {}):
-        found = _in_namespace(namespace, wanted, qualname)
-        if found is not None:
-            return found
-    return None
-
-
-def _in_namespace(namespace: dict[str, Any], wanted: str, qualname: str) -> Any | None:
-    for value in list(namespace.values()):
-        python = getattr(value, "python_function", None)
-        code = getattr(python, "__code__", None)
-        if python is None or code is None or os.path.realpath(code.co_filename) != wanted:
-            continue
-        if getattr(python, "__qualname__", None) == qualname and hasattr(value, "_list_all_concrete_functions"):
-            return value
-    return None
 
 
 # Traces the probes' fresh tf.functions made, as TensorFlow counts them (each ran the body's
@@ -124,13 +49,21 @@ def _counted(fresh: Any) -> None:
     _bodies_run[0] += fresh.experimental_get_tracing_count()
 
 
-def probe_signature(function: Any, signature: str, alias: str) -> str | None:
+def probe_signature(function: Any, signature: str, alias: str, edited: Edited | None = None) -> str | None:
     """None where TensorFlow traces ``function``'s body with ``signature`` as each recorded trace did; else why not.
 
     ``signature`` is the text tfretrace writes (``[tf.TensorSpec(shape=[None, None], dtype=tf.int32)]``,
-    or ``[dist_dataset.element_spec]``) with the file's name for tensorflow, ``alias``.
+    or ``[dist_dataset.element_spec]``) with the file's name for tensorflow, ``alias``. ``edited``:
+    an earlier step edits the body; the edited def is traced instead, and TensorFlow runs it and
+    every recorded trace on the same inputs, to the same results or not (_tf.edited).
     """
     import tensorflow as tf
+
+    python = function.python_function
+    if edited is not None:
+        python = rebuilt(python, *edited)
+        if python is None:
+            return _NOT_REBUILT
 
     traces = list(function._list_all_concrete_functions())[:_MAX_TRACES]
     if not traces:
@@ -144,13 +77,26 @@ def probe_signature(function: Any, signature: str, alias: str) -> str | None:
         names[name] = function.python_function.__globals__[name]
     try:
         specs = eval(signature, {"__builtins__": {}}, names)  # the text tfretrace wrote itself
-        fresh = tf.function(function.python_function, input_signature=specs)
+        fresh = tf.function(python, input_signature=specs)
     except Exception as exc:  # what TensorFlow says: the signature itself is refused
         return f"TensorFlow could not trace it with the open signature ({_said(exc)})"
     try:
-        return _traced_as_recorded(tf, fresh, traces, signature)
+        said = _traced_as_recorded(tf, fresh, traces, signature)
+        if said is not None or edited is None:
+            return said
+        # The body is not the one the run traced: its outputs are asked too, not only their shapes.
+        with _quiet(), _no_new_variables(tf):
+            general = fresh.get_concrete_function()
+        _ran, differ = runs_alike(tf, traces, general, list(inspect.signature(python).parameters))
+        return None if differ is None else f"traced with the open signature, the edited body ran otherwise: {differ}"
     finally:
         _counted(fresh)
+
+
+_NOT_REBUILT = (
+    "TensorFlow was not asked: the def as the fix edits it could not be made in memory (a closure, or a method "
+    "TensorFlow wrapped)"
+)
 
 
 def _traced_as_recorded(tf: Any, fresh: Any, traces: list[Any], signature: str) -> str | None:
@@ -199,7 +145,7 @@ def _refused(tf: Any, fresh: Any, trace: Any) -> str | None:
 
 
 def probe_argument(
-    function: Any, param: str, dtypes: Sequence[str]
+    function: Any, param: str, dtypes: Sequence[str], edited: Edited | None = None
 ) -> tuple[str | None, str | None, str | None, int]:
     """The first of ``dtypes`` with which TensorFlow traces the body, ``param`` a tensor, as the run did.
 
@@ -214,13 +160,20 @@ def probe_argument(
     many inputs), else where they part; ``(None, what TensorFlow said of each dtype, None, 0)``
     where none does; ``(None, None, None, 0)`` where TensorFlow could not be asked (no trace left,
     an argument the trace did not keep, such as a model passed as an argument). A trace that would
-    create a variable is refused before it does (``_no_new_variables``).
+    create a variable is refused before it does (``_no_new_variables``). ``edited``: the step edits
+    the body too; the edited def (_tf.edited) is traced instead, and TensorFlow always runs it and
+    each recorded trace on the same inputs (a list of tensors passed stacked, as the fix writes it).
     """
     import tensorflow as tf
 
+    python = function.python_function
+    if edited is not None:
+        python = rebuilt(python, *edited)
+        if python is None:
+            return None, None, None, 0  # not asked: the step stays as unchecked as before
     every = list(function._list_all_concrete_functions())
     traces = every[:_MAX_TRACES]
-    names = list(inspect.signature(function.python_function).parameters)
+    names = list(inspect.signature(python).parameters)
     bound = [_replayed(trace.structured_input_signature, names, param) for trace in traces]
     if not traces or any(b is None for b in bound):
         return None, None, None, 0
@@ -228,9 +181,10 @@ def probe_argument(
     for dtype in dtypes:
         # A new tf.function per dtype on purpose: each probe starts from an empty cache, and the
         # program's own object and cache are untouched.
-        fresh = tf.function(function.python_function)  # noqa: TFR101
+        fresh = tf.function(python)  # noqa: TFR101
         try:
-            why, depends, compared = _each_trace(tf, fresh, traces, bound, param, dtype, len(every))
+            why, depends, compared = _each_trace(tf, fresh, traces, bound, param, dtype, len(every),
+                                                 names, edited is not None)
         finally:
             _counted(fresh)
         if why is None:
@@ -241,10 +195,13 @@ def probe_argument(
 
 
 def _each_trace(
-    tf: Any, fresh: Any, traces: list[Any], bound: list[Any], param: str, dtype: str, total: int
+    tf: Any, fresh: Any, traces: list[Any], bound: list[Any], param: str, dtype: str, total: int,
+    names: list[str], edited: bool,
 ) -> tuple[str | None, str | None, int]:
     """Each recorded trace traced by ``fresh`` with ``param`` a ``dtype`` tensor: (why not, where the
-    graph depends on the value, how many inputs TensorFlow ran both versions on)."""
+    graph depends on the value, how many inputs TensorFlow ran both versions on). An edited body
+    (``edited``; ``names``: the parameters) is always run, its graph being another body's; so is a
+    variable passed as a tensor (its graph reads a placeholder where the trace read the variable)."""
     why = None
     compared = 0
     depends = None if total <= _MAX_TRACES else f"only the first {_MAX_TRACES} traces of the run were compared"
@@ -252,7 +209,7 @@ def _each_trace(
         assert found is not None
         args, kwargs, at = found
         value = args[at] if isinstance(at, int) else kwargs[at]
-        spec = tf.TensorSpec([len(value)] if isinstance(value, (list, tuple)) else [], getattr(tf, dtype))
+        spec = tf.TensorSpec(_stacked(tf, value), getattr(tf, dtype))
         if isinstance(at, int):
             args = (*args[:at], spec, *args[at + 1:])
         else:
@@ -270,7 +227,13 @@ def _each_trace(
         if differs is not None:
             why = f"{dtype}: TensorFlow traced the body, {differs}"
             break
-        if depends is None:
+        if depends is None and (edited or _variable(value)):
+            ran, differ = compare_converted(trace, concrete, converter(tf, concrete, names))
+            compared += ran
+            if differ is not None:
+                ran_what = "the edited body" if edited else f"the trace with {param} a tensor"
+                depends = f"TensorFlow ran trace #{number} and {ran_what} on the same inputs: {differ}"
+        elif depends is None:
             parts = value_only_as_data(trace.graph, concrete.graph, param, value)
             if parts is not None:
                 # Other graphs may still compute the same: TensorFlow runs both on the same inputs.
@@ -280,6 +243,26 @@ def _each_trace(
                     depends = (f"the graph depends on the value: trace #{number} ({param}={value!r}): {parts}; "
                                f"run on the same inputs: {differ}")
     return why, depends, compared
+
+
+def _stacked(tf: Any, value: Any) -> list[int | None] | None:
+    """The shape of ``param`` as the call site passes it: a scalar, a list of numbers (its length), or a
+    list of tensors of one shape, stacked (its length, then their shape; None where their rank is unknown)."""
+    if _variable(value):
+        return list(value.shape.as_list()) if value.shape.rank is not None else None
+    if not isinstance(value, (list, tuple)):
+        return []
+    if value and all(isinstance(v, tf.TensorSpec) for v in value):
+        shape = value[0].shape
+        return None if shape.rank is None else [len(value), *shape.as_list()]
+    return [len(value)]
+
+
+def _variable(value: Any) -> bool:
+    """Whether a recorded argument is a variable's spec (the trace read a variable passed in)."""
+    from tensorflow.python.ops.resource_variable_ops import VariableSpec
+
+    return isinstance(value, VariableSpec)
 
 
 def unseeded_draws(function: Any) -> str | None:

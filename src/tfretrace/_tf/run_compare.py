@@ -13,8 +13,11 @@ writes, ``tf.print``, an iterator, a stateful random op, a table) is never run.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+# A recorded call's made arguments -> the arguments the general concrete function takes.
+Converter = Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]
 
 # Stateful operations a comparison may run: they only read or write variables (restored after
 # each run), call a function (whose own operations are checked too), or branch and assert.
@@ -60,6 +63,21 @@ def compare_runs(recorded: Any, general: Any, at: int | str, tensor: Any) -> tup
     with that argument (``at``, an index or keyword) a tensor; ``tensor``: the value as that tensor.
     ``(0, why)`` where they were not run (an effect, an input that cannot be made) or no input ran.
     """
+
+    def convert(call_args: tuple[Any, ...], call_kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        if isinstance(at, int):
+            return (*call_args[:at], tensor, *call_args[at + 1:]), call_kwargs
+        return call_args, {**call_kwargs, at: tensor}
+
+    return compare_converted(recorded, general, convert)
+
+
+def compare_converted(recorded: Any, general: Any, convert: Converter) -> tuple[int, str | None]:
+    """As ``compare_runs``, with ``general``'s arguments made by ``convert`` from those made for ``recorded``.
+
+    For a function as a fix would write it (_tf.edited): the recorded trace's Python values and
+    lists of tensors become what the edited call sites pass.
+    """
     import tensorflow as tf
 
     for concrete in (recorded, general):
@@ -73,12 +91,16 @@ def compare_runs(recorded: Any, general: Any, at: int | str, tensor: Any) -> tup
         if made is None:
             return 0, "not run: an input of a dtype tfretrace does not make"
         call_args, call_kwargs = made
-        if isinstance(at, int):
-            general_args, general_kwargs = (*call_args[:at], tensor, *call_args[at + 1:]), call_kwargs
-        else:
-            general_args, general_kwargs = call_args, {**call_kwargs, at: tensor}
-        theirs = _run(tf, recorded, call_args, call_kwargs, variables)
-        ours = _run(tf, general, general_args, general_kwargs, variables)
+        try:
+            general_args, general_kwargs = convert(tuple(call_args), dict(call_kwargs))
+        except Exception as exc:  # a value the edited call site could not pass either
+            return compared, f"on input {compared + 1}, the edited call's arguments failed ({type(exc).__name__})"
+        # Variables made for the call's own arguments (a variable passed in) are compared and restored too.
+        known = {id(v) for v in variables}
+        passed = [x for x in tf.nest.flatten((call_args, call_kwargs)) if isinstance(x, tf.Variable)]
+        every = variables + list({id(v): v for v in passed if id(v) not in known}.values())
+        theirs = _run(tf, recorded, call_args, call_kwargs, every)
+        ours = _run(tf, general, general_args, general_kwargs, every)
         if isinstance(theirs, BaseException) and isinstance(ours, BaseException):
             continue  # an input both refuse (an index out of range): not one they compute
         if isinstance(theirs, BaseException) or isinstance(ours, BaseException):
@@ -119,21 +141,39 @@ def _numpy(value: Any) -> Any:
 
 
 def _inputs(tf: Any, signature: Any) -> Iterator[Any]:
-    """The recorded signature's arguments, tensors filled with random draws and then each edge value."""
+    """The recorded signature's arguments, tensors filled with random draws and then each edge value.
+
+    A variable argument (``VariableSpec``) gets a new variable of its shape, dtype and trainable
+    flag, filled the same way, made for the comparison alone (never the program's); arguments the
+    trace saw as one variable (one ``alias_id``) get one.
+    """
     import numpy as np
+    from tensorflow.python.ops.resource_variable_ops import VariableSpec
 
     leaves = tf.nest.flatten(signature)
-    specs = [leaf for leaf in leaves if isinstance(leaf, tf.TensorSpec)]
+    specs = [leaf for leaf in leaves if isinstance(leaf, (tf.TensorSpec, VariableSpec))]
     if any(not (s.dtype.is_floating or s.dtype.is_integer or s.dtype.is_bool) for s in specs):
         yield None
         return
     rng = np.random.default_rng(0)
     for fill in (*([None] * _DRAWS), *_EDGES):
-        made = [
-            tf.constant(_filled(np, rng, leaf, fill), dtype=leaf.dtype) if isinstance(leaf, tf.TensorSpec) else leaf
-            for leaf in leaves
-        ]
+        shared: dict[Any, Any] = {}
+        made = [_made(tf, np, rng, leaf, fill, shared, VariableSpec) for leaf in leaves]
         yield tf.nest.pack_sequence_as(signature, made)
+
+
+def _made(tf: Any, np: Any, rng: Any, leaf: Any, fill: str | None, shared: dict[Any, Any], variable: Any) -> Any:
+    if isinstance(leaf, tf.TensorSpec):
+        return tf.constant(_filled(np, rng, leaf, fill), dtype=leaf.dtype)
+    if not isinstance(leaf, variable):
+        return leaf
+    alias = getattr(leaf, "alias_id", None)
+    if alias is not None and alias in shared:
+        return shared[alias]
+    made = tf.Variable(_filled(np, rng, leaf, fill), dtype=leaf.dtype, trainable=bool(leaf.trainable))
+    if alias is not None:
+        shared[alias] = made
+    return made
 
 
 def _filled(np: Any, rng: Any, spec: Any, fill: str | None) -> Any:

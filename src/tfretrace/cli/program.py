@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from tfretrace._tf.probe import remember_program
+from tfretrace._tf.live_functions import remember_program
 from tfretrace._util.tracebacks import PACKAGE_DIR, unlink_frames
 from tfretrace.cli.notebook_run import run_notebook
 

@@ -22,27 +22,29 @@ class _LiveProbe:
         self._root = root
 
     def _functions(self, report: FunctionReport) -> list[object]:
-        from tfretrace._tf.probe import live_function, live_methods
+        from tfretrace._tf.live_functions import live_function, live_methods
 
         path = report.location.rpartition(":")[0]
         function = live_function(path, report.name, self._root)
         # A method: each live instance's own function, probed against its own traces.
         return [function] if function is not None else live_methods(path, report.name, self._root)
 
-    def __call__(self, report: FunctionReport, signature: str, alias: str) -> str | None:
+    def __call__(
+        self, report: FunctionReport, signature: str, alias: str, edited: tuple[str, int] | None = None
+    ) -> str | None:
         from tfretrace._tf.probe import probe_signature
 
         functions = self._functions(report)
         if not functions:
             return _NOT_FOUND
         for each in functions:
-            said = probe_signature(each, signature, alias)
+            said = probe_signature(each, signature, alias, edited)
             if said is not None:
                 return said
         return None
 
     def argument(
-        self, report: FunctionReport, param: str, dtypes: tuple[str, ...]
+        self, report: FunctionReport, param: str, dtypes: tuple[str, ...], edited: tuple[str, int] | None = None
     ) -> tuple[str | None, str | None, str | None, int]:
         from tfretrace._tf.probe import probe_argument
 
@@ -50,7 +52,7 @@ class _LiveProbe:
         if not functions:
             return None, None, None, 0  # not asked: the planner keeps to what the source tells
         # Every live function (each instance's, for a method) must take the same dtype.
-        said = [probe_argument(each, param, dtypes) for each in functions]
+        said = [probe_argument(each, param, dtypes, edited) for each in functions]
         if any(found is None and why is None for found, why, _depends, _ran in said):
             return None, None, None, 0  # one could not be replayed: TensorFlow was not asked of all
         refused = [why for _found, why, _depends, _ran in said if why is not None]

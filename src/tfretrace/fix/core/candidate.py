@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from tfretrace.fix.core.defs import callee_name
 from tfretrace.fix.core.predict import Call, Config, Replay
 from tfretrace.fix.core.rules import literal_key
-from tfretrace.fix.core.source import CallInfo, DefInfo, Replacement, SourceReader, is_user_path
+from tfretrace.fix.core.source import CallInfo, DefInfo, Replacement, SourceReader, Span, is_user_path
 from tfretrace.records.events import PYTHON, Leaf
 from tfretrace.records.function_report import FunctionReport
 
@@ -27,6 +28,9 @@ class State:
     moved: bool = False
     # keras-pad-rows rewrote the model's predict calls: no other predict edit goes at those calls.
     keras_padded: bool = False
+    # The edits earlier steps make in the function's body (tf.constant -> tf.convert_to_tensor): a
+    # later step is asked of TensorFlow with the body as they leave it (FunctionContext.edited).
+    body: tuple[Replacement, ...] = ()
 
     def map_calls(self, change: dict[int, Call | None]) -> State:
         """Calls replaced (or dropped, for None) by call index."""
@@ -42,6 +46,9 @@ class State:
 # None), what it said where no dtype did, where the graph depends on the value (runtime.probe), and
 # on how many inputs TensorFlow ran a recorded trace and the tensor's trace to the same results.
 Verdict = tuple[str | None, str | None, str | None, int]
+
+# The function as body edits leave it, for the probe: the edited file's text and the def's line.
+Edited = tuple[str, int]
 
 
 @dataclass(frozen=True)
@@ -82,17 +89,21 @@ class FunctionContext:
     random: str | None = None  # a random draw in the body: every step that removes traces is unsafe
     # Traces the live function with a signature text and says why it differs (None: the same);
     # only in the recorded run, once the program has finished (runtime.monitor).
-    probe: Callable[[str], str | None] | None = None
+    # A second argument, the body as earlier steps edit it (``edited``), where they do.
+    probe: Callable[..., str | None] | None = None
     # Traces the live function with a Python argument as a scalar tensor of each dtype given: the
     # first that traces as the run did, else None and what TensorFlow said (None, None: not asked),
     # and, third, where the graph depends on the value (None: every trace used it only as data).
-    probe_argument: Callable[[str, tuple[str, ...]], Verdict] | None = None
+    # A third argument, as ``probe``'s second: the body as the step edits it.
+    probe_argument: Callable[..., Verdict] | None = None
     # The random op the run's traces drew from with no seed, read from TensorFlow once the run is
     # over (None: seeded, or not asked): a stream no run could repeat, so fewer traces keep nothing.
     probe_seed: Callable[[], str | None] | None = None
     unseeded: str | None = None  # its answer, once asked (fix.planning.safety_plan)
-    # Its verdicts, asked once per argument and dtypes: the planner asks at every step.
-    argument_verdicts: dict[tuple[str, tuple[str, ...]], Verdict] = field(default_factory=dict)
+    # Its verdicts, asked once per argument, dtypes and body edits: the planner asks at every step.
+    argument_verdicts: dict[tuple[str, tuple[str, ...], tuple[tuple[Span, str], ...]], Verdict] = field(
+        default_factory=dict
+    )
 
     @property
     def tf(self) -> str:
@@ -119,13 +130,56 @@ class FunctionContext:
                         names.add(bound)
         return tuple(sorted(names))
 
-    def tensor_dtype(self, param: str, dtypes: tuple[str, ...]) -> Verdict:
-        """TensorFlow's verdict on ``param`` as a scalar tensor of each of ``dtypes`` (see ``probe_argument``)."""
-        key = (param, dtypes)
+    def tensor_dtype(self, param: str, dtypes: tuple[str, ...], body: tuple[Replacement, ...] = ()) -> Verdict:
+        """TensorFlow's verdict on ``param`` as a scalar tensor of each of ``dtypes`` (see ``probe_argument``).
+
+        ``body``: the edits the step (and those before it) make in the body; the def so edited is
+        what TensorFlow traces and runs. Not asked where it cannot be made.
+        """
+        key = (param, dtypes, tuple((e.span, e.text) for e in body))
         if key not in self.argument_verdicts:
             asked = self.probe_argument
-            self.argument_verdicts[key] = (None, None, None, 0) if asked is None else asked(param, dtypes)
+            edited = self.edited(body) if body else None
+            if asked is None or (body and edited is None):
+                verdict: Verdict = (None, None, None, 0)
+            else:
+                verdict = asked(param, dtypes) if edited is None else asked(param, dtypes, edited)
+            self.argument_verdicts[key] = verdict
         return self.argument_verdicts[key]
+
+    def signature_said(self, signature: str, body: tuple[Replacement, ...] = ()) -> str | None:
+        """What TensorFlow said of the signature text (None: traced as the run did), ``body`` edited as in
+        ``tensor_dtype``; the caller checks that ``probe`` is set."""
+        assert self.probe is not None
+        if not body:
+            return self.probe(signature)
+        edited = self.edited(body)
+        if edited is None:
+            return "TensorFlow was not asked: tfretrace could not make the def as the earlier steps edit it"
+        return self.probe(signature, edited)
+
+    def edited(self, body: tuple[Replacement, ...]) -> Edited | None:
+        """The def's file with ``body`` (edits inside the def) applied, and the def's line; None where they are not."""
+        definition = self.definition
+        node = None if definition is None else definition.node
+        parsed = None if definition is None else self.reader.module(definition.path)
+        if definition is None or node is None or parsed is None:
+            return None
+        last = node.end_lineno or node.lineno
+        if any(e.span.path != definition.path or e.span.line < node.lineno or e.span.end_line > last for e in body):
+            return None  # only the body's own edits are made here
+        lines = [line.encode("utf-8") for line in parsed[0].splitlines(keepends=True)]
+        starts = [0]
+        for line in lines:
+            starts.append(starts[-1] + len(line))
+        data = b"".join(lines)
+        spans = sorted(((starts[e.span.line - 1] + e.span.col, starts[e.span.end_line - 1] + e.span.end_col, e.text)
+                        for e in body), reverse=True)
+        if any(later[0] < earlier[1] for later, earlier in itertools.pairwise(spans)):
+            return None  # overlapping edits: not one text
+        for start, end, text in spans:
+            data = data[:start] + text.encode("utf-8") + data[end:]
+        return data.decode("utf-8"), node.lineno
 
     def call_info(self, site: str | None) -> CallInfo | None:
         """The user's call expression at a call site (user files only)."""

@@ -13,6 +13,7 @@ from tfretrace.fix.core.predict import Call, Config, count
 from tfretrace.fix.core.rules import fold_all
 from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
 from tfretrace.fix.core.signature_defaults import defaults_left_out, left_out_line, left_out_reason
+from tfretrace.fix.core.source import Replacement
 from tfretrace.fix.core.specs import NUMBER_DTYPES, is_top, signature_specs
 from tfretrace.fix.core.tensor_body import value_condition
 from tfretrace.records.events import PYTHON, TENSOR, Leaf
@@ -67,7 +68,7 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
         return None
     general, specs, pinned, tf_check = _probed(ctx, state, folded, general, specs, pinned, covered)
     if tf_check == TF_CHECKED:
-        tf_check = _numbers_as_data(ctx, numbers) or TF_CHECKED
+        tf_check = _numbers_as_data(ctx, numbers, state.body) or TF_CHECKED
     if left_out:
         pinned = "; ".join(p for p in (pinned, left_out_line(left_out)) if p)
         if tf_check == TF_CHECKED:
@@ -120,7 +121,7 @@ def _probed(
         # call had is written, and TensorFlow is asked only about the calls after the first.
         # Issue 38: the variables exist once the run is over, so the signature is asked of the live
         # object; a trace that would still create one is stopped and says so (runtime.probe).
-        said = ctx.probe("[" + ", ".join(specs) + "]")
+        said = ctx.signature_said("[" + ", ".join(specs) + "]", state.body)
         return general, specs, pinned, said or TF_CHECKED
     open_all = tuple(
         replace(leaf, shape=tuple(None for _ in leaf.shape)) if leaf.kind == TENSOR and leaf.shape else leaf
@@ -129,14 +130,15 @@ def _probed(
     open_specs = signature_specs([leaf for leaf in open_all if _root(leaf.path) in covered], covered, ctx.tf)
     if open_specs is None:
         return general, specs, pinned, None
-    said = ctx.probe("[" + ", ".join(open_specs) + "]")
+    # A body an earlier step edits (tensor-argument) is traced, and run, as that step writes it.
+    said = ctx.signature_said("[" + ", ".join(open_specs) + "]", state.body)
     if said is not None:
         return general, specs, pinned, said
     line = "every dimension open: TensorFlow traced the body so, to the outputs of every trace of this run"
     return open_all, open_specs, line, TF_CHECKED
 
 
-def _numbers_as_data(ctx: FunctionContext, numbers: dict[str, Leaf]) -> str | None:
+def _numbers_as_data(ctx: FunctionContext, numbers: dict[str, Leaf], body: tuple[Replacement, ...]) -> str | None:
     """Why a Python number the signature makes a tensor is not the same computation; None where each is data.
 
     The open signature's probe compares outputs; a number folded into each trace as a constant
@@ -145,7 +147,7 @@ def _numbers_as_data(ctx: FunctionContext, numbers: dict[str, Leaf]) -> str | No
     """
     for path, leaf in sorted(numbers.items()):
         dtype = str(leaf.dtype)
-        found, said, depends, _compared = ctx.tensor_dtype(path, (dtype,))
+        found, said, depends, _compared = ctx.tensor_dtype(path, (dtype,), body)
         if found is None:
             return f"{path} as a {dtype} tensor: " + (said or "TensorFlow could not replay the run's traces with it")
         reason = value_condition(dtype, depends)

@@ -59,14 +59,16 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     if problem:
         return _python_use(ctx, path, problem)
     order = {"float32": ("float32", "float64"), "int32": ("int32", "int64"), "int64": ("int64", "int32")}
-    # TensorFlow traces the body as it is: one the step edits too (tf.constant(n) becomes
-    # tf.convert_to_tensor(n)) is not the body it would trace, so it is not asked.
-    asked = (None, None, None, 0) if rewritten else ctx.tensor_dtype(path, order.get(guess, (guess,)))
+    # A body the step edits too (tf.constant(n) becomes tf.convert_to_tensor(n)) is not the one the
+    # run traced: TensorFlow traces the def as the step (and the steps before it) leave it, and runs
+    # it beside every recorded trace (runtime.probe).
+    edited = (*state.body, *rewritten)
+    asked = ctx.tensor_dtype(path, order.get(guess, (guess,)), edited)
     dtype, said, depends, compared = asked
     if dtype == "int32" and depends is None:
         # An int32 tensor refuses the Python ints beyond its range that the original took; an int64
         # one takes every int a tensor can hold. Written where TensorFlow traces and runs it so too.
-        wide = ctx.tensor_dtype(path, ("int64",))
+        wide = ctx.tensor_dtype(path, ("int64",), edited)
         if wide[0] == "int64" and wide[2] is None:
             dtype, compared = "int64", wide[3]
     if said is not None:
@@ -85,6 +87,8 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     body, problem = tensor_body(ctx, path, dtype, arithmetic="float" not in types and not checked, probed=checked)
     if problem:
         return _python_use(ctx, path, problem)
+    if checked and body != rewritten:
+        checked = False  # TensorFlow was asked of another body than the one written: not checked
     tensor = Leaf(path, TENSOR, dtype=dtype, shape=())
     new = {c.index: replace(c, signature=swap_leaf(c.signature, path, tensor)) for c in calls}
     edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")
@@ -102,11 +106,17 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
         f"pass {path} as a {dtype} tensor at the call site" + verdict + body_note(body, ctx) + missing_note(missing),
         code,
         edits,
-        state.map_calls(reached(new, calls, missing)),
+        _with_body(state.map_calls(reached(new, calls, missing)), edits, body),
         tf_check=TF_CHECKED if checked else None,
         condition=value_condition(dtype, depends) if checked else None,
         compared=compared if checked else 0,
     )
+
+
+def _with_body(state: State, edits: tuple[Replacement, ...], body: tuple[Replacement, ...]) -> State:
+    """The state with the step's body edits, where it makes them, added to those of the steps before."""
+    made = tuple(e for e in body if e in edits)
+    return replace(state, body=(*state.body, *made)) if made else state
 
 
 def _python_use(ctx: FunctionContext, path: str, problem: str) -> Candidate:
@@ -166,11 +176,18 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
         body, problem = tensor_body(ctx, path, dtype, arithmetic=False)
         checked = None
         depends = None
-        if not problem and not body:
+        compared = 0
+        if not problem:
             # TensorFlow decides the dtype, as for a number (python_numbers); a body the step edits
-            # too is not the one it would trace.
+            # too is traced and run as the step edits it.
             order = ("float32", "float64") if dtype == "float32" else ("int32", "int64")
-            found, said, depends, _compared = ctx.tensor_dtype(path, order)
+            edited = (*state.body, *body)
+            found, said, depends, compared = ctx.tensor_dtype(path, order, edited)
+            if found == "int32" and depends is None:
+                # As for a number: int64 takes every Python int the original took, where TensorFlow agrees.
+                wide = ctx.tensor_dtype(path, ("int64",), edited)
+                if wide[0] == "int64" and wide[2] is None:
+                    found, compared = "int64", wide[3]
             if said is not None:
                 out.append(Candidate(
                     "structure-changed" if path in resized else "python-value-changed",
@@ -182,6 +199,8 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
                 ))
                 continue
             dtype, checked = (found, TF_CHECKED) if found is not None else (dtype, None)
+            if checked and body and tensor_body(ctx, path, dtype, arithmetic=False)[0] != body:
+                checked = None  # the body written for that dtype is not the one TensorFlow was asked of
         if problem:
             out.append(
                 Candidate(
@@ -215,9 +234,10 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
                 + missing_note(missing),
                 code,
                 edits,
-                state.map_calls(reached(new, calls, missing)),
+                _with_body(state.map_calls(reached(new, calls, missing)), edits, body),
                 tf_check=checked,
                 condition=value_condition(dtype, depends) if checked else None,
+                compared=compared if checked else 0,
             )
         )
     return out
@@ -246,7 +266,11 @@ def _stack_advice(
     body = add_n_body(ctx, path)
     edits, missing = ctx.arg_edits(state.replay.calls, path, "{tf}.stack({expr})")
     if body is not None and edits and not missing:
-        # The body only sums the list (tf.add_n): the stacked tensor sums to the same value.
+        # The body only sums the list (tf.add_n): the stacked tensor sums to the same value. TensorFlow
+        # traces the body so edited with the stacked tensor and runs it beside every recorded trace.
+        asked = ctx.tensor_dtype(path, (first.dtype,), (*state.body, body)) if first.dtype else (None, None, None, 0)
+        found, _said, depends, compared = asked
+        checked = TF_CHECKED if found is not None else None
         return Candidate(
             "structure-changed",
             NAME,
@@ -254,7 +278,11 @@ def _stack_advice(
             f"{ctx.tf}.reduce_sum({path}, axis=0) in {ctx.short}'s body instead of {ctx.tf}.add_n({path})",
             preview(ctx, (body,), edits),
             (body, *edits),
-            moved,
+            _with_body(moved, (body,), (body,)),
+            tf_check=checked,
+            # The list held tensors of that dtype already: no Python int is narrowed, only the run decides.
+            condition=depends if checked else None,
+            compared=compared if checked else 0,
         )
     return Candidate(
         "structure-changed",
@@ -289,6 +317,15 @@ def read_only_variables(ctx: FunctionContext, state: State) -> list[Candidate]:
             for c in calls
         }
         edits, missing = ctx.arg_edits(calls, path, "{tf}.convert_to_tensor({expr})")
+        # TensorFlow traces the body with the variable a tensor of its dtype and runs it beside each
+        # recorded trace, on new variables of the recorded specs (the values every variable is left
+        # with compared too): where every dtype is one and equal everywhere, the step is safe.
+        dtypes = {leaf.dtype for leaf in leaves}
+        dtype = next(iter(dtypes)) if len(dtypes) == 1 else None
+        found, _said, depends, compared = (
+            ctx.tensor_dtype(path, (dtype,), state.body) if dtype else (None, None, None, 0)
+        )
+        checked = TF_CHECKED if found is not None else None
         out.append(
             Candidate(
                 "variable-spec-changed",
@@ -298,6 +335,9 @@ def read_only_variables(ctx: FunctionContext, state: State) -> list[Candidate]:
                 ctx.reader.preview(edits) or f"{ctx.short}(..., {path}={ctx.tf}.convert_to_tensor({path}))",
                 edits,
                 state.map_calls(reached(new, calls, missing)),
+                tf_check=checked,
+                condition=depends if checked else None,
+                compared=compared if checked else 0,
             )
         )
     return out
@@ -382,7 +422,9 @@ KIND = Kind(
         ' or where TensorFlow ran both on the same inputs to the same results: see '
         '[below](#python-values-made-tensors); otherwise unsafe, saying where they part. Unprobed (a '
         'nested def, a method, a model argument): the dtype tfretrace guessed; a variable passed as a '
-        'tensor no longer aliases it',
+        'tensor no longer aliases it. A body the step edits too (`tf.constant` -> `tf.convert_to_tensor`, '
+        '`tf.add_n` -> `tf.reduce_sum`) is traced and run as edited, compiled in memory; a `tf.Variable` the body '
+        'only reads is run on new variables of the recorded specs, the values they are left with compared',
         '`p08_float_times_f64.py` (item 8: float64, safe, prints the same), `p13_rate_type_test.py` (a '
         "body's `isinstance(rate, float)`: unsafe, the graphs part), `p09_int_divided.py` (item 9: "
         'refused, no tensor step)',

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from tfretrace.fix.core.body import random_draw
-from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, Verdict, first_config
+from tfretrace.fix.core.candidate import Candidate, Edited, FunctionContext, State, Verdict, first_config
 from tfretrace.fix.core.predict import calls_of, count, mean_seconds
 from tfretrace.fix.core.safety import ADVICE, TF_CHECKED, UNSAFE
 from tfretrace.fix.core.source import SourceReader
@@ -40,14 +40,18 @@ __all__ = [
 class Probe(Protocol):
     """TensorFlow, asked about a function of the run once the program has finished (runtime.probe)."""
 
-    def __call__(self, report: FunctionReport, signature: str, alias: str) -> str | None:
+    def __call__(self, report: FunctionReport, signature: str, alias: str, edited: Edited | None = None) -> str | None:
         """Traces it with a signature text (the file's tensorflow alias given): None where its outputs
-        match the run's traces, else why not."""
+        match the run's traces, else why not. ``edited``: the def as earlier steps edit it (fix.core.tensor_body's
+        ``edited_def``), traced in its place and run against the run's traces."""
 
-    def argument(self, report: FunctionReport, param: str, dtypes: tuple[str, ...]) -> Verdict:
+    def argument(
+        self, report: FunctionReport, param: str, dtypes: tuple[str, ...], edited: Edited | None = None
+    ) -> Verdict:
         """Traces it with the Python value ``param`` a scalar tensor: the first of ``dtypes`` that traces as
         the run did, else None and what TensorFlow said (None, None where it could not be asked), and
-        where the graph depends on the value (None: only as data), and on how many inputs TensorFlow ran both."""
+        where the graph depends on the value (None: only as data), and on how many inputs TensorFlow ran both.
+        ``edited``: the def as the step edits it, traced in its place and always run against the run's traces."""
 
     def unseeded(self, report: FunctionReport) -> str | None:
         """The random op the run's traces drew from with no seed (TensorFlow's state), or None where seeded."""
@@ -76,8 +80,13 @@ def plan_for(
     definition = reader.function_at(report.location, short) if report.keras is None else None
     ctx = FunctionContext(report, reader, definition, short)
     if probe is not None:
-        ctx.probe = lambda signature: probe(report, signature, ctx.tf)
-        ctx.probe_argument = lambda param, dtypes: probe.argument(report, param, dtypes)
+        # A body no step edits is asked as before (a probe given no ``edited``).
+        ctx.probe = lambda signature, edited=None: (
+            probe(report, signature, ctx.tf) if edited is None else probe(report, signature, ctx.tf, edited)
+        )
+        ctx.probe_argument = lambda param, dtypes, edited=None: (
+            probe.argument(report, param, dtypes) if edited is None else probe.argument(report, param, dtypes, edited)
+        )
         ctx.probe_seed = lambda: probe.unseeded(report)
     replay = calls_of(report)
     state = State(replay, first_config(report, definition))

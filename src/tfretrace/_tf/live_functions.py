@@ -1,0 +1,87 @@
+"""The run's own tf.function objects, found once the program has finished: module-level defs and live methods."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from typing import Any
+
+from tfretrace._tf.counters import counted_functions
+
+# The globals of the program `tfretrace run` executed as __main__: python drops that module once
+# it has run, and the probe runs after (module-level tf.functions are found there).
+_PROGRAMS: list[dict[str, Any]] = []
+
+
+def remember_program(namespace: dict[str, Any]) -> None:
+    """Keep the executed program's globals for the probe, which runs once the program has finished."""
+    _PROGRAMS.append(namespace)
+
+
+# Instances of one method probed at most: each instance's traces are compared with its own probe.
+_MAX_INSTANCES = 8
+
+
+def live_methods(path: str, qualname: str, root: str) -> list[Any]:
+    """The run's tf.function objects for a method of a class in ``path``, one per live instance.
+
+    ``@tf.function`` on a method gives each instance its own bound function (TensorFlow's
+    descriptor), and ``self.step = tf.function(self._step)`` makes one per instance too; every
+    such object the run called is kept by the call counters (``counted_functions``). Only those
+    with traces are returned: their ``python_function`` already has the instance bound, so a new
+    ``tf.function`` of it traces the method of that very object.
+    """
+    if "<locals>" in qualname or "." not in qualname:
+        return []
+    wanted = os.path.realpath(os.path.join(root, path))
+    found = []
+    for function in counted_functions():
+        python = getattr(function, "python_function", None)
+        if python is None or getattr(python, "__qualname__", None) != qualname:
+            continue
+        # A decorated method's bound function is TensorFlow's wrapper: its __wrapped__ chain ends
+        # at the user's def; a bound method (tf.function(self._step)) has it as __func__.
+        plain = getattr(python, "__func__", None) or inspect.unwrap(python)
+        code = getattr(plain, "__code__", None)
+        if code is None or os.path.realpath(code.co_filename) != wanted:
+            continue
+        if hasattr(function, "_list_all_concrete_functions") and function._list_all_concrete_functions():
+            found.append(function)
+        if len(found) >= _MAX_INSTANCES:
+            break
+    return found
+
+
+def live_function(path: str, qualname: str, root: str) -> Any | None:
+    """The run's tf.function object for a module-level def (or ``name = tf.function(def)``) in ``path``."""
+    if "<locals>" in qualname or "." in qualname:
+        return None  # nested defs and methods: no module attribute holds the one object (live_methods)
+    wanted = os.path.realpath(os.path.join(root, path))
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if not file or os.path.realpath(file) != wanted:
+            continue
+        for value in list(vars(module).values()):
+            python = getattr(value, "python_function", None)
+            if python is not None and getattr(python, "__qualname__", None) == qualname and hasattr(
+                value, "_list_all_concrete_functions"
+            ):
+                return value
+    # The program run as __main__ (tfretrace run script.py): its globals, kept by the runner.
+    for namespace in (*_PROGRAMS, vars(sys.modules["__main__"]) if "__main__" in sys.modules else {}):
+        found = _in_namespace(namespace, wanted, qualname)
+        if found is not None:
+            return found
+    return None
+
+
+def _in_namespace(namespace: dict[str, Any], wanted: str, qualname: str) -> Any | None:
+    for value in list(namespace.values()):
+        python = getattr(value, "python_function", None)
+        code = getattr(python, "__code__", None)
+        if python is None or code is None or os.path.realpath(code.co_filename) != wanted:
+            continue
+        if getattr(python, "__qualname__", None) == qualname and hasattr(value, "_list_all_concrete_functions"):
+            return value
+    return None
