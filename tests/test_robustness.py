@@ -86,6 +86,30 @@ def test_internal_error_is_counted_and_the_call_goes_on(monkeypatch: pytest.Monk
     assert user_fn.experimental_get_tracing_count() == 2
 
 
+def test_an_error_inside_the_analysis_is_counted_in_its_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The planner runs after the record is taken: its error was counted by the monitor and missing
+    # from the session (and its report), which showed a function with no plan and no word why.
+    tf = pytest.importorskip("tensorflow")
+    from tfretrace.fix.planning import plan
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("simulated planner bug")
+
+    @tf.function
+    def user_fn(x: tf.Tensor) -> tf.Tensor:
+        return x * 3.0
+
+    with monitor.watch(warn=False, log=False) as mon:
+        for n in (2, 3, 4):
+            user_fn(tf.ones([n]))
+    monkeypatch.setattr(plan, "link_restored", broken)  # run by the analysis alone, after the record
+    session = mon.analyzed(probe=False)
+    assert session.internal_errors == 1
+    assert "simulated planner bug" in session.internal_error_messages[0]
+    assert session.functions[0].plan  # the plans made before the error are kept
+    assert user_fn.experimental_get_tracing_count() == 3
+
+
 def test_user_exceptions_propagate_unchanged() -> None:
     tf = pytest.importorskip("tensorflow")
 

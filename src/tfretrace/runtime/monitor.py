@@ -10,6 +10,7 @@ import time
 import traceback
 import warnings
 from collections import deque
+from dataclasses import replace
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -190,7 +191,7 @@ class Monitor:
         :meth:`analyzed` asks it, where a plan needs it.
         """
         recorded, models = self._recorded()
-        return self._analysis.analyze(recorded, self.internal_error, models=models)
+        return self._counted(self._analysis.analyze(recorded, self.internal_error, models=models))
 
     def analyzed(self, *, probe: bool, lint: bool = False) -> Session:
         """The session with plans; ``probe``: TensorFlow traces their signatures, once the program is done.
@@ -200,7 +201,17 @@ class Monitor:
         # A running program must never see its functions traced again.
         probe = probe and self.program_done and not self.active
         recorded, models = self._recorded()
-        return self._analysis.analyze(recorded, self.internal_error, probe=probe, lint=lint, models=models)
+        return self._counted(
+            self._analysis.analyze(recorded, self.internal_error, probe=probe, lint=lint, models=models))
+
+    def _counted(self, session: Session) -> Session:
+        """``session`` with the internal errors counted so far, the analysis' own included.
+
+        The record is taken before the analysis runs: an error the planner or the probe raised
+        would otherwise be counted by the monitor and missing from the session and its report.
+        """
+        return replace(session, internal_errors=self.internal_errors,
+                       internal_error_messages=tuple(self._error_messages))
 
     def state(self, name: str) -> FunctionState:
         """The live record of the function with this qualified name (tests, budgets)."""
