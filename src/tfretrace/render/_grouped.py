@@ -57,10 +57,10 @@ def function_block(report: FunctionReport, session: Session, width: int, color: 
     used = len(parts)
     for number, fix in enumerate(fix_lines(report, asked=session.probe_traces is not None)):
         if fix.joiner == "note":  # two lines at most: the whole statement is -v's
-            head = fix.headline()
-            shown = head if len(head) <= width - 2 else _one_line(head, 2 * (width - 6))
-            parts.append(indent(prose(shown, "dim"), 2, hang=4))
-            used += 1 + (len(shown) > width - 2)
+            note = fix.headline()
+            note = note if len(note) <= width - 2 else _one_line(note, 2 * (width - 6))
+            parts.append(indent(prose(note, "dim"), 2, hang=4))
+            used += 1 + (len(note) > width - 2)
             continue
         style = "bold green" if fix.safety == "safe" else "bold yellow"
         room = max(20, width - _CODE_INDENT)

@@ -10,9 +10,9 @@ import time
 import traceback
 import warnings
 from collections import deque
-from dataclasses import replace
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from tfretrace._util.text import split_site
