@@ -555,3 +555,16 @@ def test_hidden_lines_take_only_a_known_message_s_further_lines_along() -> None:
     assert parser.feed(other)[0]
     assert not parser.feed(b"the program's own stderr line\n")[0]  # same read, right after: kept
     assert not parser.feed(b"E0000 00:00:1.5   7 service.cc:9] an error the level shows\n")[0]
+
+
+def test_a_hidden_op_error_takes_its_node_line_along() -> None:
+    # An op's error (hidden at TF_CPP_MIN_LOG_LEVEL=3) names its node on a line of its own: shown,
+    # the user saw "\t [[{{node embedding_1/GatherV2}}]]" lines python never printed.
+    parser = xla_log.Parser(frozenset(), hide_below=3)
+    parser.new_chunk()
+    failed = b"W0000 00:00:1.5   7 op_kernel.cc:1857] OP_REQUIRES failed at gather_op.cc:89 : INVALID_ARGUMENT\n"
+    node = b"\t [[{{node embedding_1/GatherV2}}]]\n"
+    assert parser.feed(failed)[0] and parser.feed(node)[0]
+    assert not parser.feed(b"the program's own stderr line\n")[0]
+    parser.new_chunk()
+    assert not parser.feed(node)[0]  # a read of its own, after no hidden line: the user's text

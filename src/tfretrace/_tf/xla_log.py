@@ -53,6 +53,8 @@ _SEVERITIES = b"IWEF"
 
 # Sources whose INFO message spans lines (the CPU instructions note at import: "To enable ...").
 _MULTILINE = frozenset({"cpu_feature_guard"})
+# The node an op's error names, on a line after the error's own: "\t [[{{node embed/GatherV2}}]]".
+_NODE_LINE = re.compile(rb"^\s+\[\[\{\{node [^}]*\}\}\]\]$")
 
 
 @dataclass
@@ -79,10 +81,12 @@ class Parser:
         # hidden again (a known multi-line message with its further lines in the same read).
         self._hide_below = hide_below
         self._hiding = False
+        self._after_hidden = False  # the last prefixed line of this read was hidden
 
     def new_chunk(self) -> None:
         """A new read from the pipe: a message's further lines arrive in the same write."""
         self._hiding = False
+        self._after_hidden = False
 
     def feed(self, line: bytes) -> tuple[bool, Compile | None]:
         """(line is tfretrace's own, the compile it completes if any)."""
@@ -93,7 +97,11 @@ class Parser:
         else:
             old = _OLD_LOG_LINE.match(text)
             if old is None:
-                return self._hiding, None  # a hidden message's further line, or the user's
+                # A hidden message's further line, or the user's. TensorFlow appends the failing
+                # node to an op's error as a line of its own ("\t [[{{node x/GatherV2}}]]"),
+                # which no user line looks like.
+                node = self._after_hidden and _NODE_LINE.match(text) is not None
+                return self._hiding or node, None
             # No thread id in this format: compiles on several threads at once could interleave
             # their argument lines, which only makes the per-argument diff of those compiles vaguer.
             thread = b""
@@ -104,6 +112,7 @@ class Parser:
         # A message's further lines have no prefix; in a pipe they cannot be told from the user's
         # next line, so only TensorFlow's known multi-line INFO message takes them along.
         self._hiding = hidden and module in _MULTILINE
+        self._after_hidden = hidden
         ours = hidden or module in self._swallow or (
             module == "dump_graph" and "xla_compile_" in body and "xla_compiler" in self._swallow
         )
