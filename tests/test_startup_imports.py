@@ -70,3 +70,23 @@ def test_a_run_that_never_retraces_loads_nothing_of_the_planner(tmp_path: Path) 
     from tfretrace.fix.planning.step import THROUGH_ANOTHER
 
     assert {saved_signature.NAME} == THROUGH_ANOTHER
+
+
+# What a plain run that nothing retraced in still loaded in 89be6d9, each for work no output of
+# it needs: the other commands' parsers, the source reader (for the session's file hashes), the
+# readers of a saved session's prevention, lint and output parts, a notebook's cell reader, the
+# fix probe, and the TOML reader outside any project (issue 41 item 8).
+NOT_IN_A_PLAIN_RUN = ("tfretrace.cli.fix_command", "tfretrace.cli.profile_command", "tfretrace.cli.lint_command",
+                      "tfretrace.cli.notebook_run", "tfretrace.fix.core.source", "tfretrace.records.prevention",
+                      "tfretrace.records.lint_panel", "tfretrace.records.output", "tfretrace._tf.probe", "tomllib")
+
+
+def test_a_plain_run_loads_only_what_its_report_and_session_need(tmp_path: Path) -> None:
+    (tmp_path / "tiny.py").write_text(TINY, encoding="utf-8")
+    plain, plain_out, _ = _imported(tmp_path, "tiny.py")
+    tool, tool_out, err = _imported(tmp_path, "-m", "tfretrace", "run", "tiny.py")
+    assert tool_out == plain_out
+    assert "1 function, 1 trace (0 retraces)" in err  # it did monitor, report and keep the session
+    assert (tmp_path / ".tfretrace" / "last-session.json").is_file()
+    loaded = sorted(n for n in tool - plain if n.startswith(NOT_IN_A_PLAIN_RUN))
+    assert loaded == []

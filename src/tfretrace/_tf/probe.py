@@ -25,17 +25,8 @@ from typing import Any
 
 from tfretrace._tf.counters import counted_functions
 from tfretrace._tf.graph_compare import value_only_as_data
+from tfretrace._tf.programs import PROGRAMS
 from tfretrace._tf.run_compare import compare_runs
-
-# The globals of the program `tfretrace run` executed as __main__: python drops that module once
-# it has run, and the probe runs after (module-level tf.functions are found there).
-_PROGRAMS: list[dict[str, Any]] = []
-
-
-def remember_program(namespace: dict[str, Any]) -> None:
-    """Keep the executed program's globals for the probe, which runs once the program has finished."""
-    _PROGRAMS.append(namespace)
-
 
 # Outputs compared per function: the traces the run made (the first ones are enough to see a
 # rank or a dtype change; every one is checked for a static size).
@@ -92,7 +83,7 @@ def live_function(path: str, qualname: str, root: str) -> Any | None:
             ):
                 return value
     # The program run as __main__ (tfretrace run script.py): its globals, kept by the runner.
-    for namespace in (*_PROGRAMS, vars(sys.modules["__main__"]) if "__main__" in sys.modules else {}):
+    for namespace in (*PROGRAMS, vars(sys.modules["__main__"]) if "__main__" in sys.modules else {}):
         found = _in_namespace(namespace, wanted, qualname)
         if found is not None:
             return found

@@ -10,9 +10,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
-
-from rich.console import Console
+from typing import TYPE_CHECKING, TextIO
 
 from tfretrace._util.io import atomic_write_text, is_source_file
 from tfretrace._util.text import encodable, printable
@@ -21,7 +19,11 @@ from tfretrace.render import renderer_for
 from tfretrace.render._console import colored, console_for, is_tty
 
 __all__ = ["colored", "console_for", "is_tty"]  # the CLI's names for the console helpers
-from tfretrace.records.session import TOOL, Session
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tfretrace.records.session import Session
 
 
 class UsageError(Exception):
@@ -146,6 +148,8 @@ def replaceable(path: Path, what: str) -> bool:
         from tfretrace.compare.baseline import BASELINE_MARK
 
         return BASELINE_MARK in data
+    from tfretrace.records.session import TOOL  # the session model: loaded for a file to replace
+
     tool = data.get("tool")
     return isinstance(tool, dict) and tool.get("name") == TOOL and "functions" in data
 

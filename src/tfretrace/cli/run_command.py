@@ -11,9 +11,7 @@ import sys
 import textwrap
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tfretrace._util.config import ProjectConfig, ProjectConfigError
 from tfretrace._util.config import find as find_config
@@ -21,7 +19,6 @@ from tfretrace._util.config import load as load_config
 from tfretrace._util.text import printable
 from tfretrace.cli import compare_command, last_session
 from tfretrace.cli.invocation import fold_command, python_command, tfretrace_command
-from tfretrace.cli.notebook_run import NotebookRunError, code_cells
 from tfretrace.cli.output import (
     UsageError,
     checked_outputs,
@@ -33,15 +30,24 @@ from tfretrace.cli.output import (
     is_tty,
     save_session,
 )
-from tfretrace.cli.program import EXIT_OK, Target, execute, find_module, is_notebook, runnable, wait_for_threads
-from tfretrace.cli.progress import Progress
+from tfretrace.cli.program import (
+    EXIT_OK,
+    EXIT_RETRACED,
+    EXIT_USAGE,
+    Target,
+    execute,
+    find_module,
+    is_notebook,
+    runnable,
+    wait_for_threads,
+)
 from tfretrace.records.errors import TensorFlowMissingError, UnsupportedVersionError
-from tfretrace.records.session import Session
 
-# --fail-on-retrace uses the status linters use for "found something"; the program's own
-# non-zero status always wins, so a crash is never reported as "only" a retrace.
-EXIT_RETRACED = 1
-EXIT_USAGE = 2
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tfretrace.cli.progress import Progress
+    from tfretrace.records.session import Session
 
 
 def command_run(ns: argparse.Namespace, target: Target) -> int:
@@ -62,6 +68,8 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     if target.script is not None and not runnable(Path(target.script)):
         raise UsageError(f"can't open file {target.script!r}: no such file")
     if target.script is not None and is_notebook(target.script):
+        from tfretrace.cli.notebook_run import NotebookRunError, code_cells  # loaded for a notebook only
+
         try:  # IPython syntax is refused now, before minutes of monitoring
             code_cells(Path(target.script))
         except NotebookRunError as exc:
@@ -259,6 +267,8 @@ def _live_status(ns: argparse.Namespace) -> Progress | None:
     stream = sys.stderr
     if ns.no_progress or not is_tty(stream) or os.environ.get("TERM") == "dumb" or _native_log_shown():
         return None
+    from tfretrace.cli.progress import Progress  # a terminal's live line: loaded where one is drawn
+
     width = console_for(stream).width
     # Its own handle on the terminal: the XLA log tap may swap fd 2 for a pipe during the run.
     try:
