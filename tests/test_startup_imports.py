@@ -90,3 +90,30 @@ def test_a_plain_run_loads_only_what_its_report_and_session_need(tmp_path: Path)
     assert (tmp_path / ".tfretrace" / "last-session.json").is_file()
     loaded = sorted(n for n in tool - plain if n.startswith(NOT_IN_A_PLAIN_RUN))
     assert loaded == []
+
+
+# What the program sees of its log level and its stderr until it imports TensorFlow: under
+# python, the user's level and the file stderr was sent to.
+_SEES = '''\
+import os, stat, sys
+print(os.environ.get("TF_CPP_MIN_LOG_LEVEL"), stat.S_ISREG(os.fstat(2).st_mode), flush=True)
+sys.stderr.write("own line\\n")
+'''
+
+
+def test_a_program_that_never_imports_tensorflow_keeps_its_level_and_its_stderr(tmp_path: Path) -> None:
+    # tfretrace lowers the level and starts its stderr relay as TensorFlow's import begins (the
+    # compile log needs both): a program that never imports it starts no relay process and runs
+    # with its own settings, as under python (89be6d9 did both before the program's first line).
+    (tmp_path / "sees.py").write_text(_SEES, encoding="utf-8")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p))
+    outs = []
+    for argv in (["sees.py"], ["-m", "tfretrace", "run", "sees.py"]):
+        with open(tmp_path / "err.txt", "wb") as err:  # `2> err.txt`
+            done = subprocess.run([sys.executable, *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                  stderr=err, text=True, timeout=300, check=False)
+        assert done.returncode == 0, (tmp_path / "err.txt").read_text()
+        outs.append((done.stdout, (tmp_path / "err.txt").read_text().splitlines()[0]))
+    assert outs[0] == ("3 True\n", "own line")
+    assert outs[1] == outs[0]
