@@ -1,4 +1,4 @@
-"""What the command line loads before it has a command to run: `--help` and the parsers of commands not chosen."""
+"""What tfretrace loads before it has work to do: `--help`, the parsers of commands not chosen, the log relay."""
 
 from __future__ import annotations
 
@@ -60,3 +60,19 @@ def test_a_commands_own_parser_loads_only_when_that_command_is_chosen(tmp_path: 
     assert _among(names, tuple(f"tfretrace.cli.{o}_command" for o in others)) == []
     assert out.startswith(f"usage: tfretrace {command}")  # its own usage, description and options
     assert {"fix": "--unsafe-fixes", "compare": "--tolerance", "profile": "merge"}[command] in out
+
+
+def test_the_log_relay_process_loads_only_what_relaying_needs() -> None:
+    # `tfretrace run` waits for this process (python -I -S) to start, fork the relay and end, at
+    # every TensorFlow import under TF_CPP_MIN_LOG_LEVEL above 0. Here it finds no settings on
+    # stdin and stops right after its imports.
+    from tfretrace._tf import xla
+
+    done = subprocess.run([sys.executable, "-X", "importtime", "-I", "-S", "-c", xla._BOOT,
+                           str(ROOT / "src" / "tfretrace")], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=60, check=False)
+    names = {line.split("|")[2].strip() for line in done.stderr.splitlines()
+             if line.startswith("import time:") and line.count("|") == 2}
+    assert {"tfretrace._tf.relay", "tfretrace._tf.xla_log", "pickle"} <= names  # it did start
+    assert "EOFError" in done.stderr  # and stopped at reading its settings
+    assert sorted(names & {"json", "dataclasses", "inspect", "tfretrace.records"}) == []
