@@ -14,18 +14,17 @@ from typing import TYPE_CHECKING, NoReturn
 from tfretrace._util.text import one_line
 from tfretrace._util.version import __version__
 from tfretrace.cli.completion import SHELLS
-from tfretrace.cli.output import UsageError, colored, console_for
+from tfretrace.cli.output import UsageError, add_output_options, colored, console_for
 from tfretrace.cli.output import terminal_style as terminal_style  # (width, colour) of a stream, for callers
 from tfretrace.cli.program import EXIT_OK, EXIT_USAGE, Target
 from tfretrace.cli.program import EXIT_RETRACED as EXIT_RETRACED  # --fail-on-retrace found something
-from tfretrace.render import FORMATS, UnknownFormatError
+from tfretrace.render import UnknownFormatError
 
 if TYPE_CHECKING:
     from tfretrace.records import catalogue
 
 # What a shell reports for a process ended by SIGPIPE (128 + 13), the status `cat` gives in `| head`.
 EXIT_BROKEN_PIPE = 141
-COMMANDS = ("run", "report", "explain", "fix", "compare", "profile", "lint", "completion")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,6 +47,7 @@ SUMMARIES = {
     "lint": "check source files statically (see 'tfretrace lint --help')",
     "completion": "print a shell completion script: bash, zsh or fish",
 }
+COMMANDS = tuple(SUMMARIES)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -70,56 +70,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def _configure_run(run: argparse.ArgumentParser) -> None:
-    from tfretrace.cli import compare_command
+    from tfretrace.cli import run_command
 
-    run.usage = "tfretrace run [options] (script.py | -m module) [args ...]"
-    run.description = ("Run 'script.py [args]' or '-m module [args]' like python does, under the "
-                       "retrace monitor, then print the report to stderr (stdout stays the program's).")
-    run.add_argument("-m", dest="module", metavar="MODULE", help="run a module like python -m")
-    run.add_argument("--save", metavar="FILE.json", help="keep the session in this file")
-    run.add_argument("--warn", action="store_true", help="also warn live at each retrace")
-    run.add_argument(
-        "--tensorboard", metavar="LOGDIR",
-        help="also write each function's traces and trace seconds (scalars, against its calls) and "
-        "each retrace's explanation (text) to TensorBoard event files in LOGDIR",
-    )
-    run.add_argument(
-        "--no-progress", action="store_true",
-        help="no live status line on the terminal while the program runs",
-    )
-    run.add_argument(
-        "--keep-tf-warning", action="store_true",
-        help="keep TensorFlow's own 'N out of the last M calls ... triggered tf.function retracing' "
-        "warning (hidden while tfretrace monitors: the report explains each retrace)",
-    )
-    run.add_argument("--label", help="name of this process in merged reports (default workerN)")
-    run.add_argument(
-        "--prevent", metavar="PROFILE.json",
-        help="prevent the shape retraces PROFILE (a profile file or a saved session) recorded: each "
-        "function whose recorded calls varied in shape is traced once, generally, at its first call; "
-        "the calls the run meets outside it widen a profile file (created when missing) "
-        "(default: $TFRETRACE_PREVENT)",
-    )
-    run.add_argument(
-        "--no-learn", action="store_true",
-        help="with --prevent: use the profile as it is, never widen or create it",
-    )
-    run.add_argument(
-        "--no-prevent", action="store_true",
-        help="run without prevention, whatever $TFRETRACE_PREVENT or [tool.tfretrace.run] prevent say",
-    )
-    run.add_argument(
-        "--fix-plan", action="store_true",
-        help="TensorFlow checks each fix step after the program (its Python runs again); -v prints the long plans",
-    )
-    compare_command.add_run_options(run)
-    _add_output_options(run)
-    run.add_argument("program", nargs=argparse.REMAINDER, metavar="script.py [args ...]")
+    run_command.configure(run)
 
 
 def _configure_report(report: argparse.ArgumentParser) -> None:
     report.add_argument("files", nargs="+", metavar="FILE.json")
-    _add_output_options(report)
+    add_output_options(report)
 
 
 def _configure_explain(explain: argparse.ArgumentParser) -> None:
@@ -163,44 +121,6 @@ _CONFIGURE: dict[str, Callable[[argparse.ArgumentParser], None]] = {
     "lint": _configure_lint,
     "completion": _configure_completion,
 }
-
-
-def _add_output_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-o",
-        "--output",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="write the report to FILE; .txt, .json, .html or .md picks the format unless --format "
-        "names one (repeatable); '-' is stdout (report only: run's stdout is the program's)",
-    )
-    parser.add_argument(
-        "--format", choices=FORMATS, default=None,
-        help="text, json or markdown: the format of every -o file, and for report of stdout",
-    )
-    parser.add_argument(
-        "-v", "--verbose", action="store_true",
-        help="the text report lists every trace, the long fix plan and each cause's explanation",
-    )
-    parser.add_argument(
-        "--min-traces", type=_positive_int, default=1, metavar="N",
-        help="hide functions with fewer than N traces",
-    )
-    parser.add_argument(
-        "--fail-on-retrace", action="store_true",
-        help="exit with status 1 when any function retraced beyond its first trace",
-    )
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
-    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

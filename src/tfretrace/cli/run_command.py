@@ -21,6 +21,7 @@ from tfretrace.cli import compare_command, last_session
 from tfretrace.cli.invocation import fold_command, python_command, tfretrace_command
 from tfretrace.cli.output import (
     UsageError,
+    add_output_options,
     checked_outputs,
     checked_save,
     colored,
@@ -48,6 +49,53 @@ if TYPE_CHECKING:
 
     from tfretrace.cli.progress import Progress
     from tfretrace.records.session import Session
+
+
+def configure(run: argparse.ArgumentParser) -> None:
+    """The ``run`` subcommand's usage, description and options (its one-line help is app.SUMMARIES')."""
+    run.usage = "tfretrace run [options] (script.py | -m module) [args ...]"
+    run.description = ("Run 'script.py [args]' or '-m module [args]' like python does, under the "
+                       "retrace monitor, then print the report to stderr (stdout stays the program's).")
+    run.add_argument("-m", dest="module", metavar="MODULE", help="run a module like python -m")
+    run.add_argument("--save", metavar="FILE.json", help="keep the session in this file")
+    run.add_argument("--warn", action="store_true", help="also warn live at each retrace")
+    run.add_argument(
+        "--tensorboard", metavar="LOGDIR",
+        help="also write each function's traces and trace seconds (scalars, against its calls) and "
+        "each retrace's explanation (text) to TensorBoard event files in LOGDIR",
+    )
+    run.add_argument(
+        "--no-progress", action="store_true",
+        help="no live status line on the terminal while the program runs",
+    )
+    run.add_argument(
+        "--keep-tf-warning", action="store_true",
+        help="keep TensorFlow's own 'N out of the last M calls ... triggered tf.function retracing' "
+        "warning (hidden while tfretrace monitors: the report explains each retrace)",
+    )
+    run.add_argument("--label", help="name of this process in merged reports (default workerN)")
+    run.add_argument(
+        "--prevent", metavar="PROFILE.json",
+        help="prevent the shape retraces PROFILE (a profile file or a saved session) recorded: each "
+        "function whose recorded calls varied in shape is traced once, generally, at its first call; "
+        "the calls the run meets outside it widen a profile file (created when missing) "
+        "(default: $TFRETRACE_PREVENT)",
+    )
+    run.add_argument(
+        "--no-learn", action="store_true",
+        help="with --prevent: use the profile as it is, never widen or create it",
+    )
+    run.add_argument(
+        "--no-prevent", action="store_true",
+        help="run without prevention, whatever $TFRETRACE_PREVENT or [tool.tfretrace.run] prevent say",
+    )
+    run.add_argument(
+        "--fix-plan", action="store_true",
+        help="TensorFlow checks each fix step after the program (its Python runs again); -v prints the long plans",
+    )
+    compare_command.add_run_options(run)
+    add_output_options(run)
+    run.add_argument("program", nargs=argparse.REMAINDER, metavar="script.py [args ...]")
 
 
 def command_run(ns: argparse.Namespace, target: Target) -> int:
