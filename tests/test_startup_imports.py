@@ -117,3 +117,22 @@ def test_a_program_that_never_imports_tensorflow_keeps_its_level_and_its_stderr(
         outs.append((done.stdout, (tmp_path / "err.txt").read_text().splitlines()[0]))
     assert outs[0] == ("3 True\n", "own line")
     assert outs[1] == outs[0]
+
+
+_SETS_ITS_LEVEL = '''\
+import os
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
+import tensorflow as tf
+print(os.environ["TF_CPP_MIN_LOG_LEVEL"], float(tf.reduce_sum(tf.ones((3,)))))
+'''
+
+
+def test_the_level_a_program_sets_before_importing_tensorflow_is_the_one_it_keeps(tmp_path: Path) -> None:
+    # The level is lowered for TensorFlow's import and put back after it: the program's own value
+    # at that import (89be6d9 put back the value the command was started with, "3" here).
+    (tmp_path / "sets.py").write_text(_SETS_ITS_LEVEL, encoding="utf-8")
+    _plain, plain_out, _ = _imported(tmp_path, "sets.py")
+    _tool, tool_out, err = _imported(tmp_path, "-m", "tfretrace", "run", "sets.py")
+    assert plain_out == "1 3.0\n"
+    assert tool_out == plain_out
+    assert "tfretrace: 0 functions, 0 traces" in err  # the run was monitored and reported

@@ -84,12 +84,19 @@ class XlaWatch:
             sys.meta_path.insert(0, self._waiting)
 
     def _tensorflow_importing(self, _name: str) -> None:
-        """The program imports TensorFlow: it reads the lowered level as it loads; the tap reads its log."""
+        """The program imports TensorFlow: it reads the lowered level as it loads; the tap reads its log.
+
+        The level hidden again is the program's now, which TensorFlow would read under python (a
+        program may set it in its first lines); it goes back into the environment after the import.
+        """
         from tfretrace._tf import xla
 
         self._stop_waiting()
-        if self._hide_below and not self._restored:
-            xla.lower_level()
+        if self._restored:
+            return
+        self._original_level = os.environ.get(xla.MIN_LEVEL_ENV)
+        self._hide_below = xla.lower_level()
+        if self._hide_below:
             self._start_tap()
 
     def _stop_waiting(self) -> None:
