@@ -70,3 +70,69 @@ def test_a_run_that_never_retraces_loads_nothing_of_the_planner(tmp_path: Path) 
     from tfretrace.fix.planning.step import THROUGH_ANOTHER
 
     assert {saved_signature.NAME} == THROUGH_ANOTHER
+
+
+# What a plain run that nothing retraced in still loaded in 89be6d9, each for work no output of
+# it needs: the other commands' parsers, the source reader (for the session's file hashes), the
+# readers of a saved session's prevention, lint and output parts, a notebook's cell reader, the
+# fix probe, and the TOML reader outside any project (issue 41 item 8).
+NOT_IN_A_PLAIN_RUN = ("tfretrace.cli.fix_command", "tfretrace.cli.profile_command", "tfretrace.cli.lint_command",
+                      "tfretrace.cli.notebook_run", "tfretrace.fix.core.source", "tfretrace.records.prevention",
+                      "tfretrace.records.lint_panel", "tfretrace.records.output", "tfretrace._tf.probe", "tomllib")
+
+
+def test_a_plain_run_loads_only_what_its_report_and_session_need(tmp_path: Path) -> None:
+    (tmp_path / "tiny.py").write_text(TINY, encoding="utf-8")
+    plain, plain_out, _ = _imported(tmp_path, "tiny.py")
+    tool, tool_out, err = _imported(tmp_path, "-m", "tfretrace", "run", "tiny.py")
+    assert tool_out == plain_out
+    assert "1 function, 1 trace (0 retraces)" in err  # it did monitor, report and keep the session
+    assert (tmp_path / ".tfretrace" / "last-session.json").is_file()
+    loaded = sorted(n for n in tool - plain if n.startswith(NOT_IN_A_PLAIN_RUN))
+    assert loaded == []
+
+
+# What the program sees of its log level and its stderr until it imports TensorFlow: under
+# python, the user's level and the file stderr was sent to.
+_SEES = '''\
+import os, stat, sys
+print(os.environ.get("TF_CPP_MIN_LOG_LEVEL"), stat.S_ISREG(os.fstat(2).st_mode), flush=True)
+sys.stderr.write("own line\\n")
+'''
+
+
+def test_a_program_that_never_imports_tensorflow_keeps_its_level_and_its_stderr(tmp_path: Path) -> None:
+    # tfretrace lowers the level and starts its stderr relay as TensorFlow's import begins (the
+    # compile log needs both): a program that never imports it starts no relay process and runs
+    # with its own settings, as under python (89be6d9 did both before the program's first line).
+    (tmp_path / "sees.py").write_text(_SEES, encoding="utf-8")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p))
+    outs = []
+    for argv in (["sees.py"], ["-m", "tfretrace", "run", "sees.py"]):
+        with open(tmp_path / "err.txt", "wb") as err:  # `2> err.txt`
+            done = subprocess.run([sys.executable, *argv], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                  stderr=err, text=True, timeout=300, check=False)
+        assert done.returncode == 0, (tmp_path / "err.txt").read_text()
+        outs.append((done.stdout, (tmp_path / "err.txt").read_text().splitlines()[0]))
+    assert outs[0] == ("3 True\n", "own line")
+    assert outs[1] == outs[0]
+
+
+_SETS_ITS_LEVEL = '''\
+import os
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
+import tensorflow as tf
+print(os.environ["TF_CPP_MIN_LOG_LEVEL"], float(tf.reduce_sum(tf.ones((3,)))))
+'''
+
+
+def test_the_level_a_program_sets_before_importing_tensorflow_is_the_one_it_keeps(tmp_path: Path) -> None:
+    # The level is lowered for TensorFlow's import and put back after it: the program's own value
+    # at that import (89be6d9 put back the value the command was started with, "3" here).
+    (tmp_path / "sets.py").write_text(_SETS_ITS_LEVEL, encoding="utf-8")
+    _plain, plain_out, _ = _imported(tmp_path, "sets.py")
+    _tool, tool_out, err = _imported(tmp_path, "-m", "tfretrace", "run", "sets.py")
+    assert plain_out == "1 3.0\n"
+    assert tool_out == plain_out
+    assert "tfretrace: 0 functions, 0 traces" in err  # the run was monitored and reported

@@ -1,4 +1,4 @@
-"""Running a callback right after a package's own import finishes (Keras patches, deferred TF hooks)."""
+"""Running a callback right before or after a package's own import (Keras patches, deferred TF hooks, the log tap)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,19 @@ from typing import Any
 
 
 class ImportWatcher:
-    """A meta-path finder that runs a callback once one of the watched packages has been imported.
+    """A meta-path finder that runs a callback once one of the watched packages has been imported (or before).
 
     It finds nothing itself: it asks the other finders for the real spec and wraps its loader, so
     the package imports exactly as it would without it, and the callback runs when the package's
     top-level code is done. The callback must never break that import: its errors are dropped.
     """
 
-    def __init__(self, names: set[str], callback: Callable[[str], None]) -> None:
+    def __init__(self, names: set[str], callback: Callable[[str], None] | None = None,
+                 before: Callable[[str], None] | None = None) -> None:
+        # ``before`` runs as the package's own code is about to start (its settings still unread).
         self._names = names
         self._callback = callback
+        self._before = before
         self._busy = False
 
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
@@ -31,13 +34,17 @@ class ImportWatcher:
             self._busy = False
         if spec is None or spec.loader is None:
             return spec
-        loader, callback = spec.loader, self._callback
+        loader, callback, before = spec.loader, self._callback, self._before
         original_exec = loader.exec_module
 
         def exec_module(module: Any) -> None:
+            if before is not None:
+                with contextlib.suppress(Exception):
+                    before(name)
             original_exec(module)
-            with contextlib.suppress(Exception):
-                callback(name)
+            if callback is not None:
+                with contextlib.suppress(Exception):
+                    callback(name)
 
         spec.loader = _LoaderProxy(loader, exec_module)  # type: ignore[assignment]
         return spec

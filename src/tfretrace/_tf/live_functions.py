@@ -8,16 +8,7 @@ import sys
 from typing import Any
 
 from tfretrace._tf.counters import counted_functions
-
-# The globals of the program `tfretrace run` executed as __main__: python drops that module once
-# it has run, and the probe runs after (module-level tf.functions are found there).
-_PROGRAMS: list[dict[str, Any]] = []
-
-
-def remember_program(namespace: dict[str, Any]) -> None:
-    """Keep the executed program's globals for the probe, which runs once the program has finished."""
-    _PROGRAMS.append(namespace)
-
+from tfretrace._tf.programs import PROGRAMS
 
 # Instances of one method probed at most: each instance's traces are compared with its own probe.
 _MAX_INSTANCES = 8
@@ -69,7 +60,7 @@ def live_function(path: str, qualname: str, root: str) -> Any | None:
             ):
                 return value
     # The program run as __main__ (tfretrace run script.py): its globals, kept by the runner.
-    for namespace in (*_PROGRAMS, vars(sys.modules["__main__"]) if "__main__" in sys.modules else {}):
+    for namespace in (*PROGRAMS, vars(sys.modules["__main__"]) if "__main__" in sys.modules else {}):
         found = _in_namespace(namespace, wanted, qualname)
         if found is not None:
             return found

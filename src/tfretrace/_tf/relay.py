@@ -12,15 +12,15 @@ Started with ``python -I -S`` and only the standard library: nothing of the user
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import pickle
 import signal
 import sys
-from typing import Any
 
-from tfretrace._tf.xla_log import Compile, may_hold
+from tfretrace._tf.xla_log import Compile, Parser, may_hold
+
+# `tfretrace run` starts this process (python -I -S) and waits for it to fork the relay: it
+# loads only what relaying needs (json: see _json).
 
 
 def main() -> None:
@@ -44,6 +44,7 @@ def main() -> None:
 
 def copy_size(terminal: int, to: int) -> None:
     """Give ``to`` the window size of ``terminal``."""
+    import contextlib
     import fcntl
     import termios
 
@@ -54,7 +55,7 @@ def copy_size(terminal: int, to: int) -> None:
 class Relay:
     """fd ``source`` to fd 2, byte for byte, but for the log lines the parser calls its own."""
 
-    def __init__(self, parser: Any, marker: bytes, source: int, back: int) -> None:
+    def __init__(self, parser: Parser, marker: bytes, source: int, back: int) -> None:
         self._parser = parser
         self._marker = marker
         self._source = source
@@ -105,10 +106,10 @@ class Relay:
         try:
             ours, done = self._parser.feed(line)
             if done is not None:
-                self._send(b"C " + json.dumps(_compile_dict(done)).encode())
+                self._send(b"C " + _json(_compile_dict(done)))
             return bool(ours)
         except Exception as exc:  # a line tfretrace cannot read is the user's: pass it on
-            self._send(b"E " + json.dumps(f"{type(exc).__name__}: {exc}").encode())
+            self._send(b"E " + _json(f"{type(exc).__name__}: {exc}"))
             return False
 
     def _send(self, message: bytes) -> None:
@@ -121,7 +122,13 @@ class Relay:
             self._back = -1
 
 
-def _compile_dict(done: Compile) -> dict[str, Any]:
+def _json(value: object) -> bytes:
+    import json  # at the first compile or unreadable line: most runs have neither
+
+    return json.dumps(value).encode()
+
+
+def _compile_dict(done: Compile) -> dict[str, object]:
     return {
         "cluster": done.cluster,
         "tf_count": done.tf_count,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 _LOG_LINE = re.compile(rb"^([IWEF])\d{4} [\d:.]+\s+(\d+) ([\w.]+):\d+\] (.*)$")
 
@@ -28,8 +28,9 @@ _XLA_DTYPES = {
 }
 
 
-@dataclass(frozen=True)
-class XlaArg:
+# Named tuples, not dataclasses: the relay process (python -I -S, which `tfretrace run` waits for)
+# loads this module, and dataclasses would bring inspect, ast and dis and build each class's code.
+class XlaArg(NamedTuple):
     """One non-variable argument of a compile: its position among the function's inputs."""
 
     tf_arg: int
@@ -37,8 +38,7 @@ class XlaArg:
     shape: tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class Compile:
+class Compile(NamedTuple):
     """One XLA compile as TensorFlow logged it."""
 
     cluster: str
@@ -57,12 +57,16 @@ _MULTILINE = frozenset({"cpu_feature_guard"})
 _NODE_LINE = re.compile(rb"^\s+\[\[\{\{node [^}]*\}\}\]\]$")
 
 
-@dataclass
 class _Building:
-    cluster: str
-    args: list[XlaArg] = field(default_factory=list)
-    inputs_seen: bool = False
-    collecting: bool = False
+    """One compile whose argument lines are being read."""
+
+    __slots__ = ("args", "cluster", "collecting", "inputs_seen")
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.args: list[XlaArg] = []
+        self.inputs_seen = False
+        self.collecting = False
 
 
 class Parser:

@@ -11,11 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 # Each command's table and its keys. ``prevent`` (the profile `run --prevent` applies) and
 # ``baseline`` (the file `run --baseline` compares with) are paths relative to the pyproject.toml.
 TABLES: dict[str, tuple[str, ...]] = {
@@ -112,6 +107,11 @@ def load(path: Path | None) -> ProjectConfig:
 
 
 def _tool_table(path: Path) -> dict[str, Any] | None:
+    # The TOML reader loads where a pyproject.toml is found: a run outside a project never needs it.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

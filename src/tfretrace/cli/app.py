@@ -4,35 +4,27 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
-import hashlib
 import importlib
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from tfretrace._util.config import ProjectConfigError
 from tfretrace._util.text import one_line
 from tfretrace._util.version import __version__
-from tfretrace.cli import compare_command, fix_command, profile_command
-from tfretrace.cli.completion import SHELLS, options_by_command
-from tfretrace.cli.completion import script as completion_script
-from tfretrace.cli.output import UsageError, checked_outputs, colored, console_for, emit
+from tfretrace.cli.completion import SHELLS
+from tfretrace.cli.output import UsageError, add_output_options, colored, console_for
 from tfretrace.cli.output import terminal_style as terminal_style  # (width, colour) of a stream, for callers
-from tfretrace.cli.program import EXIT_OK, Target
+from tfretrace.cli.program import EXIT_OK, EXIT_USAGE, Target
+from tfretrace.cli.program import EXIT_RETRACED as EXIT_RETRACED  # --fail-on-retrace found something
+from tfretrace.render import UnknownFormatError
 
-# The statuses live with `run`; EXIT_RETRACED (--fail-on-retrace found something) stays importable here.
-from tfretrace.cli.run_command import EXIT_RETRACED as EXIT_RETRACED
-from tfretrace.cli.run_command import EXIT_USAGE, command_run, final_status
-from tfretrace.records import catalogue
-from tfretrace.records.session import SessionFormatError, load, merge
-from tfretrace.render import FORMATS, UnknownFormatError
+if TYPE_CHECKING:
+    from tfretrace.records import catalogue
 
 # What a shell reports for a process ended by SIGPIPE (128 + 13), the status `cat` gives in `| head`.
 EXIT_BROKEN_PIPE = 141
-COMMANDS = ("run", "report", "explain", "fix", "compare", "profile", "lint", "completion")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,119 +34,93 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser for all subcommands (``run`` options end at the program)."""
+# Each subcommand's one-line help, in the order `tfretrace --help` lists them. A command's usage
+# and options are added (its module loaded) only when it is the one chosen, or for completion:
+# `tfretrace run` and `--help` load neither the fixer's, the comparison's nor the profile's parser.
+SUMMARIES = {
+    "run": "run a Python program unmodified under the monitor, then report",
+    "report": "render saved sessions again (several files are merged, one label per file)",
+    "explain": "explain a cause or lint code, with examples",
+    "fix": "show, apply or verify the checked fix plans of a saved session",
+    "compare": "compare two runs (sessions or a baseline) function by function; exit 1 when one got worse",
+    "profile": "merge prevention profiles (or saved sessions) of several workers or runs into one",
+    "lint": "check source files statically (see 'tfretrace lint --help')",
+    "completion": "print a shell completion script: bash, zsh or fish",
+}
+COMMANDS = tuple(SUMMARIES)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser for all subcommands (``run`` options end at the program).
+
+    ``command``: only that subcommand gets its options (the others are listed with their help,
+    their modules not loaded); None gives every one its options, as completion reads them.
+    """
     parser = _Parser(
         prog="tfretrace",
         description="Find, explain, fix and prevent tf.function retracing.",
     )
     parser.add_argument("--version", action="version", version=f"tfretrace {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    run = sub.add_parser(
-        "run",
-        help="run a Python program unmodified under the monitor, then report",
-        usage="tfretrace run [options] (script.py | -m module) [args ...]",
-        description="Run 'script.py [args]' or '-m module [args]' like python does, under the "
-        "retrace monitor, then print the report to stderr (stdout stays the program's).",
-    )
-    run.add_argument("-m", dest="module", metavar="MODULE", help="run a module like python -m")
-    run.add_argument("--save", metavar="FILE.json", help="keep the session in this file")
-    run.add_argument("--warn", action="store_true", help="also warn live at each retrace")
-    run.add_argument(
-        "--tensorboard", metavar="LOGDIR",
-        help="also write each function's traces and trace seconds (scalars, against its calls) and "
-        "each retrace's explanation (text) to TensorBoard event files in LOGDIR",
-    )
-    run.add_argument(
-        "--no-progress", action="store_true",
-        help="no live status line on the terminal while the program runs",
-    )
-    run.add_argument(
-        "--keep-tf-warning", action="store_true",
-        help="keep TensorFlow's own 'N out of the last M calls ... triggered tf.function retracing' "
-        "warning (hidden while tfretrace monitors: the report explains each retrace)",
-    )
-    run.add_argument("--label", help="name of this process in merged reports (default workerN)")
-    run.add_argument(
-        "--prevent", metavar="PROFILE.json",
-        help="prevent the shape retraces PROFILE (a profile file or a saved session) recorded: each "
-        "function whose recorded calls varied in shape is traced once, generally, at its first call; "
-        "the calls the run meets outside it widen a profile file (created when missing) "
-        "(default: $TFRETRACE_PREVENT)",
-    )
-    run.add_argument(
-        "--no-learn", action="store_true",
-        help="with --prevent: use the profile as it is, never widen or create it",
-    )
-    run.add_argument(
-        "--no-prevent", action="store_true",
-        help="run without prevention, whatever $TFRETRACE_PREVENT or [tool.tfretrace.run] prevent say",
-    )
-    run.add_argument(
-        "--fix-plan", action="store_true",
-        help="TensorFlow checks each fix step after the program (its Python runs again); -v prints the long plans",
-    )
-    compare_command.add_run_options(run)
-    _add_output_options(run)
-    run.add_argument("program", nargs=argparse.REMAINDER, metavar="script.py [args ...]")
-
-    report = sub.add_parser(
-        "report",
-        help="render saved sessions again (several files are merged, one label per file)",
-    )
-    report.add_argument("files", nargs="+", metavar="FILE.json")
-    _add_output_options(report)
-
-    explain = sub.add_parser("explain", help="explain a cause or lint code, with examples")
-    explain.add_argument("cause", nargs="?", metavar="CAUSE", help="e.g. shape-changed or TFR001")
-    explain.add_argument("--list", action="store_true", help="list every code and slug")
-
-    fix_command.add_parser(sub)
-    compare_command.add_parser(sub)
-    profile_command.add_parser(sub)
-    sub.add_parser("lint", help="check source files statically (see 'tfretrace lint --help')")
-    completion = sub.add_parser("completion", help="print a shell completion script: bash, zsh or fish")
-    completion.add_argument("shell", choices=SHELLS)
+    for name, summary in SUMMARIES.items():
+        chosen = sub.add_parser(name, help=summary)
+        if command is None or command == name:
+            _CONFIGURE[name](chosen)
     return parser
 
 
-def _add_output_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-o",
-        "--output",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="write the report to FILE; .txt, .json, .html or .md picks the format unless --format "
-        "names one (repeatable); '-' is stdout (report only: run's stdout is the program's)",
-    )
-    parser.add_argument(
-        "--format", choices=FORMATS, default=None,
-        help="text, json or markdown: the format of every -o file, and for report of stdout",
-    )
-    parser.add_argument(
-        "-v", "--verbose", action="store_true",
-        help="the text report lists every trace, the long fix plan and each cause's explanation",
-    )
-    parser.add_argument(
-        "--min-traces", type=_positive_int, default=1, metavar="N",
-        help="hide functions with fewer than N traces",
-    )
-    parser.add_argument(
-        "--fail-on-retrace", action="store_true",
-        help="exit with status 1 when any function retraced beyond its first trace",
-    )
+def _configure_run(run: argparse.ArgumentParser) -> None:
+    from tfretrace.cli import run_command
+
+    run_command.configure(run)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
-    return value
+def _configure_report(report: argparse.ArgumentParser) -> None:
+    report.add_argument("files", nargs="+", metavar="FILE.json")
+    add_output_options(report)
+
+
+def _configure_explain(explain: argparse.ArgumentParser) -> None:
+    explain.add_argument("cause", nargs="?", metavar="CAUSE", help="e.g. shape-changed or TFR001")
+    explain.add_argument("--list", action="store_true", help="list every code and slug")
+
+
+def _configure_lint(lint: argparse.ArgumentParser) -> None:
+    """None here: the linter owns its options (main hands them over untouched)."""
+
+
+def _configure_completion(completion: argparse.ArgumentParser) -> None:
+    completion.add_argument("shell", choices=SHELLS)
+
+
+def _configure_fix(fix: argparse.ArgumentParser) -> None:
+    from tfretrace.cli import fix_command
+
+    fix_command.configure(fix)
+
+
+def _configure_compare(compare: argparse.ArgumentParser) -> None:
+    from tfretrace.cli import compare_command
+
+    compare_command.configure(compare)
+
+
+def _configure_profile(profile: argparse.ArgumentParser) -> None:
+    from tfretrace.cli import profile_command
+
+    profile_command.configure(profile)
+
+
+_CONFIGURE: dict[str, Callable[[argparse.ArgumentParser], None]] = {
+    "run": _configure_run,
+    "report": _configure_report,
+    "explain": _configure_explain,
+    "fix": _configure_fix,
+    "compare": _configure_compare,
+    "profile": _configure_profile,
+    "lint": _configure_lint,
+    "completion": _configure_completion,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -165,19 +131,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             # The linter owns its options; hand them over untouched.
             lint_cli = importlib.import_module("tfretrace.cli.lint_command")
             return int(lint_cli.main(args[1:]))
-        parser = build_parser()
+        parser = build_parser(args[0] if args else "")
         target: Target | None = None
         if args and args[0] == "run":
             options, target = split_run_args(args[1:], parser)
             args = ["run", *options]
         verify_command: list[str] | None = None
         if args and args[0] == "fix":
+            from tfretrace.cli import fix_command
+
             args, verify_command = fix_command.split_verify(args)
         try:
             ns = parser.parse_args(args)
         except SystemExit as exc:  # --help and --version
             return int(exc.code or 0)
         if ns.command == "run":
+            from tfretrace.cli.run_command import command_run  # the monitor's side loads to run only
+
             assert target is not None
             return command_run(ns, target)
         if ns.command == "report":
@@ -185,12 +155,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ns.command == "explain":
             return command_explain(ns)
         if ns.command == "compare":
+            from tfretrace.cli import compare_command
+
             return compare_command.command_compare(ns, sys.stdout)
         if ns.command == "completion":
-            return command_completion(ns, parser)
+            return command_completion(ns)
         if ns.command == "profile":
+            from tfretrace.cli import profile_command
+
             return profile_command.command_profile(ns, sys.stdout, sys.stderr)
         if ns.command == "fix":
+            from tfretrace.cli import fix_command
             from tfretrace.fix.applying.apply import FixError  # the fixer loads only for `fix`
 
             out = console_for(sys.stdout)
@@ -208,11 +183,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = f" (see '{helper}')" if exc.hint else ""
         print(f"tfretrace: error: {one_line(str(exc))}{hint}", file=sys.stderr)
         return EXIT_USAGE
-    except (SessionFormatError, UnknownFormatError, ProjectConfigError) as exc:
+    except _bad_input() as exc:  # evaluated only when an exception gets here
         print(f"tfretrace: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         return _reader_went_away()
+
+
+def _bad_input() -> tuple[type[Exception], ...]:
+    """The errors that are bad input (one line, exit 2) besides UsageError: an unreadable session,
+    an unknown report format, a bad project setting. Looked up when an error is raised, so that
+    the session model and the settings reader load for the commands that use them, not for all."""
+    from tfretrace._util.config import ProjectConfigError
+    from tfretrace.records.session import SessionFormatError
+
+    return (SessionFormatError, UnknownFormatError, ProjectConfigError)
 
 
 def _reader_went_away() -> int:
@@ -278,9 +263,13 @@ def _options_taking_value(parser: argparse.ArgumentParser) -> set[str]:
 
 def command_report(ns: argparse.Namespace) -> int:
     """Load, merge and render saved sessions."""
+    from tfretrace.cli.output import checked_outputs, emit
+    from tfretrace.cli.run_command import final_status
+    from tfretrace.fix.planning.step import checked_plans
+    from tfretrace.records.session import load, merge
+
     outputs = checked_outputs(ns.output, ns.format, stdout=True, reads=ns.files)
     _refuse_duplicates(ns.files)
-    from tfretrace.fix.planning.step import checked_plans
 
     # The files come from elsewhere: each step's safety is checked against its kind before drawing.
     session = checked_plans(merge([load(path) for path in ns.files]))
@@ -290,6 +279,8 @@ def command_report(ns: argparse.Namespace) -> int:
 
 def _refuse_duplicates(paths: Sequence[str]) -> None:
     """Merging a session with itself would count its traces twice: one line, exit 2."""
+    import hashlib
+
     seen: dict[str, str] = {}
     for path in paths:
         try:
@@ -301,10 +292,15 @@ def _refuse_duplicates(paths: Sequence[str]) -> None:
         seen[content] = path
 
 
-def command_completion(ns: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def command_completion(ns: argparse.Namespace) -> int:
     """Print the completion script for the shell named."""
+    from tfretrace.cli.completion import options_by_command
+    from tfretrace.cli.completion import script as completion_script
+    from tfretrace.records import catalogue
+
     lint_cli = importlib.import_module("tfretrace.cli.lint_command")
-    commands = options_by_command(parser, lint_cli.build_parser())
+    # Every subcommand's options, each command module loaded: the script completes them all.
+    commands = options_by_command(build_parser(), lint_cli.build_parser())
     causes = sorted({k for e in catalogue.entries() for k in (e.code, e.slug)})
     sys.stdout.write(completion_script(ns.shell, commands, causes))
     return EXIT_OK
@@ -312,6 +308,8 @@ def command_completion(ns: argparse.Namespace, parser: argparse.ArgumentParser) 
 
 def command_explain(ns: argparse.Namespace) -> int:
     """Print one catalogue entry: title, why, fix, and a bad and a good example."""
+    from tfretrace.records import catalogue
+
     if ns.list or not ns.cause:
         for entry in catalogue.entries():
             print(f"{entry.code}  {entry.slug:<28} {entry.title}")
@@ -319,6 +317,8 @@ def command_explain(ns: argparse.Namespace) -> int:
     try:
         entry = catalogue.get(ns.cause)
     except KeyError:
+        import difflib
+
         keys = [k for e in catalogue.entries() for k in (e.code, e.slug)]
         close = difflib.get_close_matches(ns.cause, keys, n=3, cutoff=0.5)
         hint = f"; did you mean {', '.join(close)}?" if close else " (see 'tfretrace explain --list')"

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, TextIO
 
 from tfretrace._util.text import printable
 from tfretrace.cli.output import Output, UsageError, checked_output, replaceable, terminal_style
-from tfretrace.records.session import Session
 
 if TYPE_CHECKING:
     from tfretrace.compare.comparison import Comparison, Run
+    from tfretrace.records.session import Session
 
 # render.comparison.FORMATS (tests/test_report_formats.py checks they agree), written out here:
 # the comparison and its renderers load only when a comparison is made, not for every parser.
@@ -31,16 +31,14 @@ def _tolerance(text: str) -> int:
     return int(text)
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """The ``compare`` subcommand's options."""
-    parser = sub.add_parser(
-        "compare",
-        help="compare two runs (sessions or a baseline) function by function; exit 1 when one got worse",
-        usage="tfretrace compare BASE.json HEAD.json [HEAD.json ...] [--format FORMAT] [--tolerance N]",
-        description="Per function, matched across the runs even when it moved: traces, retraces by cause, "
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The ``compare`` subcommand's usage, description and options (its one-line help is app.SUMMARIES')."""
+    parser.usage = "tfretrace compare BASE.json HEAD.json [HEAD.json ...] [--format FORMAT] [--tolerance N]"
+    parser.description = (
+        "Per function, matched across the runs even when it moved: traces, retraces by cause, "
         "seconds and XLA compiles, base -> head, the costliest change first, with why each function "
         "that got worse retraces more. Each HEAD is compared with BASE. Exit 1 when a function got "
-        "worse beyond --tolerance, 0 otherwise, 2 for bad input.",
+        "worse beyond --tolerance, 0 otherwise, 2 for bad input."
     )
     parser.add_argument("base", metavar="BASE.json", help="a saved session or a baseline file")
     parser.add_argument("heads", nargs="+", metavar="HEAD.json", help="saved sessions to compare with BASE")

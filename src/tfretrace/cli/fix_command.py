@@ -25,19 +25,19 @@ if TYPE_CHECKING:
     from tfretrace.records.session import Session
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """The ``fix`` subcommand's options."""
-    fix = sub.add_parser(
-        "fix",
-        help="show, apply or verify the checked fix plans of a saved session",
-        usage="tfretrace fix [SESSION.json] [--apply] [--unsafe-fixes] [--root DIR] [--timeout S] "
-        "[--link-data PATH] [--also-run 'command ...'] [--rounds N] [--verify -- command ...]",
-        description="Print each function's fix plan and a unified diff of the safe edits tfretrace can make "
+def configure(fix: argparse.ArgumentParser) -> None:
+    """The ``fix`` subcommand's usage, description and options (its one-line help is app.SUMMARIES')."""
+    fix.usage = (
+        "tfretrace fix [SESSION.json] [--apply] [--unsafe-fixes] [--root DIR] [--timeout S] "
+        "[--link-data PATH] [--also-run 'command ...'] [--rounds N] [--verify -- command ...]"
+    )
+    fix.description = (
+        "Print each function's fix plan and a unified diff of the safe edits tfretrace can make "
         "itself. --apply writes them (all files or none); --unsafe-fixes adds the edits that may change "
         "results, each with its reason; --verify applies them to a copy of the program, runs the command "
         "there under the monitor and compares the traces, and its stdout with the recorded run's, then plans "
         "again from that run, edits the copy and runs it, until a round removes no trace (--rounds); with --apply "
-        "every kept round's edits are written at once.",
+        "every kept round's edits are written at once."
     )
     fix.add_argument(
         "session", metavar="SESSION.json", nargs="?", default=None,

@@ -10,18 +10,20 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
-
-from rich.console import Console
+from typing import TYPE_CHECKING, TextIO
 
 from tfretrace._util.io import atomic_write_text, is_source_file
 from tfretrace._util.text import encodable, printable
 from tfretrace.cli.invocation import fold_command, tfretrace_command
-from tfretrace.render import renderer_for
+from tfretrace.render import FORMATS, renderer_for
 from tfretrace.render._console import colored, console_for, is_tty
 
 __all__ = ["colored", "console_for", "is_tty"]  # the CLI's names for the console helpers
-from tfretrace.records.session import TOOL, Session
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from tfretrace.records.session import Session
 
 
 class UsageError(Exception):
@@ -53,6 +55,45 @@ class Output:
 
 
 STDOUT = "-"
+
+
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """The report options of ``run`` and ``report``: -o, --format, -v, --min-traces, --fail-on-retrace."""
+    parser.add_argument(
+        "-o",
+        "--output",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="write the report to FILE; .txt, .json, .html or .md picks the format unless --format "
+        "names one (repeatable); '-' is stdout (report only: run's stdout is the program's)",
+    )
+    parser.add_argument(
+        "--format", choices=FORMATS, default=None,
+        help="text, json or markdown: the format of every -o file, and for report of stdout",
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="the text report lists every trace, the long fix plan and each cause's explanation",
+    )
+    parser.add_argument(
+        "--min-traces", type=_positive_int, default=1, metavar="N",
+        help="hide functions with fewer than N traces",
+    )
+    parser.add_argument(
+        "--fail-on-retrace", action="store_true",
+        help="exit with status 1 when any function retraced beyond its first trace",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more, got {value}")
+    return value
 
 
 def checked_outputs(texts: Sequence[str], fmt: str | None, *, stdout: bool, folder: Path | None = None,
@@ -146,6 +187,8 @@ def replaceable(path: Path, what: str) -> bool:
         from tfretrace.compare.baseline import BASELINE_MARK
 
         return BASELINE_MARK in data
+    from tfretrace.records.session import TOOL  # the session model: loaded for a file to replace
+
     tool = data.get("tool")
     return isinstance(tool, dict) and tool.get("name") == TOOL and "functions" in data
 

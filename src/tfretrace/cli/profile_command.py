@@ -11,13 +11,11 @@ from tfretrace.cli.output import UsageError, checked_output
 EXIT_OK = 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """The ``profile`` subcommand and its ``merge`` and ``show`` actions."""
-    profile = sub.add_parser(
-        "profile",
-        help="merge prevention profiles (or saved sessions) of several workers or runs into one",
-        description="A profile (tfretrace run --prevent PROFILE.json) keeps, per function, the calls "
-        "runs met; merging folds several into one, only ever wider.",
+def configure(profile: argparse.ArgumentParser) -> None:
+    """The ``profile`` subcommand's description and its ``merge`` and ``show`` actions (help: app.SUMMARIES)."""
+    profile.description = (
+        "A profile (tfretrace run --prevent PROFILE.json) keeps, per function, the calls "
+        "runs met; merging folds several into one, only ever wider."
     )
     actions = profile.add_subparsers(dest="action", metavar="ACTION")
     merge = actions.add_parser("merge", help="fold profile files or saved sessions into one profile file")

@@ -20,11 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from tfretrace._tf.live_functions import remember_program
+from tfretrace._tf.programs import remember_program
 from tfretrace._util.tracebacks import PACKAGE_DIR, unlink_frames
-from tfretrace.cli.notebook_run import run_notebook
 
 EXIT_OK = 0
+# --fail-on-retrace uses the status linters use for "found something"; the program's own
+# non-zero status always wins, so a crash is never reported as "only" a retrace.
+EXIT_RETRACED = 1
+EXIT_USAGE = 2  # bad input: one line, as argparse's own status for it
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,8 @@ def execute(target: Target) -> int:
             # python puts a script's folder first on sys.path, or the folder it runs itself.
             _set_path0(str(script if script.is_dir() else script.parent))
             if is_notebook(target.script):
+                from tfretrace.cli.notebook_run import run_notebook  # a notebook's cells: loaded for one
+
                 run_notebook(target.script)
             elif script.is_file() and script.suffix != ".pyc" and not zipfile.is_zipfile(script):
                 _run_file(target.script)

@@ -6,41 +6,93 @@ import argparse
 import contextlib
 import importlib
 import os
-import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tfretrace._util.config import ProjectConfig, ProjectConfigError
 from tfretrace._util.config import find as find_config
 from tfretrace._util.config import load as load_config
 from tfretrace._util.text import printable
 from tfretrace.cli import compare_command, last_session
-from tfretrace.cli.invocation import fold_command, python_command, tfretrace_command
-from tfretrace.cli.notebook_run import NotebookRunError, code_cells
+from tfretrace.cli.invocation import tfretrace_command
+from tfretrace.cli.next_commands import emit_next, emit_plans
 from tfretrace.cli.output import (
     UsageError,
+    add_output_options,
     checked_outputs,
     checked_save,
-    colored,
     console_for,
     emit,
     in_folder,
     is_tty,
     save_session,
 )
-from tfretrace.cli.program import EXIT_OK, Target, execute, find_module, is_notebook, runnable, wait_for_threads
-from tfretrace.cli.progress import Progress
+from tfretrace.cli.program import (
+    EXIT_OK,
+    EXIT_RETRACED,
+    EXIT_USAGE,
+    Target,
+    execute,
+    find_module,
+    is_notebook,
+    runnable,
+    wait_for_threads,
+)
 from tfretrace.records.errors import TensorFlowMissingError, UnsupportedVersionError
-from tfretrace.records.session import Session
 
-# --fail-on-retrace uses the status linters use for "found something"; the program's own
-# non-zero status always wins, so a crash is never reported as "only" a retrace.
-EXIT_RETRACED = 1
-EXIT_USAGE = 2
+if TYPE_CHECKING:
+
+    from tfretrace.cli.progress import Progress
+    from tfretrace.records.session import Session
+
+
+def configure(run: argparse.ArgumentParser) -> None:
+    """The ``run`` subcommand's usage, description and options (its one-line help is app.SUMMARIES')."""
+    run.usage = "tfretrace run [options] (script.py | -m module) [args ...]"
+    run.description = ("Run 'script.py [args]' or '-m module [args]' like python does, under the "
+                       "retrace monitor, then print the report to stderr (stdout stays the program's).")
+    run.add_argument("-m", dest="module", metavar="MODULE", help="run a module like python -m")
+    run.add_argument("--save", metavar="FILE.json", help="keep the session in this file")
+    run.add_argument("--warn", action="store_true", help="also warn live at each retrace")
+    run.add_argument(
+        "--tensorboard", metavar="LOGDIR",
+        help="also write each function's traces and trace seconds (scalars, against its calls) and "
+        "each retrace's explanation (text) to TensorBoard event files in LOGDIR",
+    )
+    run.add_argument(
+        "--no-progress", action="store_true",
+        help="no live status line on the terminal while the program runs",
+    )
+    run.add_argument(
+        "--keep-tf-warning", action="store_true",
+        help="keep TensorFlow's own 'N out of the last M calls ... triggered tf.function retracing' "
+        "warning (hidden while tfretrace monitors: the report explains each retrace)",
+    )
+    run.add_argument("--label", help="name of this process in merged reports (default workerN)")
+    run.add_argument(
+        "--prevent", metavar="PROFILE.json",
+        help="prevent the shape retraces PROFILE (a profile file or a saved session) recorded: each "
+        "function whose recorded calls varied in shape is traced once, generally, at its first call; "
+        "the calls the run meets outside it widen a profile file (created when missing) "
+        "(default: $TFRETRACE_PREVENT)",
+    )
+    run.add_argument(
+        "--no-learn", action="store_true",
+        help="with --prevent: use the profile as it is, never widen or create it",
+    )
+    run.add_argument(
+        "--no-prevent", action="store_true",
+        help="run without prevention, whatever $TFRETRACE_PREVENT or [tool.tfretrace.run] prevent say",
+    )
+    run.add_argument(
+        "--fix-plan", action="store_true",
+        help="TensorFlow checks each fix step after the program (its Python runs again); -v prints the long plans",
+    )
+    compare_command.add_run_options(run)
+    add_output_options(run)
+    run.add_argument("program", nargs=argparse.REMAINDER, metavar="script.py [args ...]")
 
 
 def command_run(ns: argparse.Namespace, target: Target) -> int:
@@ -61,6 +113,8 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     if target.script is not None and not runnable(Path(target.script)):
         raise UsageError(f"can't open file {target.script!r}: no such file")
     if target.script is not None and is_notebook(target.script):
+        from tfretrace.cli.notebook_run import NotebookRunError, code_cells  # loaded for a notebook only
+
         try:  # IPython syntax is refused now, before minutes of monitoring
             code_cells(Path(target.script))
         except NotebookRunError as exc:
@@ -262,6 +316,8 @@ def _live_status(ns: argparse.Namespace) -> Progress | None:
     stream = sys.stderr
     if ns.no_progress or not is_tty(stream) or os.environ.get("TERM") == "dumb" or _native_log_shown():
         return None
+    from tfretrace.cli.progress import Progress  # a terminal's live line: loaded where one is drawn
+
     width = console_for(stream).width
     # Its own handle on the terminal: the XLA log tap may swap fd 2 for a pipe during the run.
     try:
@@ -294,55 +350,6 @@ def _native_log_shown() -> bool:
     """
     level = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "").strip()
     return level not in ("2", "3")
-
-
-def emit_plans(session: Session, console: Console, saved: str | None, target: Target | None = None, *,
-               implicit: bool = False) -> None:
-    """The fix plans, then the commands that verify their edits on a copy and apply them."""
-    from tfretrace.render.text import render_plans
-
-    stream, width, color = console.file, console.width, colored(console)
-    print("\n" + render_plans(session, width=width, color=color, saved=saved is not None).rstrip(), file=stream)
-    emit_next(session, console, saved, target, implicit=implicit)
-
-
-def emit_next(session: Session, console: Console, saved: str | None, target: Target | None = None, *,
-              implicit: bool = False) -> None:
-    """The report's last lines: the commands that check the plans' edits on a copy, then apply them.
-
-    ``implicit``: ``saved`` is the project's kept last session, which ``tfretrace fix`` reads unnamed.
-    """
-    stream, width = console.file, console.width
-    editable = any(step.get("edits") for f in session.functions for step in f.plan)
-    tool = shlex.split(tfretrace_command())
-    if saved is None and editable:
-        # Nothing was saved, so there is no session for tfretrace fix to read: say how to get one.
-        print("\nTo apply: run again with --save run.json, then", file=stream)
-        print(fold_command("  ", [shlex.quote(w) for w in [*tool, "fix", "run.json", "--apply"]], width), file=stream)
-    if saved is not None and editable:
-        # Spelled as they run here (`make demo` calls .venv/bin/tfretrace without activating
-        # .venv), and folded with a backslash where wider than the terminal: pasted, they still run.
-        lines = []
-        program = [] if target is None else (
-            ["-m", target.module] if target.script is None else [target.script]) + list(target.args)
-        steps = [step for f in session.functions for step in f.plan]
-        if session.probe_traces is None and any(step.get("unasked") is True for step in steps):
-            # A plain run asked TensorFlow nothing (it reruns none of the program's code): the
-            # next command is the run that asks, whose report ends with these lines again.
-            if program:
-                ask = [*tool, "run", "--fix-plan", *program]
-                lines.append(fold_command("Check: ", [printable(shlex.quote(w)) for w in ask], width))
-        elif program:
-            # Checking on a copy comes first: --apply edits the program's files in place.
-            named = [] if implicit else [saved]
-            check = [*tool, "fix", *named, "--verify", "--", *shlex.split(python_command()), *program]
-            lines.append(fold_command("Check: ", [printable(shlex.quote(w)) for w in check], width))
-        if any(step.get("safety") == "safe" and step.get("edits") for step in steps):
-            apply = [*tool, "fix", *([] if implicit else [saved]), "--apply"]
-            lines.append(fold_command("Apply: ", [printable(shlex.quote(w)) for w in apply], width))
-        if lines:
-            print("\n".join(lines), file=stream)  # right under the footer, as its last lines
-    stream.flush()
 
 
 def final_status(status: int, session: Session, ns: argparse.Namespace, err: TextIO) -> int:

@@ -6,16 +6,19 @@ import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfretrace._util import checked as C
 from tfretrace._util.io import atomic_write_text
 from tfretrace._util.text import printable
 from tfretrace.records import display
 from tfretrace.records.function_report import FunctionReport
-from tfretrace.records.lint_panel import LintPanel
-from tfretrace.records.output import OutputDigest, output_from_dict
-from tfretrace.records.prevention import PreventionReport
+
+if TYPE_CHECKING:
+    # Read back only from a saved file (from_dict): a run writes them through their own methods.
+    from tfretrace.records.lint_panel import LintPanel
+    from tfretrace.records.output import OutputDigest
+    from tfretrace.records.prevention import PreventionReport
 
 SCHEMA = 1
 TOOL = "tfretrace"
@@ -202,6 +205,10 @@ class Session:
                 f"(this tfretrace reads schema {SCHEMA})"
             )
         try:
+            from tfretrace.records.lint_panel import LintPanel
+            from tfretrace.records.output import output_from_dict
+            from tfretrace.records.prevention import PreventionReport
+
             functions = C.each(data["functions"], "functions", FunctionReport.from_dict)
             return cls(
                 functions=functions,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def is_tty(stream: TextIO) -> bool:
@@ -24,6 +25,8 @@ def console_for(stream: TextIO, environ: Mapping[str, str] | None = None) -> Con
     TERM=dumb, COLUMNS, the terminal's size); tfretrace only keeps its 100 columns where rich
     would guess 80: a stream that is no terminal, or a terminal whose size cannot be read.
     """
+    from rich.console import Console  # rich loads when something is drawn, not with the CLI
+
     env = dict(os.environ if environ is None else environ)
     columns = env.get("COLUMNS", "")
     valid = columns.isascii() and columns.isdigit()

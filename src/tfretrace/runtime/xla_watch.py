@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,13 +47,17 @@ class XlaWatch:
         # again what level N hides, for the rest of the process.
         self._hide_below = 0
         self._original_level: str | None = None
+        # Until the program imports TensorFlow: what lowers the level and starts the tap then.
+        self._waiting: Any = None
 
     def prepare(self, lower_level: bool = False) -> None:
         """Before TensorFlow is imported: ask it to log compiles (kept for the process).
 
         ``lower_level`` (``tfretrace run``, which starts before the program): a user's
         TF_CPP_MIN_LOG_LEVEL above 0 would hide the compile lines; TensorFlow loads with 0 instead
-        and the tap, started now, hides every line of a severity the user's level hides.
+        and the tap hides every line of a severity the user's level hides. Both happen as the
+        program begins to import TensorFlow: until then the program has its own level and its
+        own stderr, as under python, and a program that never imports TensorFlow starts no relay.
         """
         from tfretrace._tf import xla
 
@@ -60,8 +65,9 @@ class XlaWatch:
             return
         if lower_level and not xla.tensorflow_loaded():
             self._original_level = os.environ.get(xla.MIN_LEVEL_ENV)
-            self._hide_below = xla.lower_level()
-        self._silenced = xla.silenced()
+            self._hide_below = xla.user_level()
+        # A level tfretrace lowers does not silence TensorFlow's compile lines.
+        self._silenced = None if self._hide_below else xla.silenced()
         if self._silenced is not None:
             self._enabled = False  # TensorFlow would not print the lines: no tap, no request
         elif xla.tensorflow_loaded():
@@ -71,8 +77,32 @@ class XlaWatch:
             self._swallow = xla.request()
             self._enabled = True
         if self._hide_below:
-            # From before TensorFlow's import on: its import logs INFO lines the user hides.
+            # From the start of TensorFlow's import on: its import logs INFO lines the user hides.
+            from tfretrace._tf.import_watch import ImportWatcher
+
+            self._waiting = ImportWatcher({"tensorflow"}, before=self._tensorflow_importing)
+            sys.meta_path.insert(0, self._waiting)
+
+    def _tensorflow_importing(self, _name: str) -> None:
+        """The program imports TensorFlow: it reads the lowered level as it loads; the tap reads its log.
+
+        The level hidden again is the program's now, which TensorFlow would read under python (a
+        program may set it in its first lines); it goes back into the environment after the import.
+        """
+        from tfretrace._tf import xla
+
+        self._stop_waiting()
+        if self._restored:
+            return
+        self._original_level = os.environ.get(xla.MIN_LEVEL_ENV)
+        self._hide_below = xla.lower_level()
+        if self._hide_below:
             self._start_tap()
+
+    def _stop_waiting(self) -> None:
+        waiting, self._waiting = self._waiting, None
+        if waiting is not None and waiting in sys.meta_path:
+            sys.meta_path.remove(waiting)
 
     def unavailable(self) -> str | None:
         """Why compiles cannot be recorded (TensorFlow loaded first, or silenced), else None."""
@@ -144,6 +174,7 @@ class XlaWatch:
         While it hides what the user's lowered log level would have hidden, the tap stays until
         the process ends (``final``): TensorFlow keeps logging at level 0 after the monitor stops.
         """
+        self._stop_waiting()  # a TensorFlow imported after the monitor stopped is not tapped
         with self._lock:
             self._clusters.clear()
             if self._hide_below and not final:

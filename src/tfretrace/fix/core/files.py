@@ -7,6 +7,7 @@ import io
 import os
 import tokenize
 from dataclasses import dataclass
+from pathlib import Path
 
 from tfretrace._util.io import read_regular
 from tfretrace._util.text import source_lines
@@ -69,3 +70,18 @@ def lines(text: str) -> list[str]:
 def digest(data: bytes) -> str:
     """The sha256 a session stores for a source file: of its bytes, so line endings and encoding count."""
     return hashlib.sha256(data).hexdigest()
+
+
+def resolve(path: str, root: str | os.PathLike[str] | None) -> Path:
+    """The file on disk for a recorded path: relative paths start at ``root`` (None: here)."""
+    candidate = Path(path)
+    return candidate if candidate.is_absolute() or root is None else Path(root) / candidate
+
+
+def is_user_path(path: str) -> bool:
+    """False for files of TensorFlow, Keras and other installed packages: fixes never edit those."""
+    norm = path.replace("\\", "/")
+    if norm.startswith("<") or "site-packages/" in norm or "dist-packages/" in norm:
+        return False
+    first = norm.split("/", 1)[0]
+    return first not in ("tensorflow", "keras", "tf_keras", "absl", "numpy")

@@ -6,8 +6,7 @@ import os
 from collections.abc import Iterable
 
 from tfretrace.fix.core.files import digest as digest_bytes
-from tfretrace.fix.core.files import read_source_file
-from tfretrace.fix.core.source import is_user_path, resolve
+from tfretrace.fix.core.files import is_user_path, read_source_file, resolve
 from tfretrace.records.function_report import FunctionReport
 
 

@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfretrace.fix.core.defs import callee_name, closes_over, find_def, is_tf_function, tf_alias_of
+from tfretrace.fix.core.files import is_user_path as is_user_path  # with the files: the session's hashes
 from tfretrace.fix.core.files import lines as source_lines
 from tfretrace.fix.core.files import read_source_file
+from tfretrace.fix.core.files import resolve as resolve  # need only these two, not this module
 
 
 @dataclass(frozen=True)
@@ -41,12 +43,6 @@ class DefInfo:
     closes_over: tuple[str, ...]
     tf_alias: str | None  # the module's name for tensorflow; None when it imports none
     node: ast.FunctionDef | ast.AsyncFunctionDef | None = field(default=None, compare=False, repr=False)
-
-
-def resolve(path: str, root: str | os.PathLike[str] | None) -> Path:
-    """The file on disk for a recorded path: relative paths start at ``root`` (None: here)."""
-    candidate = Path(path)
-    return candidate if candidate.is_absolute() or root is None else Path(root) / candidate
 
 
 @dataclass(frozen=True)
@@ -291,15 +287,6 @@ def _call_info(text: str, path: str, line: int, node: ast.Call, params: tuple[st
             return None
         args.append((keyword.arg, _segment(text, _span(path, keyword.value)), _span(path, keyword.value)))
     return CallInfo(path, line, _span(path, node), tuple(args), _segment(text, _span(path, node.func)))
-
-
-def is_user_path(path: str) -> bool:
-    """False for files of TensorFlow, Keras and other installed packages: fixes never edit those."""
-    norm = path.replace("\\", "/")
-    if norm.startswith("<") or "site-packages/" in norm or "dist-packages/" in norm:
-        return False
-    first = norm.split("/", 1)[0]
-    return first not in ("tensorflow", "keras", "tf_keras", "absl", "numpy")
 
 
 def split_location(location: str) -> tuple[str, int]:
