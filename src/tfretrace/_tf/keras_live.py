@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import io
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,24 @@ def remember_predict(model: Any, predict_locals: dict[str, Any]) -> None:
         _verdicts.pop(model, None)  # a new input shape: ask again
     except Exception:  # bookkeeping must never break a user's predict (an unhashable model, odd inputs)
         return
+
+
+def kept_inputs(model: Any) -> list[tuple[Any, int]]:
+    """The rows kept of each traced ``predict`` call of ``model`` (NumPy, as given) with its batch size."""
+    try:
+        return [(sample.x, sample.batch) for sample in _samples.get(model) or []]
+    except TypeError:  # an unhashable model: nothing was kept
+        return []
+
+
+@contextlib.contextmanager
+def asking() -> Iterator[None]:
+    """While it is held, ``predict`` calls are tfretrace's own (none of their rows is kept)."""
+    _asking.append(True)
+    try:
+        yield
+    finally:
+        _asking.pop()
 
 
 def check_rows(model: Any) -> str | None:

@@ -1,15 +1,18 @@
 """Keras ``predict`` rows settled before planning: live models asked after the run, one line's models judged together.
 
 Each predict trace carries a verdict read from the model while it ran (``KerasInfo.rows``: whether
-padding its rows keeps every kept row's prediction; fix kind keras-pad-rows). Two things only the
-whole run can say are settled here, on the reports, so a saved session carries them to ``fix``:
+padding its rows keeps every kept row's prediction; fix kind keras-pad-rows). What only the
+whole run can say is settled here, on the reports, so a saved session carries them to ``fix``:
 
 - once the program has finished, the live models of each predict row that retraced are run again
   on the rows they were given, padded and not (``tfretrace._tf.keras_live``); their answer replaces the verdict
   read from the layers (a custom layer whose rows are independent is then padded; one that mixes
   rows is not, whatever its layers' names say);
 - a line where several models predicted (``for model in models: model.predict(x)``) is one edit for
-  all of them: each model's verdict there is the first reason any of them gives.
+  all of them: each model's verdict there is the first reason any of them gives;
+- where ``model.predict(x)`` could become ``model(x, training=False).numpy()`` (fix kind keras-call), the
+  live models run both on inputs of the recorded shapes (``tfretrace._tf.keras_call_check``), and each
+  event's ``KerasInfo.call`` says whether they agreed.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from tfretrace.records.events import TraceEvent
+from tfretrace.records.events import CALL_DIGITS, CALL_SAME, TENSOR, TraceEvent
 from tfretrace.records.function_report import FunctionReport
 
 ROWS_INDEPENDENT = "independent"  # tfretrace._tf.keras_rows' verdict, as the session stores it
@@ -40,6 +43,50 @@ def _predicts(fn: FunctionReport) -> bool:
 def _asked(fn: FunctionReport, models: Any) -> FunctionReport:
     if not _predicts(fn) or fn.retraces == 0:
         return fn  # no plan to check: the model is not run again (a new batch shape would trace it)
+    return _call_asked(_rows_asked(fn, models), models)
+
+
+def _call_asked(fn: FunctionReport, models: Any) -> FunctionReport:
+    """Each event told whether the live models' predict and call agree (fix kind keras-call), where it could be made."""
+    shapes = _batch_shapes(fn)
+    kept = list(models)
+    if shapes is None or not kept:
+        return fn
+    from tfretrace._tf.keras_call_check import check_call
+
+    said = [check_call(model, shapes) for model in kept]
+    agreed = (CALL_SAME, CALL_DIGITS)
+    differs = next((verdict for verdict, _n in said if verdict not in agreed), None)
+    verdict = differs or (CALL_DIGITS if any(v == CALL_DIGITS for v, _n in said) else CALL_SAME)
+    inputs = None if differs is not None else min(n for _v, n in said)
+    events = tuple(
+        replace(event, keras=replace(event.keras, call=verdict, call_inputs=inputs)) if event.keras is not None
+        else event
+        for event in fn.events
+    )
+    return replace(fn, events=events)
+
+
+def _batch_shapes(fn: FunctionReport) -> list[tuple[tuple[int, ...], str]] | None:
+    """The recorded batches' shapes and dtypes where the call could replace predict (keras-call's maker reads the
+    same: one tensor per call, every trace at predict's first batch); None where it could not."""
+    found: list[tuple[tuple[int, ...], str]] = []
+    for event in fn.events:
+        if event.keras is None or (event.keras.step or 0) > 0:
+            return None
+        tensors = [leaf for leaf in event.signature if leaf.kind == TENSOR]
+        if len(tensors) != 1 or tensors[0].shape is None or tensors[0].dtype is None:
+            return None
+        shape = tensors[0].shape
+        if not shape or any(d is None for d in shape):
+            return None
+        key = (tuple(int(d) for d in shape if d is not None), tensors[0].dtype)
+        if key not in found:
+            found.append(key)
+    return found
+
+
+def _rows_asked(fn: FunctionReport, models: Any) -> FunctionReport:
     from tfretrace._tf.keras_live import check_rows
 
     said = [check_rows(model) for model in list(models)]
