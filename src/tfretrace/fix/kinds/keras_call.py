@@ -183,7 +183,7 @@ KIND = Kind(
     ),
     check=keras_call,
     row=Row(
-        "safe when the live model says so",
+        "safe when TensorFlow says so (the live model run both ways)",
         "once the program has finished (`run --save`, `run --fix-plan`), each model whose `predict` the step "
         "replaces runs `predict(x)` and `model(x, training=False).numpy()` on inputs of every recorded shape and "
         "dtype (the rows `predict` kept, and draws), its variables and layers' public attributes read before "
