@@ -33,7 +33,7 @@ def settle_rows(
     """The reports with their predict verdicts settled; ``models[i]`` are the live models of ``functions[i]``
     (asked only where ``live``: after the program, where the probe may run the program's code)."""
     found = [_asked(fn, kept) if live else fn for fn, kept in zip(functions, models, strict=True)]
-    return _one_line(found)
+    return _one_line(_one_call_line(found))
 
 
 def _predicts(fn: FunctionReport) -> bool:
@@ -65,6 +65,36 @@ def _call_asked(fn: FunctionReport, models: Any) -> FunctionReport:
         for event in fn.events
     )
     return replace(fn, events=events)
+
+
+def _one_call_line(functions: list[FunctionReport]) -> list[FunctionReport]:
+    """A line where several predict rows were recorded is one keras-call edit for all of them: where one row there
+    did not agree (or was not asked), every row's ``call`` there says so, or the edit would change its model too."""
+    rows: dict[str, list[int]] = {}
+    for i, fn in enumerate(functions):
+        for event in fn.events if _predicts(fn) else ():
+            if event.call_site is not None and event.keras is not None and i not in rows.get(event.call_site, []):
+                rows.setdefault(event.call_site, []).append(i)
+    agreed = (CALL_SAME, CALL_DIGITS)
+    reasons: dict[str, str] = {}
+    for site, found in rows.items():
+        said = [(functions[i], e.keras.call) for i in found for e in functions[i].events
+                if e.call_site == site and e.keras is not None]
+        if len(found) < 2 or not any(v in agreed for _fn, v in said):
+            continue  # one row, or none asked: each row's own answer stands
+        other = next(((fn, v) for fn, v in said if v not in agreed), None)
+        if other is not None:
+            reasons[site] = f"{other[0].display_name()} also predicts at {site}: " + (
+                other[1] or "it was not run both ways")
+    if not reasons:
+        return functions
+
+    def told(event: TraceEvent) -> TraceEvent:
+        if event.keras is None or event.call_site not in reasons or event.keras.call not in agreed:
+            return event
+        return replace(event, keras=replace(event.keras, call=reasons[event.call_site], call_inputs=None))
+
+    return [replace(fn, events=tuple(told(e) for e in fn.events)) if _predicts(fn) else fn for fn in functions]
 
 
 def _batch_shapes(fn: FunctionReport) -> list[tuple[tuple[int, ...], str]] | None:
