@@ -117,3 +117,15 @@ def test_the_check_restores_what_a_run_changed_and_never_runs_a_model_with_its_o
     assert verdict in AGREED and inputs == 4  # two draws of each shape
     assert models_run() >= before + 4
     assert all(np.array_equal(w.numpy(), kept) for w, kept in zip(plain.weights, weights, strict=True))
+
+
+def test_a_plain_run_never_runs_the_model_again_and_leaves_the_step_unasked(tmp_path: Path) -> None:
+    (tmp_path / "k_call_rows.py").write_text((PROGRAMS / "k_call_rows.py").read_text())
+    done = run(tmp_path, "-m", "tfretrace", "run", "k_call_rows.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    session = json.loads((tmp_path / ".tfretrace" / "last-session.json").read_text())
+    (function,) = [f for f in session["functions"] if f["plan"]]
+    assert all("call" not in e["keras"] for e in function["events"])
+    (step,) = [s for s in function["plan"] if s["kind"] == "keras-call"]
+    assert step["safety"] == "unsafe" and step["unasked"] is True and "checked" not in step
+    assert "analysis" not in session  # nothing ran after the program
