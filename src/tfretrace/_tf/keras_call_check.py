@@ -56,6 +56,8 @@ def check_call(model: Any, shapes: Sequence[tuple[tuple[int, ...], str]]) -> tup
     traced = _tracing_count(model)
     try:
         return _compare(model, variables, inputs)
+    except Exception as exc:  # reading or restoring the state failed: unknown is not the same
+        return f"the model could not be run both ways ({type(exc).__name__})", 0
     finally:
         _runs[0] += _tracing_count(model) - traced
 
@@ -111,7 +113,7 @@ def _run(run: Callable[[], Any], model: Any, variables: list[Any]) -> tuple[Any,
         variable.assign(value)
     for layer, before in attributes:
         for name, value in _public(layer):
-            if effect is None and (name not in before or before[name] != value):
+            if effect is None and (name not in before or (before[name] is not value and before[name] != value)):
                 effect = f"changed {getattr(layer, 'name', type(layer).__name__)}.{name}"
         for name, value in before.items():
             if getattr(layer, name, None) != value:
