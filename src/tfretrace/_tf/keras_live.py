@@ -107,9 +107,8 @@ def check_rows(model: Any) -> str | None:
     except TypeError:
         return None
     verdict = None
-    _asking.append(True)
     with contextlib.ExitStack() as stack:
-        stack.callback(_asking.pop)
+        stack.enter_context(asking())
         stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
         stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
         for sample in list(samples):
