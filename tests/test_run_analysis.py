@@ -68,15 +68,25 @@ def test_a_saved_run_says_how_often_the_probe_ran_the_bodies(program: Path) -> N
     assert f"ran the bodies' Python {extra} more time" in run.stderr.replace("\n", " ")
 
 
-def test_a_plain_run_ends_with_the_commands_that_check_and_apply_its_kept_session(program: Path) -> None:
+def test_a_plain_run_ends_with_the_run_that_asks_then_that_run_with_the_commands_that_check_and_apply(
+        program: Path) -> None:
+    def commands(err: str) -> list[str]:
+        # The report's last lines: the commands (a long one folded with a backslash), nothing after.
+        lines = err.rstrip().replace("\\\n", " ").splitlines()
+        return [" ".join(line.split()) for line in lines if line.startswith(("Check:", "Apply:"))]
+
     run = _run("-m", "tfretrace", "run", "prog.py", cwd=program)
     assert run.returncode == 0, run.stderr
     assert "--save" not in run.stderr
-    # The report's last block: the two commands (a long one folded with a backslash), nothing after them.
-    last = run.stderr.rstrip().split("\n\n")[-1]
-    commands = [line for line in last.replace("\\\n", " ").splitlines() if not line.startswith("  ")]
-    assert [line.split(":")[0] for line in commands] == ["Check", "Apply"]
-    assert "fix .tfretrace/last-session.json --verify -- " in " ".join(commands[0].split())
-    assert " ".join(commands[1].split()).endswith("fix .tfretrace/last-session.json --apply")
+    # Its one fix (an input_signature) needs TensorFlow's answer, which a plain run never asks.
+    found = commands(run.stderr)
+    assert [line.split(":")[0] for line in found] == ["Check"]
+    assert found[0].endswith("run --fix-plan prog.py") and run.stderr.rstrip().endswith("prog.py")
+    asked = _run("-m", "tfretrace", "run", "--fix-plan", "prog.py", cwd=program)
+    assert asked.returncode == 0, asked.stderr
+    found = commands(asked.stderr)
+    assert [line.split(":")[0] for line in found] == ["Check", "Apply"]
+    assert "fix --verify -- " in found[0] and found[1].endswith("fix --apply")
+    assert asked.stderr.rstrip().endswith("fix --apply")
     kept = json.loads((program / ".tfretrace" / "last-session.json").read_text(encoding="utf-8"))
-    assert any(step.get("edits") for f in kept["functions"] for step in f["plan"])
+    assert any(step.get("edits") and step.get("safety") == "safe" for f in kept["functions"] for step in f["plan"])

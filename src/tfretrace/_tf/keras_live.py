@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import io
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +75,24 @@ def remember_predict(model: Any, predict_locals: dict[str, Any]) -> None:
         return
 
 
+def kept_inputs(model: Any) -> list[tuple[Any, int]]:
+    """The rows kept of each traced ``predict`` call of ``model`` (NumPy, as given) with its batch size."""
+    try:
+        return [(sample.x, sample.batch) for sample in _samples.get(model) or []]
+    except TypeError:  # an unhashable model: nothing was kept
+        return []
+
+
+@contextlib.contextmanager
+def asking() -> Iterator[None]:
+    """While it is held, ``predict`` calls are tfretrace's own (none of their rows is kept)."""
+    _asking.append(True)
+    try:
+        yield
+    finally:
+        _asking.pop()
+
+
 def check_rows(model: Any) -> str | None:
     """``ROWS_INDEPENDENT`` where the live model's kept rows predict alike padded and not, else why
     not; None where no partial batch was kept (nothing to ask)."""
@@ -88,9 +107,8 @@ def check_rows(model: Any) -> str | None:
     except TypeError:
         return None
     verdict = None
-    _asking.append(True)
     with contextlib.ExitStack() as stack:
-        stack.callback(_asking.pop)
+        stack.enter_context(asking())
         stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
         stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
         for sample in list(samples):

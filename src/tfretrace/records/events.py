@@ -281,6 +281,11 @@ class TraceEvent:
         )
 
 
+# KerasInfo.call's two verdicts where predict and the call agreed (any other text says what differed).
+CALL_SAME = "same"
+CALL_DIGITS = "float-last-digits"
+
+
 @dataclass(frozen=True)
 class KerasInfo:
     """Which Keras model and user-level method a Keras-created tf.function belongs to."""
@@ -294,6 +299,11 @@ class KerasInfo:
     # predict only (Keras 3): "independent" where padding the call's rows leaves every kept row's
     # prediction as it was (tfretrace._tf.keras_rows), else why not; None where not read.
     rows: str | None = None
+    # predict only, asked of the live model after the run (fix kind keras-call): CALL_SAME where
+    # model.predict(x) and model(x, training=False).numpy() gave the same arrays bit for bit on every
+    # input tried, CALL_DIGITS where only in the last digits, else what differed; None where not asked.
+    call: str | None = None
+    call_inputs: int | None = None  # on how many inputs both ran (with ``call``)
 
     def describe(self) -> str:
         """``model 'encoder' (Functional, built at app.py:40) predict``."""
@@ -313,6 +323,8 @@ class KerasInfo:
             "epoch": self.epoch,
             "step": self.step,
             **({"rows": self.rows} if self.rows is not None else {}),
+            **({"call": self.call} if self.call is not None else {}),
+            **({"call_inputs": self.call_inputs} if self.call_inputs is not None else {}),
         }
 
     @classmethod
@@ -327,4 +339,6 @@ class KerasInfo:
             C.optional_count(data.get("epoch"), f"{where}.epoch"),
             C.optional_count(data.get("step"), f"{where}.step"),
             C.optional_text(data.get("rows"), f"{where}.rows"),
+            C.optional_text(data.get("call"), f"{where}.call"),
+            C.optional_count(data.get("call_inputs"), f"{where}.call_inputs"),
         )

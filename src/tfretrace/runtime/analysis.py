@@ -70,15 +70,17 @@ class Analysis:
         live = None
         before = 0
         if probe:
+            from tfretrace._tf.keras_call_check import models_run
             from tfretrace._tf.probe import bodies_run
             from tfretrace.runtime.probe import probe_live
 
-            live, before = probe_live(self._root), bodies_run()
+            live, before = probe_live(self._root), bodies_run() + models_run()
         kept = list(models) if models is not None and len(models) == len(recorded.functions) else None
         # The live models are asked only with the probe: running a model runs the program's Python.
         none: list[Any] = [()] * len(recorded.functions)
         settled = settle_rows(recorded.functions, kept or none, live=probe and kept is not None)
         functions = keras_rows_apart(self._plans.planned(settled, on_error, live))
         if probe:
-            self._bodies_run += bodies_run() - before
+            # The live models run by the call check count too: their layers' Python ran again.
+            self._bodies_run += bodies_run() + models_run() - before
         return functions

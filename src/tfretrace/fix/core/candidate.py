@@ -75,6 +75,9 @@ class Candidate:
     condition: str | None = None
     # Inputs on which TensorFlow ran a recorded trace and the step's trace to the same results (0: none run).
     compared: int = 0
+    # What the step changes in the results, where its maker read it from TensorFlow's answer (keras-call:
+    # float-last-digits where predict and the call agreed only in the last digits); None: the kind says.
+    changes: str | None = None
 
 
 @dataclass

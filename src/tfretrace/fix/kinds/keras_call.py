@@ -1,4 +1,13 @@
-"""Fix kind keras-call: ``model.predict(x)`` of small inputs made ``model(x, training=False)``; maker, anchors."""
+"""Fix kind keras-call: ``model.predict(x)`` of small inputs made ``model(x, training=False)``; maker, anchors.
+
+Safe only where the live model said so: once the program has finished (``run --save``, ``run
+--fix-plan``), each model whose predict the step replaces ran ``predict`` and the call on inputs of
+every recorded shape and dtype (``tfretrace._tf.keras_call_check``; each event's ``KerasInfo.call``)
+and gave the same arrays, bit for bit or in the last digits (the step then says ``float-last-digits``).
+A model with its own ``predict_step``, several outputs, or a call with effects beyond its outputs
+(a variable or a layer attribute updated, a print) stays unsafe with what differed; a run that asked
+nothing (a plain run, a session from before) leaves the step unsafe and unasked.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +16,10 @@ import ast
 from tfretrace.fix.core.anchor_base import Anchors, expression, span_of
 from tfretrace.fix.core.anchor_moves import recorded_sites
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
-from tfretrace.fix.core.kind import Kind, Maker, Row
-from tfretrace.fix.core.safety import KindSafety
+from tfretrace.fix.core.kind import CHANGES_FLOAT_DIGITS, Kind, Maker, Row
+from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
 from tfretrace.fix.core.source import Replacement, is_user_path
-from tfretrace.records.events import TENSOR
+from tfretrace.records.events import CALL_DIGITS, CALL_SAME, TENSOR, TraceEvent
 
 NAME = "keras-call"
 
@@ -50,15 +59,34 @@ def predict_as_call(ctx: FunctionContext, state: State) -> Candidate | None:
         edits.append(found)
     if not edits:
         return None
+    answer, compared, digits = _asked(ctx.report.events)
     return Candidate(
         "shape-changed",
         NAME,
         f"call the model instead of {keras.method} for these small inputs (model(x, training=False).numpy(): "
-        "the same NumPy result, no predict function to trace)",
+        "the same NumPy result, no predict function to trace)" + (_DIGITS_NOTE if digits else ""),
         ctx.reader.preview(edits),
         tuple(edits),
         state.map_calls(dict.fromkeys((c.index for c in calls), None)),
+        tf_check=answer,
+        compared=compared,
+        changes=CHANGES_FLOAT_DIGITS if digits else None,
     )
+
+
+_DIGITS_NOTE = "; floats may differ in the last digits (the call computes the input in one batch, as the check saw)"
+
+
+def _asked(events: tuple[TraceEvent, ...]) -> tuple[str | None, int, bool]:
+    """What the live models said (TF_CHECKED, or what differed; None: not asked), on how many inputs, and
+    whether only in the last digits (runtime.predict_rows stores it on each event)."""
+    said = [(e.keras.call, e.keras.call_inputs) for e in events if e.keras is not None]
+    differs = next((v for v, _n in said if v is not None and v not in (CALL_SAME, CALL_DIGITS)), None)
+    if differs is not None:
+        return f"model(x, training=False) is not this model's predict: {differs}", 0, False
+    if not said or any(v is None for v, _n in said):
+        return None, 0, False
+    return TF_CHECKED, min(n or 0 for _v, n in said), any(v == CALL_DIGITS for v, _n in said)
 
 
 def _predict_call(ctx: FunctionContext, site: str) -> Replacement | str | None:
@@ -147,14 +175,24 @@ KIND = Kind(
     NAME,
     KindSafety(
         "model(x, training=False) is not Model.predict: a model overriding predict_step returns other values, a "
-        "model with several outputs gives a list, and a large input is computed in one batch (more memory)",
-        "no predict function to trace",
+        "model with several outputs gives a list, and a large input is computed in one batch (more memory); "
+        "the live model was not run both ways",
+        "no predict function to trace; the live model, once the program has finished, ran predict and the call on "
+        "inputs of every recorded shape and dtype and gave the same arrays",
+        probed=True,
     ),
     check=keras_call,
     row=Row(
-        "unsafe",
-        "`model(x, training=False)` is not `Model.predict`: a model overriding `predict_step` returns "
-        "other values, a model with several outputs gives a list, a large input is computed in one batch",
+        "safe when TensorFlow says so (the live model run both ways)",
+        "once the program has finished (`run --save`, `run --fix-plan`), each model whose `predict` the step "
+        "replaces runs `predict(x)` and `model(x, training=False).numpy()` on inputs of every recorded shape and "
+        "dtype (the rows `predict` kept, and draws), its variables and layers' public attributes read before "
+        "and restored after each run; safe (`\"checked\": \"tensorflow\"`, `checked_inputs`) where every output "
+        "is the same array, bit for bit or in the last digits (`float-last-digits`). Unsafe, saying what "
+        "differed, where the model defines its own `predict_step` (not run), returns several outputs (a list "
+        "has no `.numpy()`), or a run changed a variable or an attribute or printed; unasked (a plain run) "
+        "unsafe: `model(x, training=False)` is not `Model.predict`. A large input is computed in one batch: "
+        "only calls of at most 1024 rows, each traced at predict's first batch, are rewritten",
         "`p10_predict_step.py` (item 10)",
     ),
     position=170,

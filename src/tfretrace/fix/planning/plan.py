@@ -119,6 +119,8 @@ def _with_changes(ctx: FunctionContext, step: PlanStep) -> PlanStep:
     """The step with what it changes in the results besides the count (the field, and a sentence)."""
     if step.kind in KIND_CHANGES:  # what the kind changes whatever the body (its Kind's ``changes``)
         return replace(step, changes=KIND_CHANGES[step.kind])
+    if step.changes is not None:  # its maker said, from what TensorFlow showed (keras-call)
+        return announce_serving(ctx.report, step)
     node = ctx.definition.node if ctx.definition is not None else None
     draw = random_draw(node) if node is not None and step.traces_after < step.traces_before else None
     if draw is None:
@@ -320,6 +322,7 @@ def _step(candidate: Candidate, before: int, after: int, per_trace: float) -> Pl
         checked=TF_CHECKED if candidate.tf_check == TF_CHECKED else None,
         checked_inputs=candidate.compared or None,
         unasked=_unasked(candidate),
+        changes=candidate.changes,
     )
 
 
