@@ -73,6 +73,7 @@ def test_the_check_restores_what_a_run_changed_and_never_runs_a_model_with_its_o
     import numpy as np
 
     from tfretrace._tf.keras_call_check import check_call, models_run
+    from tfretrace._tf.keras_live import kept_inputs
 
     class Counted(keras.layers.Layer):
         def build(self, shape: object) -> None:
@@ -113,8 +114,9 @@ def test_the_check_restores_what_a_run_changed_and_never_runs_a_model_with_its_o
     plain = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
     plain.predict(np.ones((2, 4), "float32"), verbose=0)
     weights = [w.numpy().copy() for w in plain.weights]
+    kept = len(kept_inputs(plain))  # rows a monitor an earlier test of this process installed kept
     verdict, inputs = check_call(plain, [((2, 4), "float32"), ((5, 4), "float32")])
-    assert verdict in AGREED and inputs == 4  # two draws of each shape
+    assert verdict in AGREED and inputs == 4 + kept  # two draws of each shape, and the rows kept
     assert models_run() >= before + 4
     assert all(np.array_equal(w.numpy(), kept) for w, kept in zip(plain.weights, weights, strict=True))
 
