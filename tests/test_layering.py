@@ -38,7 +38,7 @@ ADAPTER_ORDER = [
     "__init__", "logfilter", "versions", "frames", "counters", "types", "import_watch", "keras_rows", "keras_live",
     "keras",
     "data_source", "origins", "reading", "earlier", "cache_hits", "loglevel", "xla_log", "xla", "relay", "hooks",
-    "warmup", "graph_compare", "run_compare", "edited", "live_functions", "probe", "zero_probe",
+    "warmup", "graph_compare", "native_log", "run_compare", "edited", "live_functions", "probe", "zero_probe",
 ]
 
 # Inside the fix package, by role, bottom up: a sub-package imports only itself and those before

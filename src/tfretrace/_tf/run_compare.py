@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from tfretrace._tf.native_log import native_log_held
+
 # A recorded call's made arguments -> the arguments the general concrete function takes.
 Converter = Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]
 
@@ -79,8 +81,14 @@ def compare_converted(recorded: Any, general: Any, convert: Converter, exact: bo
     """As ``compare_runs``, with ``general``'s arguments made by ``convert`` from those made for ``recorded``.
 
     For a function as a fix would write it (_tf.edited): the recorded trace's Python values and
-    lists of tensors become what the edited call sites pass.
+    lists of tensors become what the edited call sites pass. TensorFlow's native log lines about
+    inputs a trace refuses are kept off the user's stderr (native_log).
     """
+    with native_log_held():
+        return _compared(recorded, general, convert, exact)
+
+
+def _compared(recorded: Any, general: Any, convert: Converter, exact: bool) -> tuple[int, str | None]:
     import tensorflow as tf
 
     for concrete in (recorded, general):
