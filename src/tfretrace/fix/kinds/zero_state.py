@@ -153,7 +153,7 @@ KIND = Kind(
     ),
     check=zero_state,
     row=Row(
-        "safe when checked",
+        "safe when TensorFlow says so",
         "`None` becomes zeros: safe where TensorFlow ran each recorded trace that got `None` beside the trace "
         "with the zeros to the same outputs bit for bit; otherwise unsafe (a `None` branch that starts from "
         "something else changes the results)",
