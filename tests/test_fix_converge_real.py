@@ -1,5 +1,5 @@
-"""``fix --verify`` in rounds on real TensorFlow: a hoist in round 1 makes the function live, round 2 fixes its
-Python value; TensorFlow's own counter measures the program ``--apply`` wrote."""
+"""``fix --verify`` in rounds on real TensorFlow: a nested def hoisted and its Python value made a tensor in round 1
+(asked of the def as hoisted), the next round converged; TensorFlow's own counter measures what ``--apply`` wrote."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ ROOT = Path(__file__).resolve().parents[1]
 COUNTS = ROOT / "bench" / "tf_counts.py"
 
 # scale is made anew by each call of step_fn (new-function-object) and takes a Python float that
-# changes on every call (python-value-changed). Round 1 can only hoist it: a nested def is not live
-# after the run, so TensorFlow cannot be asked whether the float may be a tensor and that step is
-# unsafe. Round 2 plans from the hoisted copy's run, where scale is a module function it can ask.
+# changes on every call (python-value-changed). Round 1 hoists it and, since issue 38 asks TensorFlow
+# about a nested def as the hoist writes it (run beside the traces of the objects step_fn made),
+# gives it a signature that takes the float as a tensor in the same round; --verify's next round finds
+# nothing left to do.
 PROGRAM = """\
 import tensorflow as tf
 
@@ -61,7 +62,7 @@ def _recorded(folder: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-def test_two_rounds_hoist_then_tensor_reach_one_trace(tmp_path: Path) -> None:
+def test_verify_rounds_hoist_and_sign_the_nested_def_to_one_trace(tmp_path: Path) -> None:
     _recorded(tmp_path)
     before, printed = _counted(tmp_path)
     assert before == {"step_fn.<locals>.scale": 4}
@@ -75,16 +76,16 @@ def test_two_rounds_hoist_then_tensor_reach_one_trace(tmp_path: Path) -> None:
     tree = ast.parse((tmp_path / "train.py").read_text())
     module_defs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
     assert module_defs == ["scale", "step_fn"]
-    # The recorded plan's only safe step is the hoist: the tensor came from round 2's own plan.
+    # The recorded plan holds both steps, safe: the signature (the float a tensor) asked of the def as hoisted.
     session = json.loads((tmp_path / "s.json").read_text())
     safe = [s["kind"] for s in session["functions"][0]["plan"] if s.get("edits") and s.get("safety") == "safe"]
-    assert safe == ["hoist-def"]
+    assert safe == ["hoist-def", "input-signature"]
 
 
-def test_one_round_leaves_the_value_for_the_next_plan(tmp_path: Path) -> None:
+def test_one_round_hoists_and_passes_the_value_as_a_tensor(tmp_path: Path) -> None:
     _recorded(tmp_path)
     done = _run(tmp_path, "-m", "tfretrace", "fix", "s.json", "--apply", "--rounds", "1", "--verify", "--",
                 "python", "train.py")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     after, _ = _counted(tmp_path)
-    assert after == {"scale": 4}  # the hoist alone: every float still traces
+    assert after == {"scale": 1}  # one round: the hoist and the float as a tensor

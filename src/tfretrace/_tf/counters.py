@@ -76,7 +76,37 @@ def counter_of(function: Any) -> Any:
         counter = function.__dict__.setdefault("_tfretrace_calls", itertools.count())
         with contextlib.suppress(TypeError):
             _counted.add(function)
+        _keep_nested(function)
     return counter
+
+
+# A nested def that closes over nothing (fix kind hoist-def moves it to module level) is made a new
+# tf.function by each call of its outer def, which drops it on return: its traces die with it. A
+# few such objects per def are kept alive, only their code, module globals and traces (no closure
+# holds another scope's values), so the probe can run those traces beside the def as hoisted
+# once the program has finished (runtime.probe). Bounded per def and in defs.
+_MAX_NESTED = 8
+_MAX_NESTED_DEFS = 64
+_nested: dict[tuple[str, str], list[Any]] = {}
+
+
+def _keep_nested(function: Any) -> None:
+    python = getattr(function, "python_function", None)
+    code = getattr(python, "__code__", None)
+    qualname = getattr(python, "__qualname__", "")
+    if code is None or code.co_freevars or "<locals>" not in qualname:
+        return
+    key = (code.co_filename, qualname)
+    if key not in _nested and len(_nested) >= _MAX_NESTED_DEFS:
+        return
+    kept = _nested.setdefault(key, [])
+    if len(kept) < _MAX_NESTED:
+        kept.append(function)
+
+
+def kept_nested(qualname: str) -> list[Any]:
+    """The tf.function objects of nested defs named ``qualname`` (any file) that were kept (``_keep_nested``)."""
+    return [f for (_file, name), kept in list(_nested.items()) if name == qualname for f in kept]
 
 
 # Every tf.function object with a call counter, so that a monitor starting late knows how many

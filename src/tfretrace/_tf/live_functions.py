@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from tfretrace._tf.counters import counted_functions
+from tfretrace._tf.counters import counted_functions, kept_nested
 from tfretrace._tf.programs import PROGRAMS
 
 # Instances of one method probed at most: each instance's traces are compared with its own probe.
@@ -76,3 +76,26 @@ def _in_namespace(namespace: dict[str, Any], wanted: str, qualname: str) -> Any 
         if getattr(python, "__qualname__", None) == qualname and hasattr(value, "_list_all_concrete_functions"):
             return value
     return None
+
+
+def nested_functions(path: str, qualname: str, root: str) -> list[Any]:
+    """The run's tf.function objects for a nested def that closes over nothing, each with its traces.
+
+    Each call of the outer def made one; the call counters keep a few alive (counters.kept_nested),
+    matched here by the def's file, as ``live_methods`` matches a method's.
+    """
+    if "<locals>" not in qualname:
+        return []
+    wanted = os.path.realpath(os.path.join(root, path))
+    found: dict[int, Any] = {}
+    for function in [*counted_functions(), *kept_nested(qualname)]:
+        python = getattr(function, "python_function", None)
+        code = getattr(python, "__code__", None)
+        if code is None or getattr(python, "__qualname__", None) != qualname:
+            continue
+        if os.path.realpath(code.co_filename) != wanted or code.co_freevars:
+            continue
+        if hasattr(function, "_list_all_concrete_functions") and function._list_all_concrete_functions():
+            found.setdefault(id(function), function)
+    return list(found.values())
+

@@ -49,13 +49,17 @@ def _counted(fresh: Any) -> None:
     _bodies_run[0] += fresh.experimental_get_tracing_count()
 
 
-def probe_signature(function: Any, signature: str, alias: str, edited: Edited | None = None) -> str | None:
+def probe_signature(
+    function: Any, signature: str, alias: str, edited: Edited | None = None, also: Sequence[Any] = ()
+) -> str | None:
     """None where TensorFlow traces ``function``'s body with ``signature`` as each recorded trace did; else why not.
 
     ``signature`` is the text tfretrace writes (``[tf.TensorSpec(shape=[None, None], dtype=tf.int32)]``,
     or ``[dist_dataset.element_spec]``) with the file's name for tensorflow, ``alias``. ``edited``:
     an earlier step edits the body; the edited def is traced instead, and TensorFlow runs it and
-    every recorded trace on the same inputs, to the same results or not (_tf.edited).
+    every recorded trace on the same inputs, to the same results or not (_tf.edited). ``also``: other
+    tf.function objects of the same def whose traces the one fresh trace must match too (each object
+    a nested def's outer call made, as one def hoisted to module level).
     """
     import tensorflow as tf
 
@@ -65,7 +69,7 @@ def probe_signature(function: Any, signature: str, alias: str, edited: Edited | 
         if python is None:
             return _NOT_REBUILT
 
-    traces = list(function._list_all_concrete_functions())[:_MAX_TRACES]
+    traces = [t for f in (function, *also) for t in f._list_all_concrete_functions()][:_MAX_TRACES]
     if not traces:
         return "no trace of the run is left to compare with"
     names = {alias: tf, "tf": tf}

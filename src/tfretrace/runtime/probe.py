@@ -13,6 +13,10 @@ _NOT_FOUND = (
     "TensorFlow was not asked (no live tf.function of that name was found to trace: a nested def, a method "
     "of an object that is gone, or a program that is gone): the body sees None where each call had a size"
 )
+# A nested def asked as hoisted (hoist-def) whose tf.function objects, and their traces, are gone.
+_NO_NESTED_TRACE = (
+    "TensorFlow was not asked: no recorded trace of the nested def was kept to run beside the def as hoisted"
+)
 
 
 class _LiveProbe:
@@ -21,10 +25,14 @@ class _LiveProbe:
     def __init__(self, root: str) -> None:
         self._root = root
 
-    def _functions(self, report: FunctionReport) -> list[object]:
-        from tfretrace._tf.live_functions import live_function, live_methods
+    def _functions(self, report: FunctionReport, edited: tuple[str, int] | None = None) -> list[object]:
+        from tfretrace._tf.live_functions import live_function, live_methods, nested_functions
 
         path = report.location.rpartition(":")[0]
+        if edited is not None and "<locals>" in report.name:
+            # A nested def as a hoist-def step writes it (the planner's ``edited``): each tf.function
+            # object its outer def made, whose traces the def so rebuilt runs beside (_tf.edited).
+            return nested_functions(path, report.name, self._root)
         function = live_function(path, report.name, self._root)
         # A method: each live instance's own function, probed against its own traces.
         return [function] if function is not None else live_methods(path, report.name, self._root)
@@ -34,9 +42,13 @@ class _LiveProbe:
     ) -> str | None:
         from tfretrace._tf.probe import probe_signature
 
-        functions = self._functions(report)
+        functions = self._functions(report, edited)
         if not functions:
-            return _NOT_FOUND
+            return _NO_NESTED_TRACE if edited is not None and "<locals>" in report.name else _NOT_FOUND
+        if "<locals>" in report.name:
+            # One def at module level in place of every object the outer def made: traced once, run
+            # beside the traces of each.
+            return probe_signature(functions[0], signature, alias, edited, also=functions[1:])
         for each in functions:
             said = probe_signature(each, signature, alias, edited)
             if said is not None:
@@ -48,7 +60,7 @@ class _LiveProbe:
     ) -> tuple[str | None, str | None, str | None, int]:
         from tfretrace._tf.probe import probe_argument
 
-        functions = self._functions(report)
+        functions = self._functions(report, edited)
         if not functions:
             return None, None, None, 0  # not asked: the planner keeps to what the source tells
         # Every live function (each instance's, for a method) must take the same dtype.
@@ -64,6 +76,20 @@ class _LiveProbe:
             return None, f"instances of the method took different dtypes ({listed})", None, 0
         depends = next((d for _found, _why, d, _ran in said if d is not None), None)
         return said[0][0], None, depends, 0 if depends is not None else sum(ran for *_, ran in said)
+
+    def zeros(self, report: FunctionReport, param: str, shape: tuple[int, ...], dtype: str) -> tuple[int, str | None]:
+        from tfretrace._tf.zero_probe import probe_zeros
+
+        functions = self._functions(report)
+        if not functions:
+            return 0, None  # not asked: the step stays as the kind declares it
+        compared = 0
+        for each in functions:
+            ran, differ = probe_zeros(each, param, shape, dtype)
+            compared += ran
+            if differ is not None:
+                return compared, differ
+        return compared, None
 
     def unseeded(self, report: FunctionReport) -> str | None:
         from tfretrace._tf.probe import unseeded_draws

@@ -28,6 +28,9 @@ class State:
     moved: bool = False
     # keras-pad-rows rewrote the model's predict calls: no other predict edit goes at those calls.
     keras_padded: bool = False
+    # hoist-def moved a nested def that closes over nothing to module level: a later step is asked of
+    # TensorFlow with that def as the hoist writes it (FunctionContext.edited), not the nested one.
+    hoisted: bool = False
     # The edits earlier steps make in the function's body (tf.constant -> tf.convert_to_tensor): a
     # later step is asked of TensorFlow with the body as they leave it (FunctionContext.edited).
     body: tuple[Replacement, ...] = ()
@@ -102,9 +105,12 @@ class FunctionContext:
     # The random op the run's traces drew from with no seed, read from TensorFlow once the run is
     # over (None: seeded, or not asked): a stream no run could repeat, so fewer traces keep nothing.
     probe_seed: Callable[[], str | None] | None = None
+    # Runs each recorded trace that got None for an argument beside the trace with a zero tensor of a
+    # shape and dtype there (zero-state): on how many inputs both computed the same, and where not.
+    probe_zeros: Callable[[str, tuple[int, ...], str], tuple[int, str | None]] | None = None
     unseeded: str | None = None  # its answer, once asked (fix.planning.safety_plan)
     # Its verdicts, asked once per argument, dtypes and body edits: the planner asks at every step.
-    argument_verdicts: dict[tuple[str, tuple[str, ...], tuple[tuple[Span, str], ...]], Verdict] = field(
+    argument_verdicts: dict[tuple[str, tuple[str, ...], tuple[tuple[Span, str], ...], bool], Verdict] = field(
         default_factory=dict
     )
 
@@ -133,36 +139,43 @@ class FunctionContext:
                         names.add(bound)
         return tuple(sorted(names))
 
-    def tensor_dtype(self, param: str, dtypes: tuple[str, ...], body: tuple[Replacement, ...] = ()) -> Verdict:
+    def tensor_dtype(
+        self, param: str, dtypes: tuple[str, ...], body: tuple[Replacement, ...] = (), hoisted: bool = False
+    ) -> Verdict:
         """TensorFlow's verdict on ``param`` as a scalar tensor of each of ``dtypes`` (see ``probe_argument``).
 
         ``body``: the edits the step (and those before it) make in the body; the def so edited is
-        what TensorFlow traces and runs. Not asked where it cannot be made.
+        what TensorFlow traces and runs. ``hoisted``: a hoist-def step moved the nested def to module
+        level (``State.hoisted``); the def as it writes it is asked. Not asked where it cannot be made.
         """
-        key = (param, dtypes, tuple((e.span, e.text) for e in body))
+        key = (param, dtypes, tuple((e.span, e.text) for e in body), hoisted)
         if key not in self.argument_verdicts:
             asked = self.probe_argument
-            edited = self.edited(body) if body else None
-            if asked is None or (body and edited is None):
+            edited = self.edited(body, hoisted) if body or hoisted else None
+            if asked is None or ((body or hoisted) and edited is None):
                 verdict: Verdict = (None, None, None, 0)
             else:
                 verdict = asked(param, dtypes) if edited is None else asked(param, dtypes, edited)
             self.argument_verdicts[key] = verdict
         return self.argument_verdicts[key]
 
-    def signature_said(self, signature: str, body: tuple[Replacement, ...] = ()) -> str | None:
-        """What TensorFlow said of the signature text (None: traced as the run did), ``body`` edited as in
-        ``tensor_dtype``; the caller checks that ``probe`` is set."""
+    def signature_said(self, signature: str, body: tuple[Replacement, ...] = (), hoisted: bool = False) -> str | None:
+        """What TensorFlow said of the signature text (None: traced as the run did), ``body`` edited and the
+        def ``hoisted`` as in ``tensor_dtype``; the caller checks that ``probe`` is set."""
         assert self.probe is not None
-        if not body:
+        if not body and not hoisted:
             return self.probe(signature)
-        edited = self.edited(body)
+        edited = self.edited(body, hoisted)
         if edited is None:
             return "TensorFlow was not asked: tfretrace could not make the def as the earlier steps edit it"
         return self.probe(signature, edited)
 
-    def edited(self, body: tuple[Replacement, ...]) -> Edited | None:
-        """The def's file with ``body`` (edits inside the def) applied, and the def's line; None where they are not."""
+    def edited(self, body: tuple[Replacement, ...], hoisted: bool = False) -> Edited | None:
+        """The def's file with ``body`` (edits inside the def) applied, and the def's line; None where they are not.
+
+        ``hoisted``: the def alone, its decorators included, dedented as the hoist writes it at module
+        level (fix.core.hoist), and its line in that text.
+        """
         definition = self.definition
         node = None if definition is None else definition.node
         parsed = None if definition is None else self.reader.module(definition.path)
@@ -180,9 +193,17 @@ class FunctionContext:
                         for e in body), reverse=True)
         if any(later[0] < earlier[1] for later, earlier in itertools.pairwise(spans)):
             return None  # overlapping edits: not one text
-        for start, end, text in spans:
-            data = data[:start] + text.encode("utf-8") + data[end:]
-        return data.decode("utf-8"), node.lineno
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        end = starts[min(last, len(lines))]
+        for start, stop, text in spans:
+            data = data[:start] + text.encode("utf-8") + data[stop:]
+            end += len(text.encode("utf-8")) - (stop - start)
+        if not hoisted:
+            return data.decode("utf-8"), node.lineno
+        block = data[starts[first - 1]:end].decode("utf-8").splitlines(keepends=True)
+        # As fix.core.hoist writes it: the def's own indentation removed from every line.
+        moved = "".join(line[node.col_offset:] if line.strip() else line.lstrip(" \t") for line in block)
+        return moved, node.lineno - first + 1
 
     def call_info(self, site: str | None) -> CallInfo | None:
         """The user's call expression at a call site (user files only)."""

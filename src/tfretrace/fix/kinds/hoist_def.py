@@ -38,7 +38,9 @@ def candidate(ctx: FunctionContext, merged: State) -> Candidate | None:
     if definition is None or moved is None:
         return None
     code = f"# {definition.path}:{moved[1].span.line}, at module level\n{moved[1].text.rstrip()}"
-    return Candidate("new-function-object", NAME, hoist_summary(definition), code, moved, replace(merged, moved=True))
+    # ``hoisted``: later steps are asked of TensorFlow with the def as this step writes it.
+    hoisted = replace(merged, moved=True, hoisted=True)
+    return Candidate("new-function-object", NAME, hoist_summary(definition), code, moved, hoisted)
 
 
 # The kind as the registry (fix.kinds) lists it: its class with the argument, and its anchor check.

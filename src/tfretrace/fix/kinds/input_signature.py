@@ -13,7 +13,6 @@ from tfretrace.fix.core.predict import Call, Config, count
 from tfretrace.fix.core.rules import fold_all
 from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
 from tfretrace.fix.core.signature_defaults import defaults_left_out, left_out_line, left_out_reason
-from tfretrace.fix.core.source import Replacement
 from tfretrace.fix.core.specs import NUMBER_DTYPES, is_top, signature_specs
 from tfretrace.fix.core.tensor_body import value_condition
 from tfretrace.records.events import PYTHON, TENSOR, Leaf
@@ -68,7 +67,7 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
         return None
     general, specs, pinned, tf_check = _probed(ctx, state, folded, general, specs, pinned, covered)
     if tf_check == TF_CHECKED:
-        tf_check = _numbers_as_data(ctx, numbers, state.body) or TF_CHECKED
+        tf_check = _numbers_as_data(ctx, numbers, state) or TF_CHECKED
     if left_out:
         pinned = "; ".join(p for p in (pinned, left_out_line(left_out)) if p)
         if tf_check == TF_CHECKED:
@@ -121,7 +120,7 @@ def _probed(
         # call had is written, and TensorFlow is asked only about the calls after the first.
         # Issue 38: the variables exist once the run is over, so the signature is asked of the live
         # object; a trace that would still create one is stopped and says so (runtime.probe).
-        said = ctx.signature_said("[" + ", ".join(specs) + "]", state.body)
+        said = ctx.signature_said("[" + ", ".join(specs) + "]", state.body, state.hoisted)
         return general, specs, pinned, said or TF_CHECKED
     open_all = tuple(
         replace(leaf, shape=tuple(None for _ in leaf.shape)) if leaf.kind == TENSOR and leaf.shape else leaf
@@ -131,14 +130,14 @@ def _probed(
     if open_specs is None:
         return general, specs, pinned, None
     # A body an earlier step edits (tensor-argument) is traced, and run, as that step writes it.
-    said = ctx.signature_said("[" + ", ".join(open_specs) + "]", state.body)
+    said = ctx.signature_said("[" + ", ".join(open_specs) + "]", state.body, state.hoisted)
     if said is not None:
         return general, specs, pinned, said
     line = "every dimension open: TensorFlow traced the body so, to the outputs of every trace of this run"
     return open_all, open_specs, line, TF_CHECKED
 
 
-def _numbers_as_data(ctx: FunctionContext, numbers: dict[str, Leaf], body: tuple[Replacement, ...]) -> str | None:
+def _numbers_as_data(ctx: FunctionContext, numbers: dict[str, Leaf], state: State) -> str | None:
     """Why a Python number the signature makes a tensor is not the same computation; None where each is data.
 
     The open signature's probe compares outputs; a number folded into each trace as a constant
@@ -147,7 +146,7 @@ def _numbers_as_data(ctx: FunctionContext, numbers: dict[str, Leaf], body: tuple
     """
     for path, leaf in sorted(numbers.items()):
         dtype = str(leaf.dtype)
-        found, said, depends, _compared = ctx.tensor_dtype(path, (dtype,), body)
+        found, said, depends, _compared = ctx.tensor_dtype(path, (dtype,), state.body, state.hoisted)
         if found is None:
             return f"{path} as a {dtype} tensor: " + (said or "TensorFlow could not replay the run's traces with it")
         reason = value_condition(dtype, depends)
@@ -318,7 +317,8 @@ KIND = Kind(
         'graph of the number as a tensor: where they part, or the number is an `int`, the step is unsafe '
         '([below](#python-values-made-tensors)). A method is traced on each live instance (a decorated '
         'method, or `tf.function(self.method)`). Otherwise (TensorFlow fails or gives other outputs, or '
-        'no live function is found: a nested def, an object that is gone) unsafe, with what TensorFlow '
+        'no live function is found: a nested def no hoist-def step moves, an object that is gone) unsafe, '
+        'with what TensorFlow '
         'said; the signature then pins what was constant, and refuses a call of another size. A function '
         'whose first call created variables (a Keras model and optimizer built at the first train step) '
         'is asked once they exist, with the signature that keeps the sizes every call had (the probe, '

@@ -63,12 +63,12 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     # run traced: TensorFlow traces the def as the step (and the steps before it) leave it, and runs
     # it beside every recorded trace (runtime.probe).
     edited = (*state.body, *rewritten)
-    asked = ctx.tensor_dtype(path, order.get(guess, (guess,)), edited)
+    asked = ctx.tensor_dtype(path, order.get(guess, (guess,)), edited, state.hoisted)
     dtype, said, depends, compared = asked
     if dtype == "int32" and depends is None:
         # An int32 tensor refuses the Python ints beyond its range that the original took; an int64
         # one takes every int a tensor can hold. Written where TensorFlow traces and runs it so too.
-        wide = ctx.tensor_dtype(path, ("int64",), edited)
+        wide = ctx.tensor_dtype(path, ("int64",), edited, state.hoisted)
         if wide[0] == "int64" and wide[2] is None:
             dtype, compared = "int64", wide[3]
     if said is not None:
@@ -182,10 +182,10 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
             # too is traced and run as the step edits it.
             order = ("float32", "float64") if dtype == "float32" else ("int32", "int64")
             edited = (*state.body, *body)
-            found, said, depends, compared = ctx.tensor_dtype(path, order, edited)
+            found, said, depends, compared = ctx.tensor_dtype(path, order, edited, state.hoisted)
             if found == "int32" and depends is None:
                 # As for a number: int64 takes every Python int the original took, where TensorFlow agrees.
-                wide = ctx.tensor_dtype(path, ("int64",), edited)
+                wide = ctx.tensor_dtype(path, ("int64",), edited, state.hoisted)
                 if wide[0] == "int64" and wide[2] is None:
                     found, compared = "int64", wide[3]
             if said is not None:
@@ -268,7 +268,8 @@ def _stack_advice(
     if body is not None and edits and not missing:
         # The body only sums the list (tf.add_n): the stacked tensor sums to the same value. TensorFlow
         # traces the body so edited with the stacked tensor and runs it beside every recorded trace.
-        asked = ctx.tensor_dtype(path, (first.dtype,), (*state.body, body)) if first.dtype else (None, None, None, 0)
+        edited = (*state.body, body)
+        asked = ctx.tensor_dtype(path, (first.dtype,), edited, state.hoisted) if first.dtype else (None, None, None, 0)
         found, _said, depends, compared = asked
         checked = TF_CHECKED if found is not None else None
         return Candidate(
@@ -323,7 +324,7 @@ def read_only_variables(ctx: FunctionContext, state: State) -> list[Candidate]:
         dtypes = {leaf.dtype for leaf in leaves}
         dtype = next(iter(dtypes)) if len(dtypes) == 1 else None
         found, _said, depends, compared = (
-            ctx.tensor_dtype(path, (dtype,), state.body) if dtype else (None, None, None, 0)
+            ctx.tensor_dtype(path, (dtype,), state.body, state.hoisted) if dtype else (None, None, None, 0)
         )
         checked = TF_CHECKED if found is not None else None
         out.append(

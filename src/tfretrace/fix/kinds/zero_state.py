@@ -11,12 +11,16 @@ from tfretrace.fix.core.call_edits import missing_note, reached, swap_leaf
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.core.kind import Kind, Maker, Row
 from tfretrace.fix.core.predict import Call
-from tfretrace.fix.core.safety import KindSafety
+from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
 from tfretrace.fix.core.source import Replacement
 from tfretrace.fix.core.specs import is_top, shape_text
 from tfretrace.records.events import PYTHON, TENSOR
 
 NAME = "zero-state"
+_NEVER_SAFE = (
+    "None becomes zeros: where the body's None branch starts from something else (ones, a learned state) the "
+    "results change"
+)
 
 
 def none_to_zeros(ctx: FunctionContext, state: State) -> list[Candidate]:
@@ -54,7 +58,14 @@ def none_to_zeros(ctx: FunctionContext, state: State) -> list[Candidate]:
             and ctx.definition.node is not None
             and assigns_zeros_when_none(ctx.definition.node, path)
         )
-        caveat = "" if same else f" (the same result only if {ctx.short} treats None as a zero state)"
+        # TensorFlow runs each recorded trace that got None beside the trace with the zeros the step
+        # passes (runtime.probe): the same outputs bit for bit make the step safe, as its kind declares.
+        compared, differ = (0, None) if ctx.probe_zeros is None or not edits else ctx.probe_zeros(
+            path, tuple(int(d) for d in first.shape if d is not None), str(first.dtype)
+        )
+        checked = TF_CHECKED if compared and differ is None else differ
+        caveat = f" (the same result only if {ctx.short} treats None as a zero state)"
+        caveat = "" if same or checked == TF_CHECKED else caveat
         code = ctx.reader.preview(edits) or f"{path} = {zeros}"
         out.append(
             Candidate(
@@ -65,9 +76,18 @@ def none_to_zeros(ctx: FunctionContext, state: State) -> list[Candidate]:
                 code,
                 edits,
                 state.map_calls(reached(new, calls, missing)),
+                tf_check=None if checked is None else _said(checked),
+                compared=compared if checked == TF_CHECKED else 0,
             )
         )
     return out
+
+
+def _said(checked: str) -> str:
+    """TensorFlow's answer as the step's ``tf_check``: TF_CHECKED, or the kind's reason with what it ran."""
+    if checked == TF_CHECKED:
+        return checked
+    return f"{_NEVER_SAFE}; {checked}"
 
 
 def _zero_edits(
@@ -126,15 +146,17 @@ def zero_state(anchors: Anchors, edit: Replacement) -> str | None:
 KIND = Kind(
     NAME,
     KindSafety(
-        "None becomes zeros: where the body's None branch starts from something else (ones, a learned "
-        "state) the results change",
-        "one structure for every call",
+        _NEVER_SAFE,
+        "one structure for every call; safe where TensorFlow ran each recorded trace that got None and the "
+        "trace with the zeros on the same inputs, to the same outputs bit for bit",
+        probed=True,
     ),
     check=zero_state,
     row=Row(
-        "unsafe",
-        "`None` becomes zeros: where the body's `None` branch starts from something else the results "
-        "change",
+        "safe when TensorFlow says so",
+        "`None` becomes zeros: safe where TensorFlow ran each recorded trace that got `None` beside the trace "
+        "with the zeros to the same outputs bit for bit; otherwise unsafe (a `None` branch that starts from "
+        "something else changes the results)",
         "`p06_none_branch_ones.py` (item 6)",
     ),
     position=150,

@@ -53,6 +53,10 @@ class Probe(Protocol):
         where the graph depends on the value (None: only as data), and on how many inputs TensorFlow ran both.
         ``edited``: the def as the step edits it, traced in its place and always run against the run's traces."""
 
+    def zeros(self, report: FunctionReport, param: str, shape: tuple[int, ...], dtype: str) -> tuple[int, str | None]:
+        """Runs each recorded trace that got None for ``param`` beside the trace with a zero tensor of ``shape`` and
+        ``dtype`` there: on how many inputs both computed the same, and why not (``(0, None)``: not asked)."""
+
     def unseeded(self, report: FunctionReport) -> str | None:
         """The random op the run's traces drew from with no seed (TensorFlow's state), or None where seeded."""
 
@@ -88,6 +92,7 @@ def plan_for(
             probe.argument(report, param, dtypes) if edited is None else probe.argument(report, param, dtypes, edited)
         )
         ctx.probe_seed = lambda: probe.unseeded(report)
+        ctx.probe_zeros = lambda param, shape, dtype: probe.zeros(report, param, shape, dtype)
     replay = calls_of(report)
     state = State(replay, first_config(report, definition))
     recorded = len(report.events)

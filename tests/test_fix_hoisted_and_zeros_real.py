@@ -1,0 +1,194 @@
+"""Issue 38: TensorFlow asked about a nested def as hoist-def moves it, and about a None argument made zeros.
+
+One program evaluates batches of four widths with a ``tf.function`` defined inside ``evaluate()``,
+three times: ``batch_error`` closes over nothing (hoist-def moves it to module level, and its
+later ``input_signature`` is asked of the def as hoisted, run beside the traces of every object the
+outer def made), ``shifted`` closes over ``offset`` (not hoisted, not asked). Another steps two
+recurrent cells whose state is None first: ``cell``'s None branch starts from zeros, ``cell_ones``'s
+from ones. Recorded with ``tfretrace run --save`` and fixed with ``--apply`` in a copy; TensorFlow's
+own counter (``experimental_get_tracing_count()``, summed over the nested objects) gives the counts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.tf
+pytest.importorskip("tensorflow")
+
+NESTED = """\
+import tensorflow as tf
+
+scale = tf.Variable(2.0)
+traced = {"batch_error": 0, "shifted": 0}
+
+
+def evaluate(batches):
+    @tf.function
+    def batch_error(x, y):
+        return tf.reduce_sum(tf.abs(x * scale - y))
+
+    start = batch_error.experimental_get_tracing_count()
+    total = 0.0
+    for x, y in batches:
+        total += float(batch_error(x, y))
+    traced["batch_error"] += batch_error.experimental_get_tracing_count() - start
+    return total
+
+
+def evaluate_shifted(batches, offset):
+    @tf.function
+    def shifted(x):
+        return tf.reduce_sum(x + offset)
+
+    out = [float(shifted(x)) for x, _ in batches]
+    traced["shifted"] += shifted.experimental_get_tracing_count()
+    return out
+
+
+batches = [(tf.ones([2, n]) * 0.3, tf.fill([2, n], 0.7)) for n in (3, 4, 5, 6)]
+for epoch in range(3):
+    print("error", evaluate(batches))
+    print("shifted", evaluate_shifted(batches, 1.0 + epoch))
+for name, count in traced.items():
+    print("traces", name, count)
+"""
+
+ZEROS = """\
+import tensorflow as tf
+
+
+@tf.function
+def cell(x, state):
+    if state is None:
+        state = tf.zeros([2, 3])
+    return tf.tanh(x * 0.5 + state)
+
+
+@tf.function
+def cell_ones(x, state):
+    if state is None:
+        state = tf.ones([2, 3])
+    return tf.tanh(x * 0.5 + state)
+
+
+state = None
+other = None
+for step in range(4):
+    x = tf.fill([2, 3], 0.1 * (step + 1))
+    state = cell(x, state)
+    other = cell_ones(x, other)
+print(state.numpy().tolist())
+print(other.numpy().tolist())
+print("traces", "cell", cell.experimental_get_tracing_count())
+print("traces", "cell_ones", cell_ones.experimental_get_tracing_count())
+"""
+
+
+def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    root = Path(__file__).resolve().parents[1]
+    path = os.pathsep.join(p for p in (str(root / "src"), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1", PYTHONPATH=path)
+    return subprocess.run([sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """The program's stdout but its last lines, and TensorFlow's own trace count per function."""
+
+    results: list[str]
+    traces: dict[str, int]
+
+
+def _program(folder: Path) -> Ran:
+    done = _run(folder, "prog.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    counts = {line.split()[1]: int(line.split()[2]) for line in lines if line.startswith("traces ")}
+    return Ran([line for line in lines if not line.startswith("traces ")], counts)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    folder: Path
+    functions: dict[str, dict[str, Any]]
+    before: Ran
+
+
+def _record(folder: Path, program: str) -> Recorded:
+    folder.mkdir()
+    (folder / "prog.py").write_text(program)
+    before = _program(folder)
+    done = _run(folder, "-m", "tfretrace", "run", "--save", "s.json", "prog.py")
+    assert done.returncode == 0, done.stderr[-3000:]
+    session = json.loads((folder / "s.json").read_text())
+    return Recorded(folder, {f["name"].rpartition(".")[2]: f for f in session["functions"]}, before)
+
+
+def _applied(recorded: Recorded) -> Ran:
+    copy = recorded.folder.parent / "applied"
+    shutil.copytree(recorded.folder, copy)
+    done = _run(copy, "-m", "tfretrace", "fix", "s.json", "--apply")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return _program(copy)
+
+
+@pytest.fixture(scope="module")
+def nested(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    return _record(tmp_path_factory.mktemp("hoisted") / "recorded", NESTED)
+
+
+@pytest.fixture(scope="module")
+def zeros(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    return _record(tmp_path_factory.mktemp("zeros") / "recorded", ZEROS)
+
+
+def _steps(function: dict[str, Any]) -> list[tuple[str, str | None, str | None]]:
+    return [(s["kind"], s.get("safety"), s.get("checked")) for s in function["plan"] if s.get("edits")]
+
+
+def test_only_the_nested_def_that_closes_over_nothing_is_hoisted_and_asked(nested: Recorded) -> None:
+    # batch_error: hoisted, then its signature traced on the def as hoisted and run beside the
+    # traces of the three objects evaluate() made. shifted closes over offset: neither.
+    assert _steps(nested.functions["batch_error"]) == [
+        ("hoist-def", "safe", None), ("input-signature", "safe", "tensorflow"),
+    ]
+    assert nested.functions["batch_error"]["fix_counts"]["apply"] == 1
+    shifted = _steps(nested.functions["shifted"])
+    assert [kind for kind, _safety, _checked in shifted] == ["input-signature"]
+    assert shifted[0][1:] == ("unsafe", None)
+
+
+def test_one_apply_hoists_the_nested_def_and_gives_it_its_signature(nested: Recorded) -> None:
+    after = _applied(nested)
+    assert nested.before.traces == {"batch_error": 12, "shifted": 12}
+    assert after.traces == {"batch_error": 1, "shifted": 12}
+    assert after.results == nested.before.results
+
+
+def test_none_made_zeros_is_safe_only_where_tensorflow_ran_both_to_the_same_outputs(zeros: Recorded) -> None:
+    steps = {name: _steps(zeros.functions[name]) for name in ("cell", "cell_ones")}
+    # cell: the trace that got None run beside the trace with zeros, on 8 inputs (3 draws, 5 edge values).
+    assert steps["cell"] == [("zero-state", "safe", "tensorflow")]
+    (step,) = [s for s in zeros.functions["cell"]["plan"] if s.get("edits")]
+    assert step["checked_inputs"] == 8
+    # cell_ones starts from ones where it gets None: zeros compute otherwise, so it stays unsafe.
+    assert steps["cell_ones"] == [("zero-state", "unsafe", None)]
+    assert not [s for s in zeros.functions["cell_ones"]["plan"] if s.get("unasked")]
+
+
+def test_apply_makes_only_the_zeros_tensorflow_checked(zeros: Recorded) -> None:
+    after = _applied(zeros)
+    assert zeros.before.traces == {"cell": 2, "cell_ones": 2}
+    assert after.traces == {"cell": 1, "cell_ones": 2}
+    assert after.results == zeros.before.results
