@@ -48,6 +48,22 @@ def live_function(path: str, qualname: str, root: str) -> Any | None:
     """The run's tf.function object for a module-level def (or ``name = tf.function(def)``) in ``path``."""
     if "<locals>" in qualname or "." in qualname:
         return None  # nested defs and methods: no module attribute holds the one object (live_methods)
+    return _module_bound(path, qualname, root)
+
+
+def factory_made(path: str, qualname: str, root: str) -> Any | None:
+    """The tf.function a factory made from a nested def, where a module-level name of the program holds it.
+
+    ``step = make_step(2.0)`` at module level (as hoist-factory-call writes it) keeps the object the
+    factory returned, with its closure: traced afresh, it is the very function the program calls.
+    The caller asks only where the run made that one object, so it holds every trace of the def.
+    """
+    if "<locals>" not in qualname:
+        return None
+    return _module_bound(path, qualname, root)
+
+
+def _module_bound(path: str, qualname: str, root: str) -> Any | None:
     wanted = os.path.realpath(os.path.join(root, path))
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)

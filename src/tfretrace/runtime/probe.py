@@ -26,13 +26,19 @@ class _LiveProbe:
         self._root = root
 
     def _functions(self, report: FunctionReport, edited: tuple[str, int] | None = None) -> list[object]:
-        from tfretrace._tf.live_functions import live_function, live_methods, nested_functions
+        from tfretrace._tf.live_functions import factory_made, live_function, live_methods, nested_functions
 
         path = report.location.rpartition(":")[0]
         if edited is not None and "<locals>" in report.name:
             # A nested def as a hoist-def step writes it (the planner's ``edited``): each tf.function
             # object its outer def made, whose traces the def so rebuilt runs beside (_tf.edited).
             return nested_functions(path, report.name, self._root)
+        if "<locals>" in report.name:
+            # A factory's tf.function bound to a module-level name (a factory called once, as round 1
+            # of --verify's rounds writes it): asked only where the run made that one object, whose
+            # cache holds every trace; several objects may each close over other values.
+            made = factory_made(path, report.name, self._root) if report.objects == 1 else None
+            return [made] if made is not None else []
         function = live_function(path, report.name, self._root)
         # A method: each live instance's own function, probed against its own traces.
         return [function] if function is not None else live_methods(path, report.name, self._root)
