@@ -1,9 +1,10 @@
 """``fix --verify``'s rounds: plan again from the edited copy's own run, edit the copy, run it, until nothing gains.
 
 Round 1 is the recorded session's plan, applied to the copy and run there (fix.applying.verify).
-A step can only be planned from what the run showed: a nested def made anew per call is hoisted in
-round 1, and only the run of the hoisted copy has a live module-level function that TensorFlow can
-be asked about (fix-plan.md, point 6), so its signature step is safe only from round 2 on. Each
+A step can only be planned from what the run showed: a factory called on each pass is called once
+in round 1 (hoist-factory-call), and only the run of that copy made the one object, held by a
+module-level name, that TensorFlow can be asked about (fix-plan.md, point 6), so making its Python
+value a tensor is safe only from round 2 on. Each
 later round plans from the session of the run before it, as ``fix --apply`` would from a
 recorded one (the same checks: hashes, anchors, safety classes), edits the copy and runs it under
 the monitor again, as ruff repeats its fixes until none is left.
