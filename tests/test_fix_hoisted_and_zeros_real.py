@@ -12,15 +12,15 @@ own counter (``experimental_get_tracing_count()``, summed over the nested object
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from prog_runs import Ran, ran_program
+from prog_runs import run_in as _run
 
 pytestmark = pytest.mark.tf
 pytest.importorskip("tensorflow")
@@ -94,28 +94,8 @@ print("traces", "cell_ones", cell_ones.experimental_get_tracing_count())
 """
 
 
-def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    root = Path(__file__).resolve().parents[1]
-    path = os.pathsep.join(p for p in (str(root / "src"), os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1", PYTHONPATH=path)
-    return subprocess.run([sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
-
-
-@dataclass(frozen=True)
-class Ran:
-    """The program's stdout but its last lines, and TensorFlow's own trace count per function."""
-
-    results: list[str]
-    traces: dict[str, int]
-
-
-def _program(folder: Path) -> Ran:
-    done = _run(folder, "prog.py")
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.splitlines()
-    counts = {line.split()[1]: int(line.split()[2]) for line in lines if line.startswith("traces ")}
-    return Ran([line for line in lines if not line.startswith("traces ")], counts)
+def _program(folder: Path, *args: str) -> Ran:
+    return ran_program(folder, "prog.py", *args)
 
 
 @dataclass(frozen=True)

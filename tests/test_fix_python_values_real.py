@@ -17,16 +17,15 @@ both on the same inputs, finds the same results for each recorded flag (safe too
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from prog_runs import Ran, ran_program
+from prog_runs import run_in as _run
 from tfretrace._tf.versions import keras_in_use
 
 pytestmark = pytest.mark.tf
@@ -116,28 +115,8 @@ KERAS2 = (_keras := keras_in_use()) is not None and _keras[1].split(".")[0] == "
 OTHER_LR = "0.37"
 
 
-def _run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    root = Path(__file__).resolve().parents[1]
-    path = os.pathsep.join(p for p in (str(root / "src"), os.environ.get("PYTHONPATH")) if p)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1", PYTHONPATH=path)
-    return subprocess.run([sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
-
-
-@dataclass(frozen=True)
-class Ran:
-    """The program's results and TensorFlow's own trace count per function."""
-
-    results: list[str]
-    traces: dict[str, int]
-
-
 def _program(folder: Path, *args: str) -> Ran:
-    done = _run(folder, "flags.py", *args)
-    assert done.returncode == 0, done.stderr[-3000:]
-    lines = done.stdout.strip().splitlines()
-    counts = {line.split()[1]: int(line.split()[2]) for line in lines if line.startswith("traces ")}
-    return Ran([line for line in lines if not line.startswith("traces ")], counts)
+    return ran_program(folder, "flags.py", *args)
 
 
 @dataclass(frozen=True)

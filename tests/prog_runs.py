@@ -1,0 +1,40 @@
+"""Running a test's program in its folder with this checkout's tfretrace: its stdout results and TensorFlow's counts.
+
+The fix tests on real TensorFlow write a program that prints its results and, last, one
+``traces NAME N`` line per function from ``experimental_get_tracing_count()``; these helpers run it
+(or ``python -m tfretrace ...``) and split the two.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def run_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` in ``folder``, with this checkout's src first on PYTHONPATH and TensorFlow quiet."""
+    root = Path(__file__).resolve().parents[1]
+    path = os.pathsep.join(p for p in (str(root / "src"), os.environ.get("PYTHONPATH")) if p)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", NO_COLOR="1", PYTHONPATH=path)
+    return subprocess.run([sys.executable, *args], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """The program's stdout but its last lines, and TensorFlow's own trace count per function."""
+
+    results: list[str]
+    traces: dict[str, int]
+
+
+def ran_program(folder: Path, script: str = "prog.py", *args: str) -> Ran:
+    """Run ``script`` (exit 0 asserted): its result lines and its ``traces NAME N`` counts."""
+    done = run_in(folder, script, *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    counts = {line.split()[1]: int(line.split()[2]) for line in lines if line.startswith("traces ")}
+    return Ran([line for line in lines if not line.startswith("traces ")], counts)
