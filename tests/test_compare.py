@@ -355,6 +355,25 @@ def test_a_nested_def_moved_to_module_level_is_matched_by_code_or_by_the_base_pl
     assert match([nested], [other, method], moved_to=lambda k: "score").pairs == ()
 
 
+def test_a_baseline_keeps_the_move_so_the_fixed_and_edited_def_pairs_with_the_nested_one(tmp_path: Path) -> None:
+    # A baseline holds no plan: the nested def the fix hoisted and also gave a signature (other
+    # code) came out as 1 new, 1 vanished in the new user's walk (compare base.json after.json).
+    from tfretrace.compare.baseline import Baseline, load_baseline
+    from tfretrace.compare.comparison import Counts, Run, compare
+    from tfretrace.records.function_key import HOISTED
+
+    nested = Counts(FunctionKey("train", "validate.<locals>.error", "abc"), "validate.<locals>.error",
+                    traces=9, retraces=8, moved_to="error")
+    path = tmp_path / "base.json"
+    Baseline((nested,)).save(path)
+    base = load_baseline(path)
+    assert [c.moved_to for c in base.functions] == ["error"]
+    edited = Counts(FunctionKey("train", "error", "def"), "error", traces=1, retraces=0)
+    found = compare(base.run("base"), Run("head", (edited,)))
+    assert [(d.how, d.base.traces if d.base else None, d.head.traces if d.head else None)
+            for d in found.deltas] == [(HOISTED, 9, 1)]
+
+
 def test_moved_name_reads_the_def_the_plan_inserts() -> None:
     from tfretrace.records.matching import moved_name
 

@@ -98,6 +98,9 @@ def _entries(functions: Iterable[Counts]) -> list[dict[str, Any]]:
         {
             "module": c.key.module, "qualname": c.key.qualname, "code_hash": c.key.code_hash, "name": c.name,
             "traces": c.traces, "retraces": c.retraces, "causes": dict(c.causes), "xla_compiles": c.xla_compiles,
+            # A nested def the run's fix plan moves to module level, by its new name: a later run of
+            # the fixed program (its def edited too, say a signature added) is the same function.
+            **({"moved_to": c.moved_to} if c.moved_to is not None else {}),
         }
         for c in sorted(functions, key=_order)
     ]
@@ -118,13 +121,14 @@ def _read_entry(entry: Any, here: str) -> Counts:
         causes=tuple(sorted((C.text(k, f"{here}.causes"), C.count(v, f"{here}.causes[{k!r}]"))
                             for k, v in causes.items())),
         xla_compiles=C.count(entry.get("xla_compiles", 0), f"{here}.xla_compiles"),
+        moved_to=C.optional_text(entry.get("moved_to"), f"{here}.moved_to"),
     )
 
 
 def stored(functions: Iterable[Counts]) -> tuple[Counts, ...]:
     """Functions' counts as a baseline keeps them (no seconds, places or events), in its order."""
     kept = (Counts(c.key, c.name, traces=c.traces, retraces=c.retraces, causes=c.causes,
-                   xla_compiles=c.xla_compiles) for c in functions)
+                   xla_compiles=c.xla_compiles, moved_to=c.moved_to) for c in functions)
     return tuple(sorted(kept, key=_order))
 
 
