@@ -7,11 +7,13 @@ The fix tests on real TensorFlow write a program that prints its results and, la
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 def run_in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -38,3 +40,16 @@ def ran_program(folder: Path, script: str = "prog.py", *args: str) -> Ran:
     lines = done.stdout.splitlines()
     counts = {line.split()[1]: int(line.split()[2]) for line in lines if line.startswith("traces ")}
     return Ran([line for line in lines if not line.startswith("traces ")], counts)
+
+
+def saved_session(folder: Path, script: str = "prog.py", *args: str, name: str = "s.json") -> dict[str, Any]:
+    """``tfretrace run --save NAME SCRIPT ARGS`` in ``folder`` (exit 0 asserted): the saved session."""
+    done = run_in(folder, "-m", "tfretrace", "run", "--save", name, script, *args)
+    assert done.returncode == 0, done.stderr[-3000:]
+    session: dict[str, Any] = json.loads((folder / name).read_text())
+    return session
+
+
+def edited_steps(function: dict[str, Any]) -> list[dict[str, Any]]:
+    """A saved function's plan steps that edit the program."""
+    return [s for s in function["plan"] if s.get("edits")]

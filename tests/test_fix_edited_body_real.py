@@ -14,7 +14,6 @@ own counter (``experimental_get_tracing_count()``) gives the counts.
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from prog_runs import Ran, ran_program
+from prog_runs import Ran, edited_steps, ran_program, saved_session
 from prog_runs import run_in as _run
 
 pytestmark = pytest.mark.tf
@@ -100,14 +99,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     folder.mkdir()
     (folder / "prog.py").write_text(PROGRAM)
     before = _program(folder)
-    done = _run(folder, "-m", "tfretrace", "run", "--save", "s.json", "prog.py")
-    assert done.returncode == 0, done.stderr[-3000:]
-    session = json.loads((folder / "s.json").read_text())
+    session = saved_session(folder)
     return Recorded(folder, session, {f["name"]: f for f in session["functions"]}, before)
-
-
-def _edited(function: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s for s in function["plan"] if s.get("edits")]
 
 
 def _body_edit(step: dict[str, Any]) -> list[str]:
@@ -118,7 +111,7 @@ def _body_edit(step: dict[str, Any]) -> list[str]:
 def test_an_int_the_body_reads_by_tf_constant_is_safe_where_tensorflow_ran_the_edited_body(
     recorded: Recorded,
 ) -> None:
-    steps = _edited(recorded.functions["ramp"])
+    steps = edited_steps(recorded.functions["ramp"])
     assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [("tensor-argument", "safe", "tensorflow")]
     # Four traces of the run, each run beside the edited body on 8 inputs (3 draws, 5 edge values).
     assert steps[0]["checked_inputs"] == 4 * 8
@@ -127,7 +120,7 @@ def test_an_int_the_body_reads_by_tf_constant_is_safe_where_tensorflow_ran_the_e
 
 
 def test_a_list_made_a_tensor_and_its_later_signature_are_asked_of_the_edited_body(recorded: Recorded) -> None:
-    steps = _edited(recorded.functions["score"])
+    steps = edited_steps(recorded.functions["score"])
     assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [
         ("tensor-argument", "safe", "tensorflow"), ("input-signature", "safe", "tensorflow"),
     ]
@@ -136,7 +129,7 @@ def test_a_list_made_a_tensor_and_its_later_signature_are_asked_of_the_edited_bo
 
 
 def test_a_list_of_tensors_stacked_and_summed_by_reduce_sum_is_asked_of_the_edited_body(recorded: Recorded) -> None:
-    steps = _edited(recorded.functions["total"])
+    steps = edited_steps(recorded.functions["total"])
     assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [
         ("tensor-argument", "safe", "tensorflow"), ("input-signature", "safe", "tensorflow"),
     ]
@@ -148,7 +141,7 @@ def test_a_variable_the_body_only_reads_is_passed_as_a_tensor_where_tensorflow_r
     # Each recorded trace (a trainable source, a non-trainable one, the two arguments one variable) is
     # run on new variables of its specs beside the trace with the source a tensor; outputs and the
     # variables' values after each run compared.
-    steps = _edited(recorded.functions["clip_into"])
+    steps = edited_steps(recorded.functions["clip_into"])
     assert [(s["kind"], s["cause"], s["safety"], s.get("checked")) for s in steps] == [
         ("tensor-argument", "variable-spec-changed", "safe", "tensorflow")
     ]
@@ -157,7 +150,7 @@ def test_a_variable_the_body_only_reads_is_passed_as_a_tensor_where_tensorflow_r
 
 
 def test_an_edited_body_that_computes_otherwise_stays_unsafe(recorded: Recorded) -> None:
-    steps = _edited(recorded.functions["offset"])
+    steps = edited_steps(recorded.functions["offset"])
     # TensorFlow traced the edited body (its outputs' structure is the run's), then ran it: it differs.
     assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [
         ("tensor-argument", "unsafe", "tensorflow")

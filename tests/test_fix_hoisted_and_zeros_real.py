@@ -11,7 +11,6 @@ own counter (``experimental_get_tracing_count()``, summed over the nested object
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from prog_runs import Ran, ran_program
+from prog_runs import Ran, ran_program, saved_session
 from prog_runs import run_in as _run
 
 pytestmark = pytest.mark.tf
@@ -109,9 +108,7 @@ def _record(folder: Path, program: str) -> Recorded:
     folder.mkdir()
     (folder / "prog.py").write_text(program)
     before = _program(folder)
-    done = _run(folder, "-m", "tfretrace", "run", "--save", "s.json", "prog.py")
-    assert done.returncode == 0, done.stderr[-3000:]
-    session = json.loads((folder / "s.json").read_text())
+    session = saved_session(folder)
     return Recorded(folder, {f["name"].rpartition(".")[2]: f for f in session["functions"]}, before)
 
 

@@ -16,7 +16,6 @@ both on the same inputs, finds the same results for each recorded flag (safe too
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from prog_runs import Ran, ran_program
+from prog_runs import Ran, edited_steps, ran_program, saved_session
 from prog_runs import run_in as _run
 from tfretrace._tf.versions import keras_in_use
 
@@ -143,14 +142,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     folder.mkdir()
     (folder / "flags.py").write_text(PROGRAM)
     before, before_other = _program(folder), _program(folder, OTHER_LR)
-    done = _run(folder, "-m", "tfretrace", "run", "--save", "s.json", "flags.py")
-    assert done.returncode == 0, done.stderr[-3000:]
-    functions = {f["name"]: f for f in json.loads((folder / "s.json").read_text())["functions"]}
+    functions = {f["name"]: f for f in saved_session(folder, "flags.py")["functions"]}
     return Recorded(folder, functions, before, before_other)
-
-
-def _edited(function: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s for s in function["plan"] if s.get("edits")]
 
 
 def test_tensorflow_chooses_each_dtype_and_refuses_what_it_cannot_trace(recorded: Recorded) -> None:
@@ -158,7 +151,7 @@ def test_tensorflow_chooses_each_dtype_and_refuses_what_it_cannot_trace(recorded
     # edit passes the dtype TensorFlow traced the body with. It is safe where every trace's graph
     # used the value only as data (a rate, a list of weights), unsafe where the graph depends on
     # it (a flag in a Python `if`, a Keras `training` that picks its layers' branches).
-    steps = {name: _edited(recorded.functions[name]) for name in FUNCTIONS}
+    steps = {name: edited_steps(recorded.functions[name]) for name in FUNCTIONS}
     # A flag in a Python `if` parts the graphs (autograph's tf.cond); TensorFlow then runs both on the
     # same inputs, to the same results for each recorded flag (issue 38): safe.
     normed = [("float32", "safe"), ("bool", "safe")] if KERAS2 else [("float32", "safe")]

@@ -11,7 +11,6 @@ again; the same program with ``keras.utils.set_random_seed`` is recorded too.
 
 from __future__ import annotations
 
-import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from prog_runs import Ran, ran_program
+from prog_runs import Ran, edited_steps, ran_program, saved_session
 from prog_runs import run_in as _run
 
 pytestmark = pytest.mark.tf
@@ -94,9 +93,7 @@ def _program(folder: Path, *args: str) -> Ran:
 
 
 def _functions(folder: Path, session: str, *args: str) -> dict[str, dict[str, Any]]:
-    done = _run(folder, "-m", "tfretrace", "run", "--save", session, "prog.py", *args)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return {f["name"]: f for f in json.loads((folder / session).read_text())["functions"]}
+    return {f["name"]: f for f in saved_session(folder, "prog.py", *args, name=session)["functions"]}
 
 
 @dataclass(frozen=True)
@@ -116,15 +113,11 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     return Recorded(folder, _functions(folder, "s.json"), _functions(folder, "seeded.json", "seed"), before)
 
 
-def _edited(function: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s for s in function["plan"] if s.get("edits")]
-
-
 def test_an_int_index_and_a_folded_constant_are_safe_where_tensorflow_ran_both(recorded: Recorded) -> None:
     # The graphs part (a slice's constants, one folded constant against Pow): TensorFlow ran each
     # recorded trace and the tensor's trace on 8 inputs per trace, to the same results.
     for name in ("pick", "cubed"):
-        steps = _edited(recorded.functions[name])
+        steps = edited_steps(recorded.functions[name])
         assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [
             ("tensor-argument", "safe", "tensorflow")
         ], name
@@ -134,7 +127,7 @@ def test_an_int_index_and_a_folded_constant_are_safe_where_tensorflow_ran_both(r
 
 
 def test_a_train_step_that_built_its_model_is_asked_once_the_variables_exist(recorded: Recorded) -> None:
-    steps = _edited(recorded.functions["train_step"])
+    steps = edited_steps(recorded.functions["train_step"])
     assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [
         ("input-signature", "safe", "tensorflow")
     ]
@@ -143,17 +136,17 @@ def test_a_train_step_that_built_its_model_is_asked_once_the_variables_exist(rec
 def test_a_random_body_is_safe_only_in_a_run_that_fixed_no_seed(recorded: Recorded) -> None:
     # No seed anywhere: safe, announced. An op seed, a NumPy draw beside, or keras.utils.set_random_seed:
     # unsafe.
-    unseeded = _edited(recorded.functions["noisy"])
+    unseeded = edited_steps(recorded.functions["noisy"])
     assert [(s["kind"], s["safety"], s["changes"]) for s in unseeded] == [
         ("input-signature", "safe", "random-stream")
     ]
     for name in ("seeded", "jittered"):
-        steps = _edited(recorded.functions[name])
+        steps = edited_steps(recorded.functions[name])
         assert [(s["kind"], s["safety"], s["changes"]) for s in steps] == [
             ("input-signature", "unsafe", "random-stream")
         ], name
     for name in ("noisy", "seeded"):
-        steps = _edited(recorded.seeded_run[name])
+        steps = edited_steps(recorded.seeded_run[name])
         assert [(s["kind"], s["safety"], s["changes"]) for s in steps] == [
             ("input-signature", "unsafe", "random-stream")
         ], name
