@@ -18,6 +18,9 @@ import pytest
 from fix_safety_helpers import run
 from test_fix_keras_rows_real import _measured
 from test_fix_partial_batches_real import PREDICT, PROGRAMS, Recorded, _apply_count
+from tfretrace.fix.applying.apply import edits_by_file
+from tfretrace.fix.core.source import SourceReader
+from tfretrace.records.session import load
 
 pytestmark = pytest.mark.tf
 tf = pytest.importorskip("tensorflow")
@@ -119,6 +122,27 @@ def test_the_check_restores_what_a_run_changed_and_never_runs_a_model_with_its_o
     assert verdict in AGREED and inputs == 4 + kept  # two draws of each shape, and the rows kept
     assert models_run() >= before + 4
     assert all(np.array_equal(w.numpy(), kept) for w, kept in zip(plain.weights, weights, strict=True))
+
+
+def test_two_string_models_scored_at_one_line_on_tensors_are_both_asked_and_called(tmp_path: Path) -> None:
+    made = Recorded(tmp_path, "k_call_text_models")
+    predicting = [f for f in made.session["functions"] if f["plan"]]
+    assert len(predicting) == 2  # a row per model, both predicting at the helper's one line
+    for function in predicting:
+        # predict was given a string tensor: its rows are kept (as tensors) and the model asked both ways.
+        assert {e["keras"]["call"] for e in function["events"]} == {"same"}
+        (step,) = [s for s in function["plan"] if s["kind"] == "keras-call"]
+        assert step["safety"] == "safe" and step["checked"] == "tensorflow" and step["checked_inputs"] >= 2
+    edited = (made.edited / "k_call_text_models.py").read_text()
+    assert edited.count("model(tf.constant(sentences), training=False).numpy()") == 1  # one edit serves both
+    # ... and neither model's step is left to the user as clashing with the other's identical edit.
+    _edits, advice = edits_by_file(load(made.edited / "s.json"), SourceReader(made.original))
+    assert advice == []
+    assert made.after.returncode == 0, made.after.stderr[-3000:]
+    assert made.after.stdout == made.before and made.before.count("k_call_text") == 4
+    assert made.measured(PREDICT) == 0 < _measured(made.original, "k_call_text_models")
+    original, edited_out = made.outputs(["5"])
+    assert edited_out == original and original.count("k_call_text") == 4
 
 
 def test_a_plain_run_never_runs_the_model_again_and_leaves_the_step_unasked(tmp_path: Path) -> None:

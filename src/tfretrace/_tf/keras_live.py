@@ -46,7 +46,16 @@ _verdicts: weakref.WeakKeyDictionary[Any, str | None] = weakref.WeakKeyDictionar
 # A model that predicted on something the edit does not pad (a dataset, a tensor): the helper passes
 # it to predict as it was, so its partial batch traces again whatever the rows say.
 _refused: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+# A model whose predict traced a second input shape (a retrace its plan will ask about) is held
+# alive until the process ends: a program that builds one model after another in a loop drops each
+# one before the run is over, and a model that is gone cannot be asked. As with the nested defs
+# ``counters`` keeps, bounded: the first few such models only.
+_MAX_HELD = 8
+_held: list[Any] = []
 _asking: list[bool] = []  # set while check_rows runs predict: those calls are not the program's
+# A tensor's last rows (copied to NumPy while predict traces: no op may run inside the trace), kept for
+# the call check only (fix kind keras-call): padding does not reach a tensor, calling the model does.
+_tensor_samples: weakref.WeakKeyDictionary[Any, list[_Sample]] = weakref.WeakKeyDictionary()
 
 
 def remember_predict(model: Any, predict_locals: dict[str, Any]) -> None:
@@ -62,25 +71,55 @@ def remember_predict(model: Any, predict_locals: dict[str, Any]) -> None:
         refused = inputs_reason(x)
         if refused is not None or leaves is None:
             _refused.setdefault(model, refused or "predict was given something other than NumPy arrays")
+            _keep(_tensor_samples, model, _tensor_rows(x), batch)
             return
-        rows = len(leaves[0])
-        start = max(0, rows - (rows % batch or batch) - batch)
-        shape = (batch, rows - start, *((a.shape[1:], a.dtype.str) for a in leaves))
-        kept = _samples.setdefault(model, [])
-        if len(kept) >= _MAX_SAMPLES or any(s.shape == shape for s in kept):
-            return
-        kept.append(_Sample(_map(x, lambda a: a[start:].copy()), batch, shape))
+        _keep(_samples, model, x, batch)
         _verdicts.pop(model, None)  # a new input shape: ask again
     except Exception:  # bookkeeping must never break a user's predict (an unhashable model, odd inputs)
         return
 
 
+def _keep(store: weakref.WeakKeyDictionary[Any, list[_Sample]], model: Any, x: Any, batch: int) -> None:
+    """Keep a copy of the last rows of NumPy input ``x`` (a partial batch after at most one full batch)."""
+    leaves = _leaves(x)
+    if leaves is None:
+        return
+    rows = len(leaves[0])
+    start = max(0, rows - (rows % batch or batch) - batch)
+    shape = (batch, rows - start, *((a.shape[1:], a.dtype.str) for a in leaves))
+    kept = store.setdefault(model, [])
+    if len(kept) >= _MAX_SAMPLES or any(s.shape == shape for s in kept):
+        return
+    kept.append(_Sample(_map(x, lambda a: a[start:].copy()), batch, shape))
+    if len(kept) > 1 and len(_held) < _MAX_HELD and not any(m is model for m in _held):
+        _held.append(model)
+
+
+def _tensor_rows(x: Any) -> Any:
+    """An eager tensor input (one, or a dict, list or tuple of them) as NumPy, None for anything else."""
+    if type(x) is dict:
+        found = {key: _tensor_rows(value) for key, value in x.items()}
+        return found if found and all(v is not None for v in found.values()) else None
+    if type(x) in (list, tuple):
+        items = [_tensor_rows(value) for value in x]
+        return type(x)(items) if items and all(v is not None for v in items) else None
+    # EagerTensor.numpy() reads the value already computed: no op runs inside the trace being made.
+    numpy = getattr(x, "numpy", None) if type(x).__name__ == "EagerTensor" else None
+    value = numpy() if callable(numpy) else None
+    return value if value is not None and getattr(value, "ndim", 0) > 0 else None
+
+
 def kept_inputs(model: Any) -> list[tuple[Any, int]]:
-    """The rows kept of each traced ``predict`` call of ``model`` (NumPy, as given) with its batch size."""
+    """The rows kept of each traced ``predict`` call of ``model`` with its batch size: NumPy as given, and
+    tensors as tensors again (made here, after the program: a string tensor has no NumPy twin predict takes)."""
+    import tensorflow as tf
+
     try:
-        return [(sample.x, sample.batch) for sample in _samples.get(model) or []]
+        arrays = [(sample.x, sample.batch) for sample in _samples.get(model) or []]
+        tensors = [(sample.x, sample.batch) for sample in _tensor_samples.get(model) or []]
     except TypeError:  # an unhashable model: nothing was kept
         return []
+    return arrays + [(_map(x, tf.convert_to_tensor), batch) for x, batch in tensors]
 
 
 @contextlib.contextmanager

@@ -106,7 +106,9 @@ def edits_by_file(
                                      step.unsafe_reason or "unsafe", unsafe))
                 if not unsafe:
                     continue
-            if _clashes(files, owner, step.edits):
+            # The same edit, already made for another function (two models predicting at one line).
+            written = all(_written(files, edit) for edit in step.edits)
+            if not written and _clashes(files, owner, step.edits):
                 # Another function's edit is at the same place: made alone, this step could
                 # undo half of that one's move. Left to the user, said as such.
                 advice.append(Advice(report.display_name(), step.summary + " (not applied: another function's "
@@ -117,6 +119,8 @@ def edits_by_file(
                     Advice(report.display_name(), step.summary, site)
                     for site in _sites_not_reached(report, step.edits, reader)
                 )
+            if written:
+                continue
             for edit in step.edits:
                 kept = files.setdefault(edit.span.path, [])
                 joined = [(o, e) for o, e in kept if o != owner and _same_insertion(e, edit)]
@@ -135,10 +139,15 @@ def _same_insertion(a: Replacement, b: Replacement) -> bool:
     return a.span == b.span and empty and a.text.endswith("\n") and b.text.endswith("\n")
 
 
+def _written(files: dict[str, list[tuple[int, Replacement]]], edit: Replacement) -> bool:
+    """Whether exactly this replacement (place and text) is already among the edits."""
+    return any(e == edit for _o, e in files.get(edit.span.path, []))
+
+
 def _clashes(files: dict[str, list[tuple[int, Replacement]]], owner: int, edits: Sequence[Replacement]) -> bool:
     """Whether an edit overlaps another function's edit, other than lines inserted at the same point."""
     return any(
-        o != owner and _overlaps(e, edit) and not _same_insertion(e, edit)
+        o != owner and _overlaps(e, edit) and not _same_insertion(e, edit) and e != edit
         for edit in edits for o, e in files.get(edit.span.path, [])
     )
 
