@@ -49,6 +49,11 @@ def cubed(x, n):
 
 
 @tf.function
+def annealed(x, n):
+    return tf.reduce_sum(x) * (n / 8)
+
+
+@tf.function
 def noisy(x):
     return x + tf.random.normal(tf.shape(x)) * 0.0
 
@@ -76,16 +81,17 @@ for epoch in range(2):
     for i in range(4):
         print("pick", epoch, i, pick(data, i).numpy().tolist())
         print("cubed", epoch, i, float(tf.reduce_sum(cubed(data, i))))
+        print("annealed", epoch, i, float(annealed(data, i)))
     for size in (4, 4, 3, 2):
         print("noisy", epoch, size, float(tf.reduce_sum(noisy(data[:size]))))
         print("seeded", epoch, size, float(tf.reduce_sum(seeded(data[:size]))))
         print("jittered", epoch, size, float(tf.reduce_sum(jittered(data[:size]))))
         print("train", epoch, size, f"{float(train_step(data[:size], data[:size, :2])):.5f}")
-for f in (pick, cubed, noisy, seeded, jittered, train_step):
+for f in (pick, cubed, annealed, noisy, seeded, jittered, train_step):
     print("traces", f.__name__, f.experimental_get_tracing_count())
 """
 
-FUNCTIONS = ("pick", "cubed", "noisy", "seeded", "jittered", "train_step")
+FUNCTIONS = ("pick", "cubed", "annealed", "noisy", "seeded", "jittered", "train_step")
 
 
 def _program(folder: Path, *args: str) -> Ran:
@@ -126,6 +132,16 @@ def test_an_int_index_and_a_folded_constant_are_safe_where_tensorflow_ran_both(r
         assert steps[0]["edits"][0]["text"].endswith("dtype=tf.int64)"), name
 
 
+def test_an_int_the_body_mixes_with_floats_becomes_a_float32_tensor_where_tensorflow_ran_both(
+    recorded: Recorded,
+) -> None:
+    # `n / 8` is float64 for an int tensor of either width, which the float32 sum refuses: float32 is
+    # asked last, and its graph (a division where each trace folded a constant) ran beside each trace.
+    steps = edited_steps(recorded.functions["annealed"])
+    assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [("tensor-argument", "safe", "tensorflow")]
+    assert steps[0]["checked_inputs"] >= 4 and steps[0]["edits"][0]["text"].endswith("dtype=tf.float32)")
+
+
 def test_a_train_step_that_built_its_model_is_asked_once_the_variables_exist(recorded: Recorded) -> None:
     steps = edited_steps(recorded.functions["train_step"])
     assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [
@@ -162,8 +178,8 @@ def test_apply_writes_them_and_tensorflow_counts_what_was_predicted_with_the_sam
     assert (copy / "prog.py").read_text() != PROGRAM
     after = _program(copy)
     predicted = {name: recorded.functions[name]["fix_counts"]["apply"] for name in FUNCTIONS}
-    assert recorded.before.traces == {"pick": 4, "cubed": 4, "noisy": 3, "seeded": 3, "jittered": 3,
+    assert recorded.before.traces == {"pick": 4, "cubed": 4, "annealed": 4, "noisy": 3, "seeded": 3, "jittered": 3,
                                       "train_step": 4}
-    assert predicted == {"pick": 1, "cubed": 1, "noisy": 1, "seeded": 3, "jittered": 3, "train_step": 2}
+    assert predicted == {"pick": 1, "cubed": 1, "annealed": 1, "noisy": 1, "seeded": 3, "jittered": 3, "train_step": 2}
     assert after.traces == predicted
     assert after.results == recorded.before.results

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from tfretrace.fix.core.anchor_base import Anchors, call_argument, dotted_name, expression, span_of
 from tfretrace.fix.core.anchor_moves import any_of
@@ -18,6 +20,7 @@ from tfretrace.fix.core.tensor_body import add_n_body, body_note, tensor_body, v
 from tfretrace.records.events import PYTHON, TENSOR, VARIABLE, Leaf
 
 NAME = "tensor-argument"
+_FLOAT32_EXACT = 2**24  # every int up to this magnitude is a float32 exactly
 
 
 def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
@@ -58,7 +61,10 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     rewritten, problem = tensor_body(ctx, path, guess, arithmetic=False, probed=True)
     if problem:
         return _python_use(ctx, path, problem)
-    order = {"float32": ("float32", "float64"), "int32": ("int32", "int64"), "int64": ("int64", "int32")}
+    # An int the body mixes with float tensors (``epoch / EPOCHS * kl``) refuses every int dtype: float32
+    # is asked last, and TensorFlow runs both versions (its graph folds the value where the trace did not).
+    order = {"float32": ("float32", "float64"), "int32": ("int32", "int64", "float32"),
+             "int64": ("int64", "int32", "float32")}
     # A body the step edits too (tf.constant(n) becomes tf.convert_to_tensor(n)) is not the one the
     # run traced: TensorFlow traces the def as the step (and the steps before it) leave it, and runs
     # it beside every recorded trace (runtime.probe).
@@ -71,6 +77,8 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
         wide = ctx.tensor_dtype(path, ("int64",), edited, state.hoisted)
         if wide[0] == "int64" and wide[2] is None:
             dtype, compared = "int64", wide[3]
+    if dtype == "float32" and guess != "float32" and depends is None:
+        depends = _rounded_ints(state.replay.calls, path)
     if said is not None:
         return Candidate(
             "python-value-changed",
@@ -96,6 +104,8 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     code = preview(ctx, body, edits) or fallback
     edits = with_body(edits, body, missing)
     ran = f"; it ran both on {compared} inputs to the same results" if compared else ""
+    if checked and dtype == "float32" and guess != "float32":
+        ran += "; ints are exact in float32 up to 2**24, as every recorded value is"
     verdict = (
         f" ({dtype}: TensorFlow traced {ctx.short} so, to the outputs of every trace of this run{ran})"
         if checked else ""
@@ -111,6 +121,15 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
         condition=value_condition(dtype, depends) if checked else None,
         compared=compared if checked else 0,
     )
+
+
+def _rounded_ints(calls: Sequence[Any], path: str) -> str | None:
+    """Why ints passed as a float32 tensor do not keep their values: float32 holds every int up to 2**24
+    exactly, and the values recorded must lie there (a step counter past it would be rounded)."""
+    values = [leaf.value for c in calls for leaf in c.signature if leaf.path == path]
+    if all(v is not None and v.lstrip("-").isdigit() and abs(int(v)) <= _FLOAT32_EXACT for v in values):
+        return None
+    return f"{path} took ints that a float32 tensor cannot hold exactly (beyond 2**24), or values not recorded"
 
 
 def _with_body(state: State, edits: tuple[Replacement, ...], body: tuple[Replacement, ...]) -> State:
@@ -416,7 +435,8 @@ KIND = Kind(
     row=Row(
         'safe when TensorFlow says so (an `int` as `int64`; unsafe where an `int32`)',
         'a Python number, bool or list of numbers of a module-level function (or a method, on each live '
-        'instance) becomes a tensor of the first dtype with which TensorFlow, after the run, traced the '
+        'instance) becomes a tensor of the first dtype (an int: int32, int64, then float32, where the body '
+        'mixes it with floats; exact up to 2**24) with which TensorFlow, after the run, traced the '
         'body (every trace of the run replayed with that argument a `tf.TensorSpec`) to the outputs of '
         'every trace (`"checked": "tensorflow"`); none: no edit, a statement with what TensorFlow said. '
         "Safe only where each trace's graph is the graph of the value as a tensor with the value as data,"
@@ -427,8 +447,8 @@ KIND = Kind(
         '`tf.add_n` -> `tf.reduce_sum`) is traced and run as edited, compiled in memory; a `tf.Variable` the body '
         'only reads is run on new variables of the recorded specs, the values they are left with compared',
         '`p08_float_times_f64.py` (item 8: float64, safe, prints the same), `p13_rate_type_test.py` (a '
-        "body's `isinstance(rate, float)`: unsafe, the graphs part), `p09_int_divided.py` (item 9: "
-        'refused, no tensor step)',
+        "body's `isinstance(rate, float)`: unsafe, the graphs part), `p09_int_divided.py` (item 9: no "
+        'int tensor, which crashed; a float32 one, run both ways to the same results)',
     ),
     call_sites=True,
     position=130,
