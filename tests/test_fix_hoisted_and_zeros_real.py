@@ -92,6 +92,43 @@ print("traces", "cell", cell.experimental_get_tracing_count())
 print("traces", "cell_ones", cell_ones.experimental_get_tracing_count())
 """
 
+# A cell module stepped with state None, then its own state, and saved; the same program run with
+# `reload` loads the SavedModel and steps the restored cell from None again, as a generator does.
+SAVED = """\
+import sys
+import tempfile
+
+import tensorflow as tf
+
+
+class Cell(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable(tf.fill([3, 3], 0.2))
+
+    @tf.function
+    def step(self, x, state=None):
+        if state is None:
+            state = tf.zeros([2, 3])
+        return tf.tanh(tf.matmul(x, self.w) + state)
+
+
+cell = Cell()
+state = None
+for n in range(4):
+    state = cell.step(tf.fill([2, 3], 0.1 * (n + 1)), state=state)
+print(state.numpy().tolist())
+folder = tempfile.mkdtemp()
+tf.saved_model.save(cell, folder)
+if sys.argv[1:] == ["reload"]:
+    restored = tf.saved_model.load(folder)
+    state = None
+    for n in range(2):
+        state = restored.step(tf.fill([2, 3], 0.1), state=state)
+    print("restored", state.numpy().tolist())
+print("traces", "step", cell.step.experimental_get_tracing_count())
+"""
+
 
 def _program(folder: Path, *args: str) -> Ran:
     return ran_program(folder, "prog.py", *args)
@@ -169,3 +206,32 @@ def test_apply_makes_only_the_zeros_tensorflow_checked(zeros: Recorded) -> None:
     assert zeros.before.traces == {"cell": 2, "cell_ones": 2}
     assert after.traces == {"cell": 1, "cell_ones": 2}
     assert after.results == zeros.before.results
+
+
+def test_none_made_zeros_in_a_function_saved_and_reloaded_is_left_by_hand_and_every_apply_keeps_it_running(
+    tmp_path: Path,
+) -> None:
+    # The restored step is called with state None: a SavedModel written from the calls as edited holds
+    # no concrete function for None, and the restored call would fail. By hand, so no apply writes it.
+    folder = tmp_path / "recorded"
+    folder.mkdir()
+    (folder / "prog.py").write_text(SAVED)
+    before = ran_program(folder, "prog.py", "reload")
+    session = saved_session(folder, "prog.py", "reload")
+    (saver,) = [f for f in session["functions"] if f["name"] == "Cell.step"]
+    (step,) = [s for s in saver["plan"] if s["kind"] == "zero-state"]
+    assert step["safety"] == "advice" and not step.get("edits")
+    for options in ((), ("--unsafe-fixes",)):
+        done = _run(folder, "-m", "tfretrace", "fix", "s.json", "--apply", *options)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert (folder / "prog.py").read_text() == SAVED
+        assert ran_program(folder, "prog.py", "reload") == before
+
+
+def test_none_made_zeros_in_a_saved_function_announces_the_saved_model_change(tmp_path: Path) -> None:
+    recorded = _record(tmp_path / "recorded", SAVED)
+    (step,) = [s for s in recorded.functions["step"]["plan"] if s["kind"] == "zero-state"]
+    assert (step["safety"], step["changes"]) == ("safe", "saved-model-signature")
+    after = _applied(recorded)
+    assert recorded.before.traces["step"] > after.traces["step"]
+    assert after.results == recorded.before.results

@@ -40,17 +40,29 @@ SERVING_DEFAULT = (
     "signatures= and is the only tf.function with an input_signature on the saved object"
 )
 
+# A step that changes the calls of a function written into a SavedModel leaves fewer traces to write.
+FEWER_SAVED = (
+    "; the SavedModel this function is saved into then holds only the concrete functions of the calls as "
+    "edited, and a program that loads it must call it so"
+)
+
 
 def announce_serving(report: FunctionReport, step: PlanStep) -> PlanStep:
     """A declaring step of a function written into a SavedModel, saying the signature it adds there.
 
     ``changes`` keeps a value already set (a random stream is a change of results); the sentence is added.
     """
-    if step.kind not in _DECLARING or not any(e.cause == "saved-model-export" for e in report.events):
+    if not any(e.cause == "saved-model-export" for e in report.events):
         return step
-    # The serving signature takes precedence over the last digits (step.CHANGES), not over a random stream.
+    if step.kind in _DECLARING:
+        said = SERVING_DEFAULT
+    elif _changes_calls(step):
+        said = FEWER_SAVED
+    else:
+        return step
+    # The saved signatures take precedence over the last digits (step.CHANGES), not over a random stream.
     changes = CHANGES_SAVED_SIGNATURE if step.changes in (None, CHANGES_FLOAT_DIGITS) else step.changes
-    return replace(step, changes=changes, summary=step.summary + SERVING_DEFAULT)
+    return replace(step, changes=changes, summary=step.summary + said)
 
 
 def link_restored(functions: tuple[FunctionReport, ...]) -> tuple[FunctionReport, ...]:
@@ -64,6 +76,16 @@ def link_restored(functions: tuple[FunctionReport, ...]) -> tuple[FunctionReport
     for j, linked in rows.items():
         saver = functions[j]
         steps = [PlanStep.from_dict(dict(s)) for s in saver.plan]
+        changing = next((n for n, s in enumerate(steps) if _changes_calls(s)), None)
+        if changing is not None:
+            # The saver's calls change before any signature is declared: the SavedModel would hold
+            # other concrete functions than the ones the restored calls found in this run. From that
+            # step on, by hand (a later step's count assumes the earlier ones).
+            restored = functions[linked[0]]
+            plan = tuple((_calls_by_hand(s, restored) if n >= changing and s.edits else s).to_dict()
+                         for n, s in enumerate(steps))
+            out[j] = replace(saver, plan=plan, fix_counts=fix_counts(plan))
+            continue
         declared = [(n, s) for n, s in numbered(steps) if s.kind in _DECLARING and s.by == BY_TOOL]
         if not declared:
             continue
@@ -138,6 +160,26 @@ def _with_step(restored: FunctionReport, saver: FunctionReport, number: int, mad
     )
     plan = (step.to_dict(), *restored.plan)
     return replace(restored, plan=plan, fix_counts=fix_counts(plan))
+
+
+def _changes_calls(step: PlanStep) -> bool:
+    # A step of the tool that removes traces without declaring a signature: the calls it leaves
+    # trace fewer concrete functions (None made zeros, a number made a tensor), and the SavedModel
+    # written from them holds only those.
+    return (step.by == BY_TOOL and bool(step.edits) and step.kind not in _DECLARING
+            and step.traces_after < step.traces_before)
+
+
+def _calls_by_hand(step: PlanStep, restored: FunctionReport) -> PlanStep:
+    return replace(
+        step,
+        edits=(),
+        summary=step.summary + f" (by hand: this function is saved into a SavedModel that {restored.display_name()} "
+        f"restores and calls at {restored.location}; with fewer traces the SavedModel holds fewer concrete "
+        "functions, and a restored call may match none of them)",
+        safety="advice",
+        unsafe_reason=None,
+    )
 
 
 def _by_hand(step: PlanStep, restored: FunctionReport) -> PlanStep:
