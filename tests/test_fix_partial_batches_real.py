@@ -40,6 +40,8 @@ PREDICT = "make_predict_function.<locals>.one_step_on_data_distributed"  # Keras
 SAFE: dict[str, tuple[str, str, list[list[str]]]] = {
     "k_partial": ("keras-pad-rows", PREDICT, [["1", "33", "95"]]),  # batch 32
     "k_multi": ("keras-pad-rows", PREDICT, [["1", "17", "47"]]),  # batch 16
+    # A second line served only by the relaxed trace: padded too (the same module-level model).
+    "k_two_lines": ("keras-pad-rows", PREDICT, [["40", "70"], ["5", "33"]]),
     "d_spec": ("element-spec", "step", [["1"], ["9"], ["23"]]),  # batches of 8
     # (features, labels) elements: the recorded leaves are pairs[0] and pairs[1] of one parameter.
     "d_pairs": ("element-spec", "step", [["1"], ["9"], ["23"]]),

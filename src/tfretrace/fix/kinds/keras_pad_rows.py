@@ -7,7 +7,10 @@ relaxed trace serves every later call. One trace above the minimum per model.
 
 The edit: each ``model.predict(x, ...)`` call at a line where the run saw that model's predict becomes
 ``predict_full_batches(model, x, ...)``, a helper written once at the top of the file (after its
-imports); a ``.predict`` anywhere else, whatever its receiver is called, is left as it is. For
+imports). Where the run made calls after the relaxed trace (at lines it never recorded, since they did
+not trace), each module-level ``.predict`` of the same batch size whose receiver is the recorded one, a
+module-level name bound once (so the same model), is rewritten too: the edit removes the relaxed trace
+those calls used. A ``.predict`` anywhere else, whatever its receiver is called, is left as it is. For
 NumPy inputs the helper predicts the full batches as they are (views: the input is never copied)
 and the last partial batch padded on the rows only (axis 0, the last row repeated) to a full one,
 so every batch has one shape, and cuts every output (each of a dict, list or tuple) back to the
@@ -28,7 +31,7 @@ the model's name calls no ``predict_on_batch`` in the file. Not seen: a call tha
 trace (never recorded, so its input was not read) and passed a dataset goes to ``predict`` as it
 was and traces its partial batch again; a model that predicted at an edited line only through the
 relaxed trace (never traced there) is not asked; a call of the same model at a line never recorded
-is not rewritten.
+is rewritten only as said above (module level, a name bound once).
 """
 
 from __future__ import annotations
@@ -97,7 +100,10 @@ def pad_rows(ctx: FunctionContext, state: State) -> Candidate | None:
             if leaf.kind == TENSOR and leaf.shape is not None and None in leaf.shape[1:]:
                 return None  # calls served by this trace may differ in more than their rows: not predictable
     sites = ctx.sites(calls)
-    found = _site_calls(ctx, sites)
+    # Calls after the last trace were served by the relaxed trace, at lines the run never recorded: the
+    # edit removes that trace, so the model's other module-level predict calls are padded too.
+    unseen = ctx.report.calls > max((e.calls_total or 0 for e in ctx.report.events), default=0)
+    found = _site_calls(ctx, sites, unseen)
     if found is None:
         return None
     edits, batch_of = found
@@ -137,12 +143,16 @@ def _code(ctx: FunctionContext, edits: tuple[Replacement, ...]) -> str | None:
     return f"# def {HELPER_NAME}(model, x, batch_size=None, **kwargs) written before {helpers}\n{calls}"
 
 
-def _site_calls(ctx: FunctionContext, sites: list[str]) -> tuple[tuple[Replacement, ...], dict[str, int]] | None:
+def _site_calls(
+    ctx: FunctionContext, sites: list[str], unseen: bool = False
+) -> tuple[tuple[Replacement, ...], dict[str, int]] | None:
     """The edits (the helper, and the call at each recorded site) and each site's batch size; None where any
     recorded call is out of reach.
 
-    Only the lines where the run saw this model's predict are edited: a ``.predict`` elsewhere in the file
-    whose receiver reads the same (another function's ``model``, another class's object) may be anything.
+    The lines where the run saw this model's predict are edited: a ``.predict`` elsewhere in the file whose
+    receiver reads the same (another function's ``model``, another class's object) may be anything. With
+    ``unseen`` calls (served by the relaxed trace, never recorded), also each module-level ``.predict`` of the
+    same batch size whose receiver is the recorded one, a module-level name bound once: the same model.
     """
     receivers: dict[str, set[str]] = {}
     batch_of: dict[str, int] = {}
@@ -170,10 +180,35 @@ def _site_calls(ctx: FunctionContext, sites: list[str]) -> tuple[tuple[Replaceme
         top = _after_imports(tree)
         if top is None:
             return None
+        if unseen:
+            sizes = {batch_of[site] for site in sites if site.rpartition(":")[0] == path}
+            calls[path] += [c for c in same_model_calls(tree, names) if c not in calls[path]
+                            and (_batch_size(c) or _DEFAULT_BATCH) in sizes]
         first = _start(top)
         edits.append(Replacement(Span(path, first, 0, first, 0), HELPER))
         edits.extend(Replacement(span_of(call, path), _helper_call(call)) for call in calls[path])
     return tuple(edits), batch_of
+
+
+def same_model_calls(tree: ast.Module, receivers: set[str]) -> list[ast.Call]:
+    """Module-level ``.predict`` calls of a taking-it-as-is form whose receiver is one of ``receivers``, a name the
+    module binds once (one assignment, never deleted, rebound or declared global in a def): the same object."""
+    nested = {id(n) for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                               ast.Lambda))
+              for n in ast.walk(d)}
+    return [c for c in _predict_calls(tree) if id(c) not in nested and _batch_size(c) is not None
+            and isinstance(c.func, ast.Attribute) and isinstance(c.func.value, ast.Name)
+            and c.func.value.id in receivers and _bound_once(tree, c.func.value.id)]
+
+
+def _bound_once(tree: ast.Module, name: str) -> bool:
+    stores = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name
+              and isinstance(n.ctx, (ast.Store, ast.Del))]
+    declared = any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(tree))
+    bound = any(isinstance(n, ast.alias) and (n.asname or n.name) == name for n in ast.walk(tree)) or any(
+        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
+        for n in ast.walk(tree))
+    return len(stores) == 1 and isinstance(stores[0].ctx, ast.Store) and not declared and not bound
 
 
 def _predict_calls(tree: ast.Module) -> list[ast.Call]:
@@ -261,7 +296,12 @@ def check_edit(anchors: Anchors, edit: Replacement) -> str | None:
         return "not a .predict() call of one input, with at most verbose and a literal batch_size"
     sites = {e.call_site for e in anchors.report.events if e.call_site is not None}
     if not any(f"{span.path}:{n}" in sites for n in range(found.lineno, (found.end_lineno or found.lineno) + 1)):
-        return "not a line where the run recorded this model's predict (another object's .predict may read the same)"
+        recorded = [c for c in _predict_calls(tree) if isinstance(c.func, ast.Attribute)
+                    and any(f"{span.path}:{n}" in sites for n in range(c.lineno, (c.end_lineno or c.lineno) + 1))]
+        names = {ast.unparse(c.func.value) for c in recorded if isinstance(c.func, ast.Attribute)}
+        if found not in same_model_calls(tree, names):
+            return ("not a line where the run recorded this model's predict, nor a module-level call of the "
+                    "recorded receiver bound once (another object's .predict may read the same)")
     new = expression(edit.text)
     wanted = expression(_helper_call(found))
     if new is None or wanted is None or ast.dump(new) != ast.dump(wanted):
@@ -284,7 +324,8 @@ KIND = Kind(
     KindSafety(
         None,
         "predict's NumPy inputs: the last partial batch padded on the rows only (the last row repeated) to a full "
-        "one, every output cut back to the rows given, at the lines the run recorded; safe only where every model "
+        "one, every output cut back to the rows given, at the lines the run recorded (and the same model's other "
+        "module-level calls); safe only where every model "
         "that predicted there computes each row alone: the live model run again after the program on its recorded "
         "rows padded and not, every output equal (or, where it could not be run, Keras' own Sequential or "
         "Functional of layers known to compute each row alone), and every input was NumPy arrays; any other "
@@ -298,8 +339,10 @@ KIND = Kind(
         "safe when checked",
         "each `.predict(x)` at a line where the run saw the model's `predict` (one input, at most "
         '`verbose` and a literal `batch_size`; no `predict_on_batch` of that name in the file) becomes '
-        "`predict_full_batches(model, x)`, a helper written once after the file's imports; a `.predict` "
-        'at any other line, whatever its receiver is called, is left as it is. For NumPy inputs the '
+        "`predict_full_batches(model, x)`, a helper written once after the file's imports; where the run "
+        'called predict after its relaxed trace (lines never recorded), also each module-level `.predict` of the '
+        'same batch size on the recorded receiver, a module-level name bound once; any other `.predict`, '
+        'whatever its receiver is called, is left as it is. For NumPy inputs the '
         'helper predicts the full batches as they are (views: the input is never copied) and the last '
         'partial batch padded on the rows only (the last row repeated) to a full one, and cuts every '
         'output (dict, list, tuple) back to the rows given; any other input goes to `predict` as it was; '
