@@ -18,7 +18,6 @@ the Python int epoch and the mode string, the nested `@tf.function` `compute_los
 """
 
 import argparse
-import os
 import tempfile
 
 import numpy as np
@@ -163,8 +162,8 @@ for epoch in range(epochs):
     with metrics_writer.as_default():
         tf.summary.scalar('train_loss_rec_gate', train_loss_rec_v.result(), step=epoch)
         tf.summary.scalar('test_loss_rec_gate', test_loss_rec_v.result(), step=epoch)
-    print('Epoch {} | Train L_gate: {:.5f} | Test L_gate: {:.5f}'
-          .format(epoch, float(train_loss_rec_v.result()), float(test_loss_rec_v.result())))
+    print(f'Epoch {epoch} | Train L_gate: {float(train_loss_rec_v.result()):.5f} '
+          f'| Test L_gate: {float(test_loss_rec_v.result()):.5f}')
     reset_metrics()  # reset all the accumulators of metrics
 
 metrics_writer.close()

@@ -49,7 +49,7 @@ def auto_mpg(n, rng):
 
 rng = np.random.default_rng(args.seed)
 dataset = auto_mpg(args.size, rng)
-train_rows = rng.permutation(len(dataset))[: int(round(0.8 * len(dataset)))]
+train_rows = rng.permutation(len(dataset))[: round(0.8 * len(dataset))]
 test_rows = np.setdiff1d(np.arange(len(dataset)), train_rows)
 train_dataset, test_dataset = dataset[train_rows], dataset[test_rows]
 

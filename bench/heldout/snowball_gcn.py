@@ -37,7 +37,7 @@ DTYPE = tf.float32
 
 class LAYER_GENERAL(tf.Module):
     def __init__(self, name=None):
-        super(LAYER_GENERAL, self).__init__(name=name)
+        super().__init__(name=name)
 
     def vars_trainable(self):
         return [self.weight, self.bias]
@@ -45,7 +45,7 @@ class LAYER_GENERAL(tf.Module):
 
 class LAYER_SNOWBALL(LAYER_GENERAL):
     def __init__(self, features_in, features_out, name=None, dtype=tf.float32):
-        super(LAYER_SNOWBALL, self).__init__(name=name)
+        super().__init__(name=name)
         self.features_in, self.features_out = features_in, features_out
         self.dtype = dtype
         stdv_weight, stdv_bias = 1. / math.sqrt(self.features_out), 1. / math.sqrt(self.features_out)
@@ -66,7 +66,7 @@ class LAYER_SNOWBALL(LAYER_GENERAL):
         XW = tf.matmul(input, self.weight)
         if eye:
             return XW + self.bias
-        elif type(adj) == tf.SparseTensor:
+        elif type(adj) == tf.SparseTensor:  # noqa: E721
             return tf.sparse.sparse_dense_matmul(adj, XW) + self.bias
         else:
             return tf.matmul(adj, XW) + self.bias
@@ -74,7 +74,7 @@ class LAYER_SNOWBALL(LAYER_GENERAL):
 
 class GCN(tf.keras.Model):
     def __init__(self, nfeat, nlayers, nhid, nclass, dropout, name=None, dtype=tf.float32):
-        super(GCN, self).__init__(name=name)
+        super().__init__(name=name)
         self.nfeat, self.nlayers, self.nhid, self.nclass = nfeat, nlayers, nhid, nclass
         self.dropout = dropout
         self.hidden = []
@@ -94,7 +94,7 @@ class GCN(tf.keras.Model):
 
 class snowball(GCN):
     def __init__(self, nfeat, nlayers, nhid, nclass, dropout, activation, name=None, dtype=tf.float32):
-        super(snowball, self).__init__(nfeat, nlayers, nhid, nclass, dropout, name=name)
+        super().__init__(nfeat, nlayers, nhid, nclass, dropout, name=name)
         self.activation = activation
         for k in range(nlayers):
             layer = LAYER_SNOWBALL(k * nhid + nfeat, nhid, dtype=dtype)
@@ -102,18 +102,15 @@ class snowball(GCN):
         self.out = LAYER_SNOWBALL(nlayers * nhid + nfeat, nclass, dtype=dtype)
 
     def __call__(self, x, adj, train=True):
-        if train:
-            dropout = tf.nn.dropout
-        else:
-            dropout = tf.identity
+        dropout = tf.nn.dropout if train else tf.identity
         list_output_blocks = []
         for layer, layer_num in zip(self.hidden, np.arange(self.nlayers)):
             if layer_num == 0:
                 list_output_blocks.append(dropout(self.activation(layer(x, adj)), self.dropout))
             else:
                 list_output_blocks.append(dropout(self.activation(
-                    layer(tf.concat([x] + list_output_blocks[0: layer_num], 1), adj)), self.dropout))
-        output = self.out(tf.concat([x] + list_output_blocks, 1), adj, eye=False)
+                    layer(tf.concat([x, *list_output_blocks[0:layer_num]], 1), adj)), self.dropout))
+        output = self.out(tf.concat([x, *list_output_blocks], 1), adj, eye=False)
         return tf.nn.softmax(output, axis=1)
 
 
@@ -211,10 +208,7 @@ for runtime in range(args.runtimes):
         if args.debug:
             loss_test = tracker_loss_test(labels_test, output_test)
             best_test = min(best_test, loss_test)
-            if args.validation == 1:
-                acc_run = acc_test_best_val
-            else:
-                acc_run = acc_test_best_train
+            acc_run = acc_test_best_val if args.validation == 1 else acc_test_best_train
             print('R%02d E%04d l_train: %4.2e a_train: %5.1f%% a_val %5.1f%% a_test %5.1f%% ba_train %4.2e '
                   'ba_val %4.2e ba_test %4.2e a_run %5.1f%% stop %d' % (
                       runtime, epoch + 1, loss_train, 100 * tracker_acc_train.result(), 100 * acc_val,
@@ -224,10 +218,7 @@ for runtime in range(args.runtimes):
         tracker_acc_train.reset_state()
         tracker_acc_val.reset_state()
         tracker_acc_test.reset_state()
-    if args.validation == 1:
-        acc_run = acc_test_best_val
-    else:
-        acc_run = acc_test_best_train
+    acc_run = acc_test_best_val if args.validation == 1 else acc_test_best_train
     acc_runs.append(float(acc_run))
     print("R%d finished with %d epochs, acc_run: %5.1f%%" % (runtime, epoch + 1, 100 * float(acc_run)))
     model.reset_parameters()
