@@ -26,6 +26,7 @@ from typing import Any
 from tfretrace._tf.edited import converter, rebuilt, runs_alike
 from tfretrace._tf.graph_compare import value_only_as_data
 from tfretrace._tf.run_compare import compare_converted, compare_runs
+from tfretrace.records.events import TraceRefused
 
 # A fix that edits the body: the edited file's text and the line of the def (``_tf.edited``).
 Edited = tuple[str, int]
@@ -83,7 +84,7 @@ def probe_signature(
         specs = eval(signature, {"__builtins__": {}}, names)  # the text tfretrace wrote itself
         fresh = tf.function(python, input_signature=specs)
     except Exception as exc:  # what TensorFlow says: the signature itself is refused
-        return f"TensorFlow could not trace it with the open signature ({_said(exc)})"
+        return TraceRefused(_said(exc))
     try:
         said = _traced_as_recorded(tf, fresh, traces, signature)
         if said is not None or edited is None:
@@ -111,7 +112,7 @@ def _traced_as_recorded(tf: Any, fresh: Any, traces: list[Any], signature: str) 
     except Exception as exc:  # what TensorFlow says: the body cannot be traced with open dimensions
         if created:
             return _CREATES.format(created[0])
-        return f"TensorFlow could not trace it with the open signature ({_said(exc)})"
+        return TraceRefused(_said(exc))
     # A dataset's element_spec is taken from elsewhere, not folded from the run's calls as tfretrace's
     # own signatures are (their replay already binds every call): TensorFlow binds each call to it.
     taken = bool(re.search(r"\.element_spec\b", signature))

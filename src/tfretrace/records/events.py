@@ -286,6 +286,20 @@ CALL_SAME = "same"
 CALL_DIGITS = "float-last-digits"
 
 
+class TraceRefused(str):
+    """A probe's verdict where TensorFlow raised while tracing the function as an edit writes it: the edited
+    program would fail at that call, so no phase writes the edit (by hand, with what TensorFlow said).
+    A ``str``, so every reader of a verdict reads it as the sentence it is; its type is what code tests,
+    and ``raised`` is the exception as TensorFlow raised it (``ValueError: Cannot infer argument ...``)."""
+
+    raised: str
+
+    def __new__(cls, raised: str) -> TraceRefused:
+        made = super().__new__(cls, f"TensorFlow could not trace it with the signature ({raised})")
+        made.raised = raised
+        return made
+
+
 @dataclass(frozen=True)
 class KerasInfo:
     """Which Keras model and user-level method a Keras-created tf.function belongs to."""

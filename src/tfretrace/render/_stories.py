@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from textwrap import shorten
 from typing import Any
 
 from tfretrace._util.text import plural
@@ -266,7 +267,9 @@ def _line(joiner: str, step: dict[str, Any], asked: bool = True) -> FixLine:
     effect += f", saves {_seconds(seconds)}" if seconds > 0 else ", removes nothing alone"
     code = step.get("code") if isinstance(step.get("code"), str) else None
     if step.get("by") == "hand" or not (step.get("edits") or kind == "saved-signature"):
-        return FixLine(joiner, "by hand", what, effect, code, "")
+        refused = step.get("refused")
+        note = f"TensorFlow raised {shorten(str(refused), 64, placeholder=' …')}" if refused else ""
+        return FixLine(joiner, "by hand", what, effect, code, note)
     if step.get("safety") == "safe":
         notes = ["checked by TensorFlow"] if step.get("checked") == "tensorflow" else []
         if step.get("changes"):

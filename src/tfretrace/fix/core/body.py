@@ -125,8 +125,12 @@ def number_dtype(node: ast.AST, param: str) -> str:
     return "int32"
 
 
-def reads_static_size(node: ast.AST, param: str) -> bool:
-    """True when the body reads ``param``'s leading size as a Python number (``param.shape[0]``, ``len(param)``)."""
+def reads_static_size(node: ast.AST, param: str, leading_only: bool = False) -> bool:
+    """True when the body reads a size of ``param`` as a Python number (``param.shape[i]``, ``len(param)``).
+
+    ``leading_only``: only its leading size counts; ``param.shape[1]`` (a literal index past 0) reads another
+    dimension, which a signature that opens only the leading one keeps as it was.
+    """
     for sub in ast.walk(node):
         if (
             isinstance(sub, ast.Subscript)
@@ -135,6 +139,9 @@ def reads_static_size(node: ast.AST, param: str) -> bool:
             and isinstance(sub.value.value, ast.Name)
             and sub.value.value.id == param
         ):
+            index = sub.slice
+            if leading_only and isinstance(index, ast.Constant) and type(index.value) is int and index.value > 0:
+                continue
             return True
         if (
             isinstance(sub, ast.Call)

@@ -81,6 +81,8 @@ class Candidate:
     # What the step changes in the results, where its maker read it from TensorFlow's answer (keras-call:
     # float-last-digits where predict and the call agreed only in the last digits); None: the kind says.
     changes: str | None = None
+    # What TensorFlow raised tracing the edit as written (records.events.TraceRefused): the step is left by hand.
+    refused: str | None = None
 
 
 @dataclass

@@ -15,7 +15,7 @@ from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
 from tfretrace.fix.core.signature_defaults import defaults_left_out, left_out_line, left_out_reason
 from tfretrace.fix.core.specs import NUMBER_DTYPES, is_top, signature_specs
 from tfretrace.fix.core.tensor_body import value_condition
-from tfretrace.records.events import PYTHON, TENSOR, Leaf
+from tfretrace.records.events import PYTHON, TENSOR, Leaf, TraceRefused
 
 NAME = "input-signature"
 
@@ -82,6 +82,10 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
     if len(text) > 70:
         text = "[\n    " + ",\n    ".join(specs) + ",\n]"
     code, edits = decorator_edit(ctx, f"input_signature={text}", state)
+    refused = None
+    if isinstance(tf_check, TraceRefused):
+        # TensorFlow raised tracing the signature written: the edited program would fail at its first call.
+        edits, refused = (), tf_check.raised
     opened = _opened(folded)
     return Candidate(
         _remaining_cause(calls, ctx.report.main_cause),
@@ -96,6 +100,7 @@ def final_signature(ctx: FunctionContext, state: State) -> Candidate | None:
         final=True,
         pinned=pinned or None,
         tf_check=tf_check,
+        refused=refused,
     )
 
 
@@ -132,7 +137,11 @@ def _probed(
     # A body an earlier step edits (tensor-argument) is traced, and run, as that step writes it.
     said = ctx.signature_said("[" + ", ".join(open_specs) + "]", state.body, state.hoisted)
     if said is not None:
-        return general, specs, pinned, said
+        # Not every dimension can be open: the signature written (batch dimensions open, the others as every
+        # call had them) is asked in its turn, and its own answer is the step's.
+        written = said if specs == open_specs else ctx.signature_said("[" + ", ".join(specs) + "]", state.body,
+                                                                      state.hoisted)
+        return general, specs, pinned, written or TF_CHECKED
     line = "every dimension open: TensorFlow traced the body so, to the outputs of every trace of this run"
     return open_all, open_specs, line, TF_CHECKED
 
@@ -189,7 +198,7 @@ def _open_batch_dims(
             continue
         shape = list(leaf.shape)
         if leaf.path in batch and shape[0] is not None:
-            if node is not None and reads_static_size(node, leaf.path):
+            if node is not None and reads_static_size(node, leaf.path, leading_only=True):
                 kept.append(f"{leaf.path} dim 0 stays {shape[0]} ({_static(leaf.path)} is read as a Python number)")
                 static.add(leaf.path)
             else:
@@ -281,8 +290,11 @@ def _varied_size_read(node: ast.AST, leaf: Leaf) -> bool:
     Traced under a None dimension, ``x.shape[0]`` is None and ``len(x)`` fails: the edited program
     would compute something else or crash where each shape's own trace saw a number.
     """
-    opened = leaf.kind == TENSOR and (leaf.shape is None or (bool(leaf.shape) and leaf.shape[0] is None))
-    return opened and reads_static_size(node, leaf.path)
+    if leaf.kind != TENSOR or (leaf.shape is not None and not leaf.shape):
+        return False
+    if leaf.shape is None or any(d is None for d in leaf.shape[1:]):
+        return reads_static_size(node, leaf.path)  # another dimension varied too: any size read counts
+    return leaf.shape[0] is None and reads_static_size(node, leaf.path, leading_only=True)
 
 
 _GENERALIZES = (

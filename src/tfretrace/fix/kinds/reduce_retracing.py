@@ -8,8 +8,10 @@ from tfretrace.fix.core.body import reads_static_size
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.core.declaration import declaration, decorator_edit
 from tfretrace.fix.core.kind import PHASE_FINAL, Kind, Maker, Row
+from tfretrace.fix.core.rules import fold_all
 from tfretrace.fix.core.safety import KindSafety
-from tfretrace.records.events import TENSOR
+from tfretrace.fix.core.specs import signature_specs
+from tfretrace.records.events import TENSOR, TraceRefused
 
 NAME = "reduce-retracing"
 
@@ -24,6 +26,10 @@ def reduce_retracing(ctx: FunctionContext, state: State) -> Candidate | None:
         # Generalized to a None dimension, x.shape[0] is None and len(x) fails in the new trace.
         return None
     code, edits = decorator_edit(ctx, "reduce_retracing=True", state)
+    refused = _relaxed_refused(ctx, state)
+    if refused is not None:
+        # TensorFlow raised tracing the relaxed signature it would trace: the edited program would fail there.
+        edits = ()
     return Candidate(
         "shape-changed",
         NAME,
@@ -31,7 +37,23 @@ def reduce_retracing(ctx: FunctionContext, state: State) -> Candidate | None:
         code,
         edits,
         replace(state, config=replace(state.config, reduce_retracing=True)),
+        refused=None if refused is None else refused.raised,
     )
+
+
+def _relaxed_refused(ctx: FunctionContext, state: State) -> TraceRefused | None:
+    """What TensorFlow raised tracing the body with every dimension that varied open, as the relaxed trace
+    would; None where it traced, or could not be asked (a Python value among the arguments: the relaxed
+    trace keeps it, which no signature can say)."""
+    calls = state.replay.calls
+    if ctx.probe is None or ctx.definition is None or any(leaf.kind != TENSOR for c in calls for leaf in c.signature):
+        return None
+    folded = fold_all([c.signature for c in calls])
+    specs = None if folded is None else signature_specs(list(folded), ctx.definition.params, ctx.tf)
+    if specs is None:
+        return None
+    said = ctx.signature_said("[" + ", ".join(specs) + "]", state.body, state.hoisted)
+    return said if isinstance(said, TraceRefused) else None
 
 
 # The kind as the registry (fix.kinds) lists it: its class with the argument, and its anchor check.

@@ -327,6 +327,7 @@ def _step(candidate: Candidate, before: int, after: int, per_trace: float) -> Pl
         checked=TF_CHECKED if candidate.tf_check == TF_CHECKED else None,
         checked_inputs=candidate.compared or None,
         unasked=_unasked(candidate),
+        refused=candidate.refused,
         changes=candidate.changes,
     )
 

@@ -124,6 +124,9 @@ class PlanStep:
     # question was never put to it: the run asked TensorFlow nothing (a plain run), or found no
     # live function to ask. Asked, it may be safe: the report says "unchecked", not why it is unsafe.
     unasked: bool = False
+    # Left by hand because TensorFlow raised tracing it as written (the edited program would fail there):
+    # what TensorFlow said.
+    refused: str | None = None
 
     @property
     def by(self) -> str | None:
@@ -164,6 +167,8 @@ class PlanStep:
             out["checked_inputs"] = self.checked_inputs
         if self.unasked:
             out["unasked"] = True
+        if self.refused is not None:
+            out["refused"] = self.refused
         if self.compiles_before is not None:
             out["compiles_before"] = self.compiles_before
             out["compiles_after"] = self.compiles_after
@@ -209,6 +214,7 @@ class PlanStep:
             changes=data.get("changes") if data.get("changes") in CHANGES else None,
             checked_inputs=int(data["checked_inputs"]) if isinstance(data.get("checked_inputs"), int) else None,
             unasked=data.get("unasked") is True and data.get("safety") == UNSAFE,
+            refused=None if data.get("refused") is None else str(data["refused"]),
             **_safety(data),
         )
 
