@@ -524,3 +524,23 @@ def test_the_fast_cache_index_answers_like_the_subtyping_rules() -> None:
         assert table.serves(call) == any(covers(trace, call) for trace in traces)
         # reduce_retracing's fold over only the alike traces is the fold over all of them.
         assert generalize(call, table.alike(call)) == generalize(call, traces)
+
+
+def test_a_step_the_unsafe_phase_took_after_an_unsafe_step_is_unsafe_too() -> None:
+    # A cast (unsafe) then a signature TensorFlow checked: the signature's count assumes the cast, so
+    # --apply must not write it alone (it declared int64 where the program still passed int32).
+    from tfretrace.fix.core.source import Replacement, Span
+    from tfretrace.fix.planning.plan import _after_unsafe
+    from tfretrace.fix.planning.step import PlanStep
+
+    edit = (Replacement(Span("p.py", 1, 0, 1, 1), "x"),)
+
+    def step(kind: str, safety: str, before: int, after: int) -> PlanStep:
+        return PlanStep("python-value-changed", kind, kind, None, edit, before, after, 0.0, safety=safety)
+
+    plan = [step("tensor-argument", "safe", 6, 2), step("cast-dtype", "unsafe", 2, 2),
+            step("input-signature", "safe", 2, 1)]
+    made = _after_unsafe(plan)
+    assert [(s.kind, s.tier) for s in made] == [("tensor-argument", 0), ("cast-dtype", 1), ("input-signature", 1)]
+    assert made[2].unsafe_reason is not None and "cast-dtype" in made[2].unsafe_reason
+    assert _after_unsafe(plan[:1]) == plan[:1]

@@ -182,6 +182,12 @@ def probe_argument(
     bound = [_replayed(trace.structured_input_signature, names, param) for trace in traces]
     if not traces or any(b is None for b in bound):
         return None, None, None, 0
+    # A trace that got a tensor there already (a call site that passes one: the step leaves it as it is) is not
+    # replayed; the traces of the Python values are.
+    valued = [(t, b) for t, b in zip(traces, bound, strict=True) if not isinstance(_value_at(b), tf.TensorSpec)]
+    if not valued:
+        return None, None, None, 0
+    traces, bound = [t for t, _b in valued], [b for _t, b in valued]
     refused: list[str] = []
     for dtype in dtypes:
         # A new tf.function per dtype on purpose: each probe starts from an empty cache, and the
@@ -336,6 +342,13 @@ def _unreplayable(tf: Any, args: Any, kwargs: Any) -> bool:
     """Whether a trace kept a Python object it keyed by identity (a model passed in): a placeholder
     that cannot be passed again, so the trace cannot be replayed."""
     return any(type(x).__name__ == "UnknownArgument" for x in tf.nest.flatten((args, kwargs)))
+
+
+def _value_at(found: tuple[tuple[Any, ...], dict[str, Any], int | str] | None) -> Any:
+    """The recorded value of the parameter ``_replayed`` located."""
+    assert found is not None
+    args, kwargs, at = found
+    return args[at] if isinstance(at, int) else kwargs[at]
 
 
 def _replayed(

@@ -239,16 +239,21 @@ class FunctionContext:
                 seen.append(call.site)
         return seen
 
-    def arg_edits(self, calls: Sequence[Call], param: str, wrap: str) -> tuple[tuple[Replacement, ...], list[str]]:
-        """Wrap the expression passed for ``param`` at every call site: edits, and the sites not found.
+    def arg_edits(
+        self, calls: Sequence[Call], param: str, wrap: str, keep: Sequence[str] = ()
+    ) -> tuple[tuple[Replacement, ...], list[str]]:
+        """Wrap the expression passed for ``param`` at every call site but ``keep``: edits, and the sites not found.
 
-        ``wrap`` is a format string with ``{expr}`` and ``{tf}`` (that file's name for tensorflow).
+        ``wrap`` is a format string with ``{expr}`` and ``{tf}`` (that file's name for tensorflow);
+        ``keep``: sites whose calls already pass what the edit makes (a tensor), left as they are.
         """
         edits: list[Replacement] = []
         missing: list[str] = []
         recorded = set(self.sites(calls))
         params = self.definition.params if self.definition is not None else ()
         for site in self.all_sites(calls):
+            if site in keep:
+                continue
             # Every call on the line: `a = f(x, 1); b = f(x, 2)` is two calls to edit.
             infos = self.reader.calls_at(site, self.names, params) if self.call_info(site) is not None else []
             found_all = [info.arg(param) for info in infos]

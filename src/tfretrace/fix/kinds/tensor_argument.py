@@ -32,6 +32,8 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
     every recorded trace's outputs is written, so the dtype is the one the graph combines it
     with. Where none traces so, no edit: a statement with what TensorFlow said. Where TensorFlow
     cannot be asked, numbers are guessed from the source as before and bools stay a statement.
+    Where other calls already pass a tensor there (labels as a tensor in training, a Python int per class
+    when scoring), only the Python values' call sites are edited, to that tensor's dtype (asked alone).
     """
     out: list[Candidate] = []
     calls = state.replay.calls
@@ -40,7 +42,8 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
             continue
         leaves = [leaf for c in calls for leaf in c.signature if leaf.path == path]
         types = {leaf.type_name for leaf in leaves if leaf.kind == PYTHON}
-        if any(leaf.kind != PYTHON for leaf in leaves):
+        tensors = [leaf for leaf in leaves if leaf.kind == TENSOR]
+        if any(leaf.kind not in (PYTHON, TENSOR) for leaf in leaves) or (tensors and not types <= {"int", "float"}):
             continue  # None -> tensor and the like: none_to_zeros
         if not types <= {"int", "float"} and types != {"bool"}:
             continue
@@ -51,12 +54,25 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
 
 
 def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None]) -> Candidate | None:
-    calls = state.replay.calls
+    # Calls that already pass a tensor there (labels as a tensor while training, each label a Python int
+    # while scoring) stay as they are, and so do their sites: only the Python values become tensors.
+    calls = tuple(c for c in state.replay.calls if any(leaf.path == path and leaf.kind == PYTHON
+                                                       for leaf in c.signature))
+    python = {c.index for c in calls}
+    keep = ctx.sites([c for c in state.replay.calls if c.index not in python])
+    if set(keep) & set(ctx.sites(calls)):
+        return None  # one line passes both: a tensor there cannot be wrapped again
     flag = types == {"bool"}
     guess = "bool" if flag else NUMBER_DTYPES["float" if "float" in types else "int"]
     node = None if ctx.definition is None else ctx.definition.node
     if guess == "int32" and node is not None:
         guess = number_dtype(node, path)  # a tf.summary step must be int64
+    # The dtype the program's own tensors have there, where some calls pass one: the body is written for it.
+    given = {leaf.dtype for c in state.replay.calls if c.index not in python for leaf in c.signature
+             if leaf.path == path and leaf.kind == TENSOR}
+    own = next(iter(given)) if len(given) == 1 else None
+    if keep and own is None:
+        return None
     # What no trace can show: a use that reads the Python value silently (an f-string, a dict key).
     rewritten, problem = tensor_body(ctx, path, guess, arithmetic=False, probed=True)
     if problem:
@@ -69,16 +85,16 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     # run traced: TensorFlow traces the def as the step (and the steps before it) leave it, and runs
     # it beside every recorded trace (runtime.probe).
     edited = (*state.body, *rewritten)
-    asked = ctx.tensor_dtype(path, order.get(guess, (guess,)), edited, state.hoisted)
+    asked = ctx.tensor_dtype(path, (own,) if own is not None else order.get(guess, (guess,)), edited, state.hoisted)
     dtype, said, depends, compared = asked
-    if dtype == "int32" and depends is None:
+    if dtype == "int32" and depends is None and own is None:
         # An int32 tensor refuses the Python ints beyond its range that the original took; an int64
         # one takes every int a tensor can hold. Written where TensorFlow traces and runs it so too.
         wide = ctx.tensor_dtype(path, ("int64",), edited, state.hoisted)
         if wide[0] == "int64" and wide[2] is None:
             dtype, compared = "int64", wide[3]
     if dtype == "float32" and guess != "float32" and depends is None:
-        depends = _rounded_ints(state.replay.calls, path)
+        depends = _rounded_ints(calls, path)
     if said is not None:
         return Candidate(
             "python-value-changed",
@@ -99,7 +115,7 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
         checked = False  # TensorFlow was asked of another body than the one written: not checked
     tensor = Leaf(path, TENSOR, dtype=dtype, shape=())
     new = {c.index: replace(c, signature=swap_leaf(c.signature, path, tensor)) for c in calls}
-    edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})")
+    edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})", keep)
     fallback = f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))"
     code = preview(ctx, body, edits) or fallback
     edits = with_body(edits, body, missing)
@@ -118,7 +134,8 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
         edits,
         _with_body(state.map_calls(reached(new, calls, missing)), edits, body),
         tf_check=TF_CHECKED if checked else None,
-        condition=value_condition(dtype, depends) if checked else None,
+        # The program's own tensors there have this dtype: its range is the body's already.
+        condition=(depends if own is not None else value_condition(dtype, depends)) if checked else None,
         compared=compared if checked else 0,
     )
 
@@ -436,7 +453,8 @@ KIND = Kind(
         'safe when TensorFlow says so (an `int` as `int64`; unsafe where an `int32`)',
         'a Python number, bool or list of numbers of a module-level function (or a method, on each live '
         'instance) becomes a tensor of the first dtype (an int: int32, int64, then float32, where the body '
-        'mixes it with floats; exact up to 2**24) with which TensorFlow, after the run, traced the '
+        'mixes it with floats; exact up to 2**24; where other calls pass a tensor there, its dtype, and only '
+        'the Python values\' call sites are edited) with which TensorFlow, after the run, traced the '
         'body (every trace of the run replayed with that argument a `tf.TensorSpec`) to the outputs of '
         'every trace (`"checked": "tensorflow"`); none: no edit, a statement with what TensorFlow said. '
         "Safe only where each trace's graph is the graph of the value as a tensor with the value as data,"
