@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,3 +156,26 @@ def test_a_plain_run_never_runs_the_model_again_and_leaves_the_step_unasked(tmp_
     (step,) = [s for s in function["plan"] if s["kind"] == "keras-call"]
     assert step["safety"] == "unsafe" and step["unasked"] is True and "checked" not in step
     assert "analysis" not in session  # nothing ran after the program
+
+
+def test_a_model_whose_predict_retraced_is_held_for_asking_only_while_small() -> None:
+    # Built and dropped one after another, models predicting at one line would be gone when the run is
+    # asked: a few small ones are held; a large one (a search over big models) never is.
+    import gc
+    import weakref
+
+    import keras
+    import numpy as np
+
+    from tfretrace._tf import keras_live
+
+    def predicted(width: int) -> weakref.ref[Any]:
+        model = keras.Sequential([keras.Input((width,)), keras.layers.Dense(width)])
+        for rows in (1, 2):  # a second input shape: the predict function traces again
+            keras_live.remember_predict(model, {"x": np.ones((rows, width), "float32"), "batch_size": None})
+        return weakref.ref(model)
+
+    small, large = predicted(8), predicted(4000)  # 72 numbers; 16 million
+    gc.collect()
+    assert small() is not None and any(m is small() for m in keras_live._held)
+    assert large() is None

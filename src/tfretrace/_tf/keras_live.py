@@ -11,6 +11,11 @@ of every kept row. Equal bit for bit, or in the last digits only (a batch of ano
 another kernel: ``float-last-digits``, which the step announces): the rows are independent for
 this edit. Anything else says which output and row moved.
 
+A model whose predict traced a second input shape is held alive until the process ends (the first 8, and
+only while they hold 10 million weights in all): a program that builds one model per loop turn has dropped
+each before the run is asked. The rows kept of a tensor input (a string tensor: text models) serve the
+call check only (``keras_call_check``).
+
 Running ``predict`` again runs no user code the traces did not (the relaxed trace serves every batch
 shape), and its prints are swallowed; it runs only where the probe may (after the program).
 """
@@ -51,7 +56,11 @@ _refused: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 # one before the run is over, and a model that is gone cannot be asked. As with the nested defs
 # ``counters`` keeps, bounded: the first few such models only.
 _MAX_HELD = 8
+# ... and small: a model the program dropped to make room for the next (a search over large models) must
+# not stay in memory because of tfretrace. 10 million numbers in all: 40 MB of float32 weights.
+_MAX_HELD_WEIGHTS = 10_000_000
 _held: list[Any] = []
+_held_weights = [0]
 _asking: list[bool] = []  # set while check_rows runs predict: those calls are not the program's
 # A tensor's last rows (copied to NumPy while predict traces: no op may run inside the trace), kept for
 # the call check only (fix kind keras-call): padding does not reach a tensor, calling the model does.
@@ -92,7 +101,25 @@ def _keep(store: weakref.WeakKeyDictionary[Any, list[_Sample]], model: Any, x: A
         return
     kept.append(_Sample(_map(x, lambda a: a[start:].copy()), batch, shape))
     if len(kept) > 1 and len(_held) < _MAX_HELD and not any(m is model for m in _held):
-        _held.append(model)
+        size = _weights(model)
+        if size is not None and _held_weights[0] + size <= _MAX_HELD_WEIGHTS:
+            _held_weights[0] += size
+            _held.append(model)
+
+
+def _weights(model: Any) -> int | None:
+    """How many numbers the model's weights hold (read from their shapes: no op runs), None where unknown."""
+    total = 0
+    for weight in getattr(model, "weights", ()):
+        shape = getattr(weight, "shape", None)
+        dims = list(shape) if shape is not None else None
+        if dims is None or any(not isinstance(d, int) for d in dims):
+            return None
+        size = 1
+        for d in dims:
+            size *= d
+        total += size
+    return total
 
 
 def _tensor_rows(x: Any) -> Any:
