@@ -530,7 +530,7 @@ def test_a_step_the_unsafe_phase_took_after_an_unsafe_step_is_unsafe_too() -> No
     # A cast (unsafe) then a signature TensorFlow checked: the signature's count assumes the cast, so
     # --apply must not write it alone (it declared int64 where the program still passed int32).
     from tfretrace.fix.core.source import Replacement, Span
-    from tfretrace.fix.planning.plan import _after_unsafe
+    from tfretrace.fix.planning.safety_plan import after_unsafe
     from tfretrace.fix.planning.step import PlanStep
 
     edit = (Replacement(Span("p.py", 1, 0, 1, 1), "x"),)
@@ -540,7 +540,7 @@ def test_a_step_the_unsafe_phase_took_after_an_unsafe_step_is_unsafe_too() -> No
 
     plan = [step("tensor-argument", "safe", 6, 2), step("cast-dtype", "unsafe", 2, 2),
             step("input-signature", "safe", 2, 1)]
-    made = _after_unsafe(plan)
+    made = after_unsafe(plan)
     assert [(s.kind, s.tier) for s in made] == [("tensor-argument", 0), ("cast-dtype", 1), ("input-signature", 1)]
     assert made[2].unsafe_reason is not None and "cast-dtype" in made[2].unsafe_reason
-    assert _after_unsafe(plan[:1]) == plan[:1]
+    assert after_unsafe(plan[:1]) == plan[:1]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 from tfretrace.fix.core.anchor_base import span_of
 from tfretrace.fix.core.body import constant_calls, python_if, unsafe_uses
 from tfretrace.fix.core.candidate import FunctionContext
+from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.source import Replacement
 
 
@@ -113,3 +115,14 @@ def value_condition(dtype: str, depends: str | None) -> str | None:
         return "a Python int beyond int32's range fails at the call site, where the original took it"
     return None
 
+
+_FLOAT32_EXACT = 2**24  # every int up to this magnitude is a float32 exactly
+
+
+def rounded_ints(calls: Sequence[Call], path: str) -> str | None:
+    """Why ints passed as a float32 tensor do not keep their values: float32 holds every int up to 2**24
+    exactly, and the values recorded must lie there (a step counter past it would be rounded)."""
+    values = [leaf.value for c in calls for leaf in c.signature if leaf.path == path]
+    if all(v is not None and v.lstrip("-").isdigit() and abs(int(v)) <= _FLOAT32_EXACT for v in values):
+        return None
+    return f"{path} took ints that a float32 tensor cannot hold exactly (beyond 2**24), or values not recorded"

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from tfretrace.fix.core.anchor_base import Anchors, call_argument, dotted_name, expression, span_of
 from tfretrace.fix.core.anchor_moves import any_of
@@ -16,11 +14,17 @@ from tfretrace.fix.core.kind import Kind, Maker, Row
 from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
 from tfretrace.fix.core.source import Replacement
 from tfretrace.fix.core.specs import NUMBER_DTYPES, is_top
-from tfretrace.fix.core.tensor_body import add_n_body, body_note, tensor_body, value_condition, with_body
+from tfretrace.fix.core.tensor_body import (
+    add_n_body,
+    body_note,
+    rounded_ints,
+    tensor_body,
+    value_condition,
+    with_body,
+)
 from tfretrace.records.events import PYTHON, TENSOR, VARIABLE, Leaf
 
 NAME = "tensor-argument"
-_FLOAT32_EXACT = 2**24  # every int up to this magnitude is a float32 exactly
 
 
 def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
@@ -94,7 +98,7 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
         if wide[0] == "int64" and wide[2] is None:
             dtype, compared = "int64", wide[3]
     if dtype == "float32" and guess != "float32" and depends is None:
-        depends = _rounded_ints(calls, path)
+        depends = rounded_ints(calls, path)
     if said is not None:
         return Candidate(
             "python-value-changed",
@@ -138,15 +142,6 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
         condition=(depends if own is not None else value_condition(dtype, depends)) if checked else None,
         compared=compared if checked else 0,
     )
-
-
-def _rounded_ints(calls: Sequence[Any], path: str) -> str | None:
-    """Why ints passed as a float32 tensor do not keep their values: float32 holds every int up to 2**24
-    exactly, and the values recorded must lie there (a step counter past it would be rounded)."""
-    values = [leaf.value for c in calls for leaf in c.signature if leaf.path == path]
-    if all(v is not None and v.lstrip("-").isdigit() and abs(int(v)) <= _FLOAT32_EXACT for v in values):
-        return None
-    return f"{path} took ints that a float32 tensor cannot hold exactly (beyond 2**24), or values not recorded"
 
 
 def _with_body(state: State, edits: tuple[Replacement, ...], body: tuple[Replacement, ...]) -> State:

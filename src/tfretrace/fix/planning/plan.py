@@ -15,7 +15,7 @@ from tfretrace.fix.kinds import CALL_SITE_MAKERS, DROPS_DATA, FINAL_MAKERS, KIND
 from tfretrace.fix.planning.origin_advice import origin_steps
 from tfretrace.fix.planning.plan_notes import dropped, unaddressed, unpredictable
 from tfretrace.fix.planning.restored import announce_serving, link_restored
-from tfretrace.fix.planning.safety_plan import TIER_HAND, TIER_SAFE, TIER_UNSAFE, admitted, classified
+from tfretrace.fix.planning.safety_plan import TIER_HAND, TIER_SAFE, TIER_UNSAFE, admitted, after_unsafe, classified
 from tfretrace.fix.planning.step import (
     CHANGES_FLOAT_DIGITS,
     CHANGES_RANDOM,
@@ -111,25 +111,11 @@ def plan_for(
     current = baseline
     for tier in (TIER_SAFE, TIER_UNSAFE, TIER_HAND)[: 2 if applied_only else 3]:
         state, current, _ = _phase(ctx, state, current, per_trace, steps, statements, said, tier=tier)
-    steps = _after_unsafe(steps)
+    steps = after_unsafe(steps)
     if report.dropped_events and steps:
         statements.append(dropped(report))
     statements.extend(unaddressed(report, steps, statements, current))
     return tuple([_with_changes(ctx, step) for step in steps] + statements)
-
-
-def _after_unsafe(steps: list[PlanStep]) -> list[PlanStep]:
-    """Steps after an unsafe one, unsafe too: each count assumes the steps before it, which ``--apply`` does not make.
-
-    The unsafe phase may take a step TensorFlow checked (a signature declared once a call was cast): it is
-    safe given the unsafe step, so it goes with it (``--unsafe-fixes``), never alone with ``--apply``.
-    """
-    first = next((i for i, s in enumerate(steps) if s.tier == TIER_UNSAFE), None)
-    if first is None:
-        return steps
-    reason = f"it assumes the {steps[first].kind} step before it, which only --unsafe-fixes makes"
-    return [replace(s, safety=UNSAFE, unsafe_reason=reason) if i > first and s.tier == TIER_SAFE else s
-            for i, s in enumerate(steps)]
 
 
 FLOAT_DIGITS_NOTE = "; floats may differ in the last digits (shape-generic kernels, no constant folding)"

@@ -17,6 +17,7 @@ from tfretrace.fix.core.kind import MoveSite
 from tfretrace.fix.core.safety import ADVICE, SAFE, UNSAFE
 from tfretrace.fix.core.source import Replacement, SourceReader
 from tfretrace.fix.kinds import BY_NAME, KINDS, THROUGH_ANOTHER, kind_floor
+from tfretrace.fix.planning.step import PlanStep
 
 # The planner's phases, in order: what `fix --apply` writes, what `--unsafe-fixes` adds, what a
 # person does. A step's count assumes only the steps before it, so the phases never interleave.
@@ -140,3 +141,17 @@ def _traced_def(
          and (n.lineno, n.name) == (traced.lineno, traced.name)),
         None,
     )
+
+
+def after_unsafe(steps: list[PlanStep]) -> list[PlanStep]:
+    """Steps after an unsafe one, unsafe too: each count assumes the steps before it, which ``--apply`` does not make.
+
+    The unsafe phase may take a step TensorFlow checked (a signature declared once a call was cast): it is
+    safe given the unsafe step, so it goes with it (``--unsafe-fixes``), never alone with ``--apply``.
+    """
+    first = next((i for i, s in enumerate(steps) if s.tier == TIER_UNSAFE), None)
+    if first is None:
+        return steps
+    reason = f"it assumes the {steps[first].kind} step before it, which only --unsafe-fixes makes"
+    return [replace(s, safety=UNSAFE, unsafe_reason=reason) if i > first and s.tier == TIER_SAFE else s
+            for i, s in enumerate(steps)]
