@@ -235,3 +235,29 @@ def test_none_made_zeros_in_a_saved_function_announces_the_saved_model_change(tm
     after = _applied(recorded)
     assert recorded.before.traces["step"] > after.traces["step"]
     assert after.results == recorded.before.results
+
+
+def test_a_saved_function_restored_and_called_in_another_file_keeps_its_none_calls(tmp_path: Path) -> None:
+    # serve.py loads the SavedModel and calls the restored scale with None: linked by name across files,
+    # the zero-state step of the saving function is by hand, and --apply leaves the program running.
+    folder = tmp_path / "recorded"
+    folder.mkdir()
+    program = SAVED.replace("if sys.argv[1:] == [\"reload\"]:", "if True:").replace(
+        "    restored = tf.saved_model.load(folder)\n", "    from serve import serve\n").replace(
+        "    state = None\n    for n in range(2):\n        state = restored.step(tf.fill([2, 3], 0.1), state=state)\n"
+        "    print(\"restored\", state.numpy().tolist())\n", "    print(\"restored\", serve(folder))\n")
+    assert "from serve import serve" in program
+    (folder / "prog.py").write_text(program)
+    (folder / "serve.py").write_text(
+        "import tensorflow as tf\n\n\ndef serve(folder):\n    restored = tf.saved_model.load(folder)\n"
+        "    return restored.step(tf.fill([2, 3], 0.1), state=None).numpy().tolist()\n"
+    )
+    before = ran_program(folder)
+    session = saved_session(folder)
+    (saver,) = [f for f in session["functions"] if f["name"] == "Cell.step"]
+    (step,) = [s for s in saver["plan"] if s["kind"] == "zero-state"]
+    assert step["safety"] == "advice" and not step.get("edits")
+    done = _run(folder, "-m", "tfretrace", "fix", "s.json", "--apply")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (folder / "prog.py").read_text() == program
+    assert ran_program(folder) == before

@@ -158,7 +158,7 @@ def test_a_plain_run_never_runs_the_model_again_and_leaves_the_step_unasked(tmp_
     assert "analysis" not in session  # nothing ran after the program
 
 
-def test_a_model_whose_predict_retraced_is_held_for_asking_only_while_small() -> None:
+def test_a_model_whose_predict_retraced_is_held_for_asking_only_while_small(monkeypatch: pytest.MonkeyPatch) -> None:
     # Built and dropped one after another, models predicting at one line would be gone when the run is
     # asked: a few small ones are held; a large one (a search over big models) never is.
     import gc
@@ -169,13 +169,18 @@ def test_a_model_whose_predict_retraced_is_held_for_asking_only_while_small() ->
 
     from tfretrace._tf import keras_live
 
+    # From an empty hold, whatever earlier tests of this process held.
+    monkeypatch.setattr(keras_live, "_held", [])
+    monkeypatch.setattr(keras_live, "_held_weights", [0])
     def predicted(width: int) -> weakref.ref[Any]:
         model = keras.Sequential([keras.Input((width,)), keras.layers.Dense(width)])
         for rows in (1, 2):  # a second input shape: the predict function traces again
             keras_live.remember_predict(model, {"x": np.ones((rows, width), "float32"), "batch_size": None})
         return weakref.ref(model)
 
-    small, large = predicted(8), predicted(4000)  # 72 numbers; 16 million
+    small = predicted(8)  # 72 numbers
+    assert keras_live._held_weights[0] == 72
+    large = predicted(4000)  # 16 million: past the bound of weights, with 7 places left
     gc.collect()
     assert small() is not None and any(m is small() for m in keras_live._held)
-    assert large() is None
+    assert large() is None and len(keras_live._held) == 1 and keras_live._held_weights[0] == 72

@@ -75,3 +75,41 @@ def test_python_ints_beside_a_tensor_become_tensors_of_its_dtype_and_one_signatu
     assert after.results == before.results
     other, original = ran_program(copy, "prog.py", "3", "7"), ran_program(folder, "prog.py", "3", "7")
     assert other.results == original.results and other.traces == {"overlay": 1}
+
+
+UNRECORDED = """\
+import tensorflow as tf
+
+
+@tf.function
+def score(x, label):
+    return tf.reduce_sum(x * tf.cast(label, tf.float32) + tf.cast(label * 2 // 3, tf.float32))
+
+
+def both(x, labels):
+    return score(x, labels[0]) + score(x, labels[1])
+
+
+train = tf.function(both)
+x = tf.ones((4,))
+labels = tf.constant([1, 2, 3], dtype=tf.int64)
+print("train", float(train(x, labels)))
+for k in range(4):
+    print("score", k, float(score(x, k)))
+print("traces", "score", score.experimental_get_tracing_count())
+"""
+
+
+def test_python_ints_beside_a_tensor_call_at_a_line_never_recorded_are_left_as_they_are(tmp_path: Path) -> None:
+    # The tensor calls inside `both` run within another tf.function: their line is not a recorded site, and
+    # wrapping it (tf.constant of a symbolic tensor) would break the program. No tensor-argument edit.
+    folder = tmp_path / "recorded"
+    folder.mkdir()
+    (folder / "prog.py").write_text(UNRECORDED)
+    before = ran_program(folder)
+    (function,) = [f for f in saved_session(folder)["functions"] if f["name"] == "score"]
+    assert not [s for s in edited_steps(function) if s["kind"] == "tensor-argument"]
+    done = _run(folder, "-m", "tfretrace", "fix", "s.json", "--apply")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "tf.constant(labels" not in (folder / "prog.py").read_text()
+    assert ran_program(folder).results == before.results

@@ -252,3 +252,14 @@ def test_a_model_s_rows_are_independent_only_where_every_layer_computes_each_row
     assert predict_rows(model, {"x": {"a": np.ones((3, 4)), "b": np.ones((3, 2))}}) == ROWS_INDEPENDENT
     for other in (tf.ones([3, 4]), [[1.0] * 4] * 3, np.ones((0, 4)), [np.ones((3, 4)), np.ones((2, 4))]):
         assert predict_rows(model, {"x": other}) != ROWS_INDEPENDENT
+
+
+def test_a_module_level_model_named_as_another_model_s_parameter_is_not_padded_for_it(tmp_path: Path) -> None:
+    # The encoder predicted through a helper whose parameter is called `model`, and its second call was
+    # served by the relaxed trace; the module-level `model` centres each batch. Its line is not padded.
+    made = Recorded(tmp_path, "k_pad_other_model")
+    edited = (made.edited / "k_pad_other_model.py").read_text()
+    assert "model.predict(small, verbose=0)" in edited
+    assert made.after.returncode == 0, made.after.stderr[-3000:]
+    assert same_output(made.after.stdout, made.before)
+    assert made.after.stdout.splitlines()[-1] == made.before.splitlines()[-1]  # the centred rows, bit for bit

@@ -33,6 +33,7 @@ from tfretrace._tf.keras_rows import ROWS_INDEPENDENT, inputs_reason
 
 _DEFAULT_BATCH = 32  # Keras' predict on arrays: `if not batch_size: batch_size = 32`
 _MAX_SAMPLES = 4  # input shapes kept per model: each is one predict call's last rows
+_MAX_TENSOR = 1_000_000  # elements of a tensor input read to keep its last rows (it is copied whole)
 # float-last-digits, as bench/fix_judge.py reads it: within 1e-4 relative or 1e-6 absolute.
 _RTOL, _ATOL = 1e-4, 1e-6
 
@@ -130,8 +131,12 @@ def _tensor_rows(x: Any) -> Any:
     if type(x) in (list, tuple):
         items = [_tensor_rows(value) for value in x]
         return type(x)(items) if items and all(v is not None for v in items) else None
-    # EagerTensor.numpy() reads the value already computed: no op runs inside the trace being made.
-    numpy = getattr(x, "numpy", None) if type(x).__name__ == "EagerTensor" else None
+    # EagerTensor.numpy() reads the value already computed: no op runs inside the trace being made. It copies
+    # the whole tensor (slicing first would be an op), so only a small one is read: a few rows of text.
+    size = getattr(getattr(x, "shape", None), "num_elements", None)
+    if type(x).__name__ != "EagerTensor" or not callable(size) or (size() or _MAX_TENSOR) >= _MAX_TENSOR:
+        return None
+    numpy = getattr(x, "numpy", None)
     value = numpy() if callable(numpy) else None
     return value if value is not None and getattr(value, "ndim", 0) > 0 else None
 

@@ -95,6 +95,11 @@ def edits_by_file(
     reader = reader or SourceReader()
     files: dict[str, list[tuple[int, Replacement]]] = {}
     advice: list[Advice] = []
+    # The replacements of steps this run does not make (unsafe without --unsafe-fixes): another function's
+    # safe step making the same one (one call line, two models) would make it for that function too.
+    held = {edit: (owner, report.display_name()) for owner, report in enumerate(session.functions)
+            for step in plan_steps(report) if step.tier == 1 and not unsafe
+            for edit in step.edits if _replaces(edit)}
     for owner, report in enumerate(session.functions):
         for step in plan_steps(report):
             if not step.edits:
@@ -106,6 +111,11 @@ def edits_by_file(
                                      step.unsafe_reason or "unsafe", unsafe))
                 if not unsafe:
                     continue
+            other = next((held[e] for e in step.edits if e in held and held[e][0] != owner), None)
+            if other is not None:
+                advice.append(Advice(report.display_name(), step.summary + f" (not applied: {other[1]}'s step makes "
+                                     "the same edit, and it is unsafe)", user_place(report)))
+                continue
             # The same edit, already made for another function (two models predicting at one line).
             written = all(_written(files, edit) for edit in step.edits)
             if not written and _clashes(files, owner, step.edits):
@@ -137,6 +147,11 @@ def _same_insertion(a: Replacement, b: Replacement) -> bool:
     # Whole lines inserted at one point (statements moved before the same loop).
     empty = (a.span.line, a.span.col) == (a.span.end_line, a.span.end_col)
     return a.span == b.span and empty and a.text.endswith("\n") and b.text.endswith("\n")
+
+
+def _replaces(edit: Replacement) -> bool:
+    """Whether the edit replaces code (an insertion at a point, such as a helper written once, does not)."""
+    return (edit.span.line, edit.span.col) != (edit.span.end_line, edit.span.end_col)
 
 
 def _written(files: dict[str, list[tuple[int, Replacement]]], edit: Replacement) -> bool:

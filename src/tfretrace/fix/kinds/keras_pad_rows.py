@@ -9,7 +9,8 @@ The edit: each ``model.predict(x, ...)`` call at a line where the run saw that m
 ``predict_full_batches(model, x, ...)``, a helper written once at the top of the file (after its
 imports). Where the run made calls after the relaxed trace (at lines it never recorded, since they did
 not trace), each module-level ``.predict`` of the same batch size whose receiver is the recorded one, a
-module-level name bound once (so the same model), is rewritten too: the edit removes the relaxed trace
+name one module-level statement binds and nothing else does (so the same model), is rewritten too, where
+every recorded call is itself such a call: the edit removes the relaxed trace
 those calls used. A ``.predict`` anywhere else, whatever its receiver is called, is left as it is. For
 NumPy inputs the helper predicts the full batches as they are (views: the input is never copied)
 and the last partial batch padded on the rows only (axis 0, the last row repeated) to a full one,
@@ -180,10 +181,11 @@ def _site_calls(
         top = _after_imports(tree)
         if top is None:
             return None
-        if unseen:
+        same = same_model_calls(tree, names) if unseen else []
+        if same and all(c in same for c in calls[path]):
+            # Only where every recorded call is itself such a call: then the name is that model everywhere.
             sizes = {batch_of[site] for site in sites if site.rpartition(":")[0] == path}
-            calls[path] += [c for c in same_model_calls(tree, names) if c not in calls[path]
-                            and (_batch_size(c) or _DEFAULT_BATCH) in sizes]
+            calls[path] += [c for c in same if c not in calls[path] and (_batch_size(c) or _DEFAULT_BATCH) in sizes]
         first = _start(top)
         edits.append(Replacement(Span(path, first, 0, first, 0), HELPER))
         edits.extend(Replacement(span_of(call, path), _helper_call(call)) for call in calls[path])
@@ -202,13 +204,26 @@ def same_model_calls(tree: ast.Module, receivers: set[str]) -> list[ast.Call]:
 
 
 def _bound_once(tree: ast.Module, name: str) -> bool:
+    """Whether ``name`` is bound by one plain assignment, a statement of the module itself (not in a loop, an if,
+    a with or a try: run once), and by nothing else anywhere in the file."""
     stores = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name
               and isinstance(n.ctx, (ast.Store, ast.Del))]
+    top = [n for statement in tree.body if isinstance(statement, (ast.Assign, ast.AnnAssign))
+           for n in ast.walk(statement) if n in stores]
     declared = any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(tree))
-    bound = any(isinstance(n, ast.alias) and (n.asname or n.name) == name for n in ast.walk(tree)) or any(
-        isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
-        for n in ast.walk(tree))
-    return len(stores) == 1 and isinstance(stores[0].ctx, ast.Store) and not declared and not bound
+    bound = any(_binds_otherwise(n, name) for n in ast.walk(tree))
+    return len(stores) == 1 and len(top) == 1 and isinstance(stores[0].ctx, ast.Store) and not declared and not bound
+
+
+def _binds_otherwise(node: ast.AST, name: str) -> bool:
+    # Bindings that are no ast.Name store: imports (`import a.b` binds a), defs, except-as, match captures.
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name.partition(".")[0]) == name
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)):
+        return node.name == name
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        return node.name == name
+    return isinstance(node, ast.MatchMapping) and node.rest == name
 
 
 def _predict_calls(tree: ast.Module) -> list[ast.Call]:
@@ -299,7 +314,8 @@ def check_edit(anchors: Anchors, edit: Replacement) -> str | None:
         recorded = [c for c in _predict_calls(tree) if isinstance(c.func, ast.Attribute)
                     and any(f"{span.path}:{n}" in sites for n in range(c.lineno, (c.end_lineno or c.lineno) + 1))]
         names = {ast.unparse(c.func.value) for c in recorded if isinstance(c.func, ast.Attribute)}
-        if found not in same_model_calls(tree, names):
+        same = same_model_calls(tree, names)
+        if found not in same or not all(c in same for c in recorded):
             return ("not a line where the run recorded this model's predict, nor a module-level call of the "
                     "recorded receiver bound once (another object's .predict may read the same)")
     new = expression(edit.text)
@@ -341,7 +357,8 @@ KIND = Kind(
         '`verbose` and a literal `batch_size`; no `predict_on_batch` of that name in the file) becomes '
         "`predict_full_batches(model, x)`, a helper written once after the file's imports; where the run "
         'called predict after its relaxed trace (lines never recorded), also each module-level `.predict` of the '
-        'same batch size on the recorded receiver, a module-level name bound once; any other `.predict`, '
+        'same batch size on the recorded receiver, where every recorded call is one too and the name is bound '
+        'once, by a statement of the module itself; any other `.predict`, '
         'whatever its receiver is called, is left as it is. For NumPy inputs the '
         'helper predicts the full batches as they are (views: the input is never copied) and the last '
         'partial batch padded on the rows only (the last row repeated) to a full one, and cuts every '

@@ -66,6 +66,8 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     keep = ctx.sites([c for c in state.replay.calls if c.index not in python])
     if set(keep) & set(ctx.sites(calls)):
         return None  # one line passes both: a tensor there cannot be wrapped again
+    if keep and set(ctx.all_sites(calls)) - set(ctx.sites(calls)) - set(keep):
+        return None  # a line the run never recorded calls it too: whether it passes a tensor is not known
     flag = types == {"bool"}
     guess = "bool" if flag else NUMBER_DTYPES["float" if "float" in types else "int"]
     node = None if ctx.definition is None else ctx.definition.node

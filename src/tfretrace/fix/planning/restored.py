@@ -68,24 +68,17 @@ def announce_serving(report: FunctionReport, step: PlanStep) -> PlanStep:
 def link_restored(functions: tuple[FunctionReport, ...]) -> tuple[FunctionReport, ...]:
     """The reports with restored functions' plans told what the saving function's applied step changes."""
     out = list(functions)
+    changed = _calls_changed(functions, out)
     rows: dict[int, list[int]] = {}  # saving function -> its restored rows
     for i, restored in enumerate(functions):
         saver = _saver(functions, restored)
         if saver is not None:
             rows.setdefault(functions.index(saver), []).append(i)
     for j, linked in rows.items():
+        if j in changed:
+            continue
         saver = functions[j]
         steps = [PlanStep.from_dict(dict(s)) for s in saver.plan]
-        changing = next((n for n, s in enumerate(steps) if _changes_calls(s)), None)
-        if changing is not None:
-            # The saver's calls change before any signature is declared: the SavedModel would hold
-            # other concrete functions than the ones the restored calls found in this run. From that
-            # step on, by hand (a later step's count assumes the earlier ones).
-            restored = functions[linked[0]]
-            plan = tuple((_calls_by_hand(s, restored) if n >= changing and s.edits else s).to_dict()
-                         for n, s in enumerate(steps))
-            out[j] = replace(saver, plan=plan, fix_counts=fix_counts(plan))
-            continue
         declared = [(n, s) for n, s in numbered(steps) if s.kind in _DECLARING and s.by == BY_TOOL]
         if not declared:
             continue
@@ -99,6 +92,31 @@ def link_restored(functions: tuple[FunctionReport, ...]) -> tuple[FunctionReport
         for i in linked:
             out[i] = _with_step(out[i], saver, number, step)
     return tuple(out)
+
+
+def _calls_changed(functions: tuple[FunctionReport, ...], out: list[FunctionReport]) -> set[int]:
+    """Saving functions whose calls a step changes, where the run also called a restored function of that
+    name (in any file): that step and the later ones made by hand in ``out``; their indexes.
+
+    The SavedModel would hold other concrete functions than the ones the restored calls found in this
+    run, and a restored call matching none of them fails. A later step's count assumes the earlier ones.
+    """
+    done: set[int] = set()
+    for j, saver in enumerate(functions):
+        if not any(e.cause == "saved-model-export" for e in saver.events):
+            continue
+        short = saver.name.rsplit(".", 1)[-1]
+        restored = [f for f in functions if f.name.endswith(RESTORED_SUFFIX) and f.events
+                    and f.name[: -len(RESTORED_SUFFIX)] == short]
+        steps = [PlanStep.from_dict(dict(s)) for s in saver.plan]
+        changing = next((n for n, s in enumerate(steps) if _changes_calls(s)), None)
+        if not restored or changing is None:
+            continue
+        plan = tuple((_calls_by_hand(s, restored[0]) if n >= changing and s.edits else s).to_dict()
+                     for n, s in enumerate(steps))
+        out[j] = replace(saver, plan=plan, fix_counts=fix_counts(plan))
+        done.add(j)
+    return done
 
 
 def _saver(functions: tuple[FunctionReport, ...], restored: FunctionReport) -> FunctionReport | None:
