@@ -261,3 +261,51 @@ def test_a_saved_function_restored_and_called_in_another_file_keeps_its_none_cal
     assert done.returncode == 0, done.stderr[-3000:]
     assert (folder / "prog.py").read_text() == program
     assert ran_program(folder) == before
+
+
+# A train step defined inside run(), closing over nothing: each run passes a new model and optimizer, whose
+# variables each new tf.function object creates at its first call.
+PER_RUN = """\
+import tensorflow as tf
+
+x = tf.reshape(tf.range(8, dtype=tf.float32), [4, 2]) / 8.0
+y = tf.ones([4, 1])
+
+
+def run(rate):
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1, kernel_initializer="ones")])
+    opt = tf.keras.optimizers.SGD(rate)
+
+    @tf.function
+    def step(model, opt, x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x) - y))
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    for _ in range(3):
+        loss = step(model, opt, x, y)
+    return round(float(loss), 5)
+
+
+for rate in (0.1, 0.2, 0.3):
+    print("run", rate, run(rate))
+"""
+
+
+def test_a_nested_def_whose_objects_each_created_variables_is_not_hoisted_by_any_apply(tmp_path: Path) -> None:
+    # One object at module level would have to create the second run's variables on a later trace, which
+    # TensorFlow refuses (--apply wrote the hoist, and the program failed): by hand, saying so.
+    folder = tmp_path / "recorded"
+    folder.mkdir()
+    (folder / "prog.py").write_text(PER_RUN)
+    before = ran_program(folder)
+    (function,) = [f for f in saved_session(folder)["functions"] if f["name"] == "run.<locals>.step"]
+    (hoist,) = [s for s in function["plan"] if s["kind"] == "hoist-def"]
+    assert hoist["safety"] == "advice" and not hoist["edits"]
+    for options in ((), ("--unsafe-fixes",)):
+        done = _run(folder, "-m", "tfretrace", "fix", "s.json", "--apply", *options)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert (folder / "prog.py").read_text() == PER_RUN
+    assert ran_program(folder).results == before.results

@@ -36,7 +36,29 @@ def classified(ctx: FunctionContext, candidate: Candidate) -> Candidate:
         random = None  # a run that fixed no seed had no stream to keep: announced as random-stream
     safety, reason = classify(candidate.kind, candidate.edits, ctx.reader, names=ctx.names, traced=node, random=random,
                               tf_check=candidate.tf_check, condition=candidate.condition)
+    merged = _merges_variable_makers(candidate) if candidate.edits else None
+    if merged is not None:
+        # Not an unsafe edit but a broken one, whatever the phase: by hand, saying why.
+        return replace(candidate, edits=(), safety=ADVICE, unsafe_reason=None,
+                       summary=f"{candidate.summary} (by hand: {merged})")
     return replace(candidate, safety=safety, unsafe_reason=reason)
+
+
+def _merges_variable_makers(candidate: Candidate) -> str | None:
+    """Why a step that leaves fewer tf.function objects than made variables at their first call fails, or None.
+
+    Each such object created variables of its own on its first call (a model or an optimizer made per run):
+    one object serving them all would have to create variables again on a later trace, which TensorFlow
+    refuses (``tf.function only supports singleton tf.Variables created on the first call``), or, where no
+    later call traces, would keep using the first run's variables.
+    """
+    assert candidate.state is not None
+    replay = candidate.state.replay
+    objects = len({call.obj for call in replay.calls}) or 1
+    if replay.variable_traces < 2 or objects >= replay.variable_traces:
+        return None
+    return (f"{replay.variable_traces} tf.function objects each created variables at their first call; "
+            f"{objects} left would have to create them again on a later trace, which TensorFlow refuses")
 
 
 def unseeded(ctx: FunctionContext) -> str | None:
