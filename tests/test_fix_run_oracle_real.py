@@ -81,7 +81,7 @@ for epoch in range(2):
     for i in range(4):
         print("pick", epoch, i, pick(data, i).numpy().tolist())
         print("cubed", epoch, i, float(tf.reduce_sum(cubed(data, i))))
-        print("annealed", epoch, i, float(annealed(data, i)))
+        print("annealed", epoch, i, float(annealed(data, i + 1)))
     for size in (4, 4, 3, 2):
         print("noisy", epoch, size, float(tf.reduce_sum(noisy(data[:size]))))
         print("seeded", epoch, size, float(tf.reduce_sum(seeded(data[:size]))))
