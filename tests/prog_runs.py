@@ -50,6 +50,18 @@ def saved_session(folder: Path, script: str = "prog.py", *args: str, name: str =
     return session
 
 
+def recorded(folder: Path, program: str, *args: str) -> tuple[Ran, dict[str, dict[str, Any]]]:
+    """``program`` written to ``folder/prog.py``, run as python runs it and recorded by ``tfretrace run --save
+    s.json``: what it printed and TensorFlow counted, and the saved functions by name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "prog.py").write_text(program)
+    before = ran_program(folder, "prog.py", *args)
+    functions = saved_session(folder, "prog.py", *args)["functions"]
+    by_name = {f["name"]: f for f in functions}
+    assert len(by_name) == len(functions), "two recorded functions share a name"
+    return before, by_name
+
+
 def edited_steps(function: dict[str, Any]) -> list[dict[str, Any]]:
     """A saved function's plan steps that edit the program."""
     return [s for s in function["plan"] if s.get("edits")]

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from prog_runs import Ran, ran_program, saved_session
+from prog_runs import Ran, ran_program, recorded, saved_session
 from prog_runs import run_in as _run
 
 pytestmark = pytest.mark.tf
@@ -214,11 +214,8 @@ def test_none_made_zeros_in_a_function_saved_and_reloaded_is_left_by_hand_and_ev
     # The restored step is called with state None: a SavedModel written from the calls as edited holds
     # no concrete function for None, and the restored call would fail. By hand, so no apply writes it.
     folder = tmp_path / "recorded"
-    folder.mkdir()
-    (folder / "prog.py").write_text(SAVED)
-    before = ran_program(folder, "prog.py", "reload")
-    session = saved_session(folder, "prog.py", "reload")
-    (saver,) = [f for f in session["functions"] if f["name"] == "Cell.step"]
+    before, functions = recorded(folder, SAVED, "reload")
+    saver = functions["Cell.step"]
     (step,) = [s for s in saver["plan"] if s["kind"] == "zero-state"]
     assert step["safety"] == "advice" and not step.get("edits")
     for options in ((), ("--unsafe-fixes",)):
@@ -247,14 +244,12 @@ def test_a_saved_function_restored_and_called_in_another_file_keeps_its_none_cal
         "    state = None\n    for n in range(2):\n        state = restored.step(tf.fill([2, 3], 0.1), state=state)\n"
         "    print(\"restored\", state.numpy().tolist())\n", "    print(\"restored\", serve(folder))\n")
     assert "from serve import serve" in program
-    (folder / "prog.py").write_text(program)
     (folder / "serve.py").write_text(
         "import tensorflow as tf\n\n\ndef serve(folder):\n    restored = tf.saved_model.load(folder)\n"
         "    return restored.step(tf.fill([2, 3], 0.1), state=None).numpy().tolist()\n"
     )
-    before = ran_program(folder)
-    session = saved_session(folder)
-    (saver,) = [f for f in session["functions"] if f["name"] == "Cell.step"]
+    before, functions = recorded(folder, program)
+    saver = functions["Cell.step"]
     (step,) = [s for s in saver["plan"] if s["kind"] == "zero-state"]
     assert step["safety"] == "advice" and not step.get("edits")
     done = _run(folder, "-m", "tfretrace", "fix", "s.json", "--apply")
@@ -298,10 +293,8 @@ def test_a_nested_def_whose_objects_each_created_variables_is_not_hoisted_by_any
     # One object at module level would have to create the second run's variables on a later trace, which
     # TensorFlow refuses (--apply wrote the hoist, and the program failed): by hand, saying so.
     folder = tmp_path / "recorded"
-    folder.mkdir()
-    (folder / "prog.py").write_text(PER_RUN)
-    before = ran_program(folder)
-    (function,) = [f for f in saved_session(folder)["functions"] if f["name"] == "run.<locals>.step"]
+    before, functions = recorded(folder, PER_RUN)
+    function = functions["run.<locals>.step"]
     (hoist,) = [s for s in function["plan"] if s["kind"] == "hoist-def"]
     assert hoist["safety"] == "advice" and not hoist["edits"]
     for options in ((), ("--unsafe-fixes",)):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from prog_runs import edited_steps, ran_program, saved_session
+from prog_runs import edited_steps, ran_program, recorded
 from prog_runs import run_in as _run
 
 pytestmark = pytest.mark.tf
@@ -55,10 +55,8 @@ def test_python_ints_beside_a_tensor_become_tensors_of_its_dtype_and_one_signatu
     tmp_path: Path,
 ) -> None:
     folder = tmp_path / "recorded"
-    folder.mkdir()
-    (folder / "prog.py").write_text(PROGRAM)
-    before = ran_program(folder)
-    (function,) = [f for f in saved_session(folder)["functions"] if f["name"] == "overlay"]
+    before, functions = recorded(folder, PROGRAM)
+    function = functions["overlay"]
     steps = edited_steps(function)
     assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [
         ("tensor-argument", "safe", "tensorflow"), ("input-signature", "safe", "tensorflow"),
@@ -104,10 +102,8 @@ def test_python_ints_beside_a_tensor_call_at_a_line_never_recorded_are_left_as_t
     # The tensor calls inside `both` run within another tf.function: their line is not a recorded site, and
     # wrapping it (tf.constant of a symbolic tensor) would break the program. No tensor-argument edit.
     folder = tmp_path / "recorded"
-    folder.mkdir()
-    (folder / "prog.py").write_text(UNRECORDED)
-    before = ran_program(folder)
-    (function,) = [f for f in saved_session(folder)["functions"] if f["name"] == "score"]
+    before, functions = recorded(folder, UNRECORDED)
+    function = functions["score"]
     assert not [s for s in edited_steps(function) if s["kind"] == "tensor-argument"]
     done = _run(folder, "-m", "tfretrace", "fix", "s.json", "--apply")
     assert done.returncode == 0, done.stderr[-3000:]

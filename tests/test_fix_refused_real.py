@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from prog_runs import edited_steps, ran_program, saved_session
+from prog_runs import edited_steps, ran_program, recorded
 from prog_runs import run_in as _run
 
 pytestmark = pytest.mark.tf
@@ -51,10 +51,7 @@ print("traces", "framed", framed.experimental_get_tracing_count())
 
 def test_a_signature_tensorflow_cannot_trace_is_left_by_hand_and_the_one_it_can_is_applied(tmp_path: Path) -> None:
     folder = tmp_path / "recorded"
-    folder.mkdir()
-    (folder / "prog.py").write_text(PROGRAM)
-    before = ran_program(folder)
-    functions = {f["name"]: f for f in saved_session(folder)["functions"]}
+    before, functions = recorded(folder, PROGRAM)
 
     unstacked = functions["rows_total"]["plan"]
     assert not edited_steps(functions["rows_total"])  # neither reduce_retracing nor the signature is written

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -81,7 +82,7 @@ def remember_predict(model: Any, predict_locals: dict[str, Any]) -> None:
         refused = inputs_reason(x)
         if refused is not None or leaves is None:
             _refused.setdefault(model, refused or "predict was given something other than NumPy arrays")
-            _keep(_tensor_samples, model, _tensor_rows(x), batch)
+            _keep(_tensor_samples, model, _map(x, _eager_rows), batch)
             return
         _keep(_samples, model, x, batch)
         _verdicts.pop(model, None)  # a new input shape: ask again
@@ -113,32 +114,23 @@ def _weights(model: Any) -> int | None:
     total = 0
     for weight in getattr(model, "weights", ()):
         shape = getattr(weight, "shape", None)
-        dims = list(shape) if shape is not None else None
-        if dims is None or any(not isinstance(d, int) for d in dims):
+        dims: list[Any] = list(shape) if shape is not None else [None]
+        if any(not isinstance(d, int) for d in dims):
             return None
-        size = 1
-        for d in dims:
-            size *= d
-        total += size
+        total += math.prod(dims)
     return total
 
 
-def _tensor_rows(x: Any) -> Any:
-    """An eager tensor input (one, or a dict, list or tuple of them) as NumPy, None for anything else."""
-    if type(x) is dict:
-        found = {key: _tensor_rows(value) for key, value in x.items()}
-        return found if found and all(v is not None for v in found.values()) else None
-    if type(x) in (list, tuple):
-        items = [_tensor_rows(value) for value in x]
-        return type(x)(items) if items and all(v is not None for v in items) else None
-    # EagerTensor.numpy() reads the value already computed: no op runs inside the trace being made. It copies
-    # the whole tensor (slicing first would be an op), so only a small one is read: a few rows of text.
+def _eager_rows(x: Any) -> Any:
+    """A small eager tensor as NumPy, None for anything else (``_leaves`` then refuses the input).
+
+    EagerTensor.numpy() reads the value already computed: no op runs inside the trace being made. It copies
+    the whole tensor (slicing first would be an op), so only a small one is read: a few rows of text.
+    """
     size = getattr(getattr(x, "shape", None), "num_elements", None)
     if type(x).__name__ != "EagerTensor" or not callable(size) or (size() or _MAX_TENSOR) >= _MAX_TENSOR:
         return None
-    numpy = getattr(x, "numpy", None)
-    value = numpy() if callable(numpy) else None
-    return value if value is not None and getattr(value, "ndim", 0) > 0 else None
+    return x.numpy()
 
 
 def kept_inputs(model: Any) -> list[tuple[Any, int]]:

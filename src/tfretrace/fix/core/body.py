@@ -139,8 +139,8 @@ def reads_static_size(node: ast.AST, param: str, leading_only: bool = False) -> 
             and isinstance(sub.value.value, ast.Name)
             and sub.value.value.id == param
         ):
-            index = sub.slice
-            if leading_only and isinstance(index, ast.Constant) and type(index.value) is int and index.value > 0:
+            index = _constant_index(sub.slice)
+            if leading_only and index is not None and index > 0:
                 continue
             return True
         if (

@@ -60,13 +60,13 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
 def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None]) -> Candidate | None:
     # Calls that already pass a tensor there (labels as a tensor while training, each label a Python int
     # while scoring) stay as they are, and so do their sites: only the Python values become tensors.
-    calls = tuple(c for c in state.replay.calls if any(leaf.path == path and leaf.kind == PYTHON
-                                                       for leaf in c.signature))
-    python = {c.index for c in calls}
-    keep = ctx.sites([c for c in state.replay.calls if c.index not in python])
-    if set(keep) & set(ctx.sites(calls)):
+    valued = [any(leaf.path == path and leaf.kind == PYTHON for leaf in c.signature) for c in state.replay.calls]
+    calls = tuple(c for c, value in zip(state.replay.calls, valued, strict=True) if value)
+    others = [c for c, value in zip(state.replay.calls, valued, strict=True) if not value]
+    keep, sites = ctx.sites(others), set(ctx.sites(calls))
+    if set(keep) & sites:
         return None  # one line passes both: a tensor there cannot be wrapped again
-    if keep and set(ctx.all_sites(calls)) - set(ctx.sites(calls)) - set(keep):
+    if keep and set(ctx.all_sites(calls)) - sites - set(keep):
         return None  # a line the run never recorded calls it too: whether it passes a tensor is not known
     flag = types == {"bool"}
     guess = "bool" if flag else NUMBER_DTYPES["float" if "float" in types else "int"]
@@ -74,8 +74,7 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     if guess == "int32" and node is not None:
         guess = number_dtype(node, path)  # a tf.summary step must be int64
     # The dtype the program's own tensors have there, where some calls pass one: the body is written for it.
-    given = {leaf.dtype for c in state.replay.calls if c.index not in python for leaf in c.signature
-             if leaf.path == path and leaf.kind == TENSOR}
+    given = {leaf.dtype for c in others for leaf in c.signature if leaf.path == path and leaf.kind == TENSOR}
     own = next(iter(given)) if len(given) == 1 else None
     if keep and own is None:
         return None

@@ -52,7 +52,7 @@ def announce_serving(report: FunctionReport, step: PlanStep) -> PlanStep:
 
     ``changes`` keeps a value already set (a random stream is a change of results); the sentence is added.
     """
-    if not any(e.cause == "saved-model-export" for e in report.events):
+    if not _saved(report):
         return step
     if step.kind in _DECLARING:
         said = SERVING_DEFAULT
@@ -67,8 +67,8 @@ def announce_serving(report: FunctionReport, step: PlanStep) -> PlanStep:
 
 def link_restored(functions: tuple[FunctionReport, ...]) -> tuple[FunctionReport, ...]:
     """The reports with restored functions' plans told what the saving function's applied step changes."""
-    out = list(functions)
-    changed = _calls_changed(functions, out)
+    changed = _calls_changed(functions)
+    out = [changed.get(i, report) for i, report in enumerate(functions)]
     rows: dict[int, list[int]] = {}  # saving function -> its restored rows
     for i, restored in enumerate(functions):
         saver = _saver(functions, restored)
@@ -86,7 +86,7 @@ def link_restored(functions: tuple[FunctionReport, ...]) -> tuple[FunctionReport
         uncovered = [functions[i] for i in linked if not _covered(saver, functions[i])]
         if uncovered:
             # One restored row the signature might refuse is enough: no row counts on it.
-            plan = tuple((_by_hand(s, uncovered[0]) if s is step else s).to_dict() for s in steps)
+            plan = tuple((_by_hand(s, _unseen_signatures(uncovered[0])) if s is step else s).to_dict() for s in steps)
             out[j] = replace(saver, plan=plan, fix_counts=fix_counts(plan))
             continue
         for i in linked:
@@ -94,16 +94,16 @@ def link_restored(functions: tuple[FunctionReport, ...]) -> tuple[FunctionReport
     return tuple(out)
 
 
-def _calls_changed(functions: tuple[FunctionReport, ...], out: list[FunctionReport]) -> set[int]:
+def _calls_changed(functions: tuple[FunctionReport, ...]) -> dict[int, FunctionReport]:
     """Saving functions whose calls a step changes, where the run also called a restored function of that
-    name (in any file): that step and the later ones made by hand in ``out``; their indexes.
+    name (in any file), by index: that step and the later ones made by hand.
 
     The SavedModel would hold other concrete functions than the ones the restored calls found in this
     run, and a restored call matching none of them fails. A later step's count assumes the earlier ones.
     """
-    done: set[int] = set()
+    changed: dict[int, FunctionReport] = {}
     for j, saver in enumerate(functions):
-        if not any(e.cause == "saved-model-export" for e in saver.events):
+        if not _saved(saver):
             continue
         short = saver.name.rsplit(".", 1)[-1]
         restored = [f for f in functions if f.name.endswith(RESTORED_SUFFIX) and f.events
@@ -112,11 +112,15 @@ def _calls_changed(functions: tuple[FunctionReport, ...], out: list[FunctionRepo
         changing = next((n for n, s in enumerate(steps) if _changes_calls(s)), None)
         if not restored or changing is None:
             continue
-        plan = tuple((_calls_by_hand(s, restored[0]) if n >= changing and s.edits else s).to_dict()
-                     for n, s in enumerate(steps))
-        out[j] = replace(saver, plan=plan, fix_counts=fix_counts(plan))
-        done.add(j)
-    return done
+        why = _fewer_saved(restored[0])
+        plan = tuple((_by_hand(s, why) if n >= changing and s.edits else s).to_dict() for n, s in enumerate(steps))
+        changed[j] = replace(saver, plan=plan, fix_counts=fix_counts(plan))
+    return changed
+
+
+def _saved(report: FunctionReport) -> bool:
+    """Whether ``tf.saved_model.save`` wrote this function into a SavedModel in the run."""
+    return any(e.cause == "saved-model-export" for e in report.events)
 
 
 def _saver(functions: tuple[FunctionReport, ...], restored: FunctionReport) -> FunctionReport | None:
@@ -136,7 +140,7 @@ def _saver(functions: tuple[FunctionReport, ...], restored: FunctionReport) -> F
         # restored name does not say which object was saved. The model's re-traces inside the
         # save do not make it the saved one (tensorflow/docs mlp_core saves the wrapper).
         return None
-    found = [f for f in named if any(e.cause == "saved-model-export" for e in f.events)]
+    found = [f for f in named if _saved(f)]
     return found[0] if len(found) == 1 else None
 
 
@@ -188,24 +192,16 @@ def _changes_calls(step: PlanStep) -> bool:
             and step.traces_after < step.traces_before)
 
 
-def _calls_by_hand(step: PlanStep, restored: FunctionReport) -> PlanStep:
-    return replace(
-        step,
-        edits=(),
-        summary=step.summary + f" (by hand: this function is saved into a SavedModel that {restored.display_name()} "
-        f"restores and calls at {restored.location}; with fewer traces the SavedModel holds fewer concrete "
-        "functions, and a restored call may match none of them)",
-        safety="advice",
-        unsafe_reason=None,
-    )
+def _by_hand(step: PlanStep, why: str) -> PlanStep:
+    return replace(step, edits=(), summary=f"{step.summary} (by hand: {why})", safety="advice", unsafe_reason=None)
 
 
-def _by_hand(step: PlanStep, restored: FunctionReport) -> PlanStep:
-    return replace(
-        step,
-        edits=(),
-        summary=step.summary + f" (by hand: {restored.display_name()} is called at {restored.location} with input "
-        "signatures this function never was; check the signature accepts them before declaring it)",
-        safety="advice",
-        unsafe_reason=None,
-    )
+def _unseen_signatures(restored: FunctionReport) -> str:
+    return (f"{restored.display_name()} is called at {restored.location} with input signatures this function "
+            "never was; check the signature accepts them before declaring it")
+
+
+def _fewer_saved(restored: FunctionReport) -> str:
+    return (f"this function is saved into a SavedModel that {restored.display_name()} restores and calls at "
+            f"{restored.location}; with fewer traces the SavedModel holds fewer concrete functions, and a restored "
+            "call may match none of them")
