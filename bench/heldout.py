@@ -102,6 +102,18 @@ def tf_name(f: FunctionReport, counts: dict[str, int], sessions: Sequence[Functi
     return f.name if f.name in counts else (short if short in counts else None)
 
 
+def counterpart(f: FunctionReport, report: dict[str, list[FunctionReport]]) -> FunctionReport | None:
+    """``f``'s function in the edited run's report: same name (and model), then same location, or a sole one.
+
+    The predict functions of several Keras models share one name and one location (Keras's trainer):
+    only the model's name, in the display name, tells them apart.
+    """
+    same = report.get(f.name) or report.get(f.name.rsplit(".", 1)[-1], [])
+    if f.keras is not None:
+        same = [g for g in same if g.display_name() == f.display_name()]
+    return next((g for g in same if g.location == f.location), same[0] if len(same) == 1 else None)
+
+
 def _variant(
     name: str, variant: str, folder: Path, flags: Sequence[str], size: int,
     base: tuple[Ran, Ran, Ran], session: Sequence[FunctionReport], log: dict[str, object],
@@ -140,8 +152,7 @@ def _variant(
             moved = after.counts.get(key, after.counts.get(key.rsplit(".", 1)[-1], 0))
             before, measured = plain.counts.get(key), moved if after.status == 0 else None
         else:
-            same = report.get(f.name) or report.get(f.name.rsplit(".", 1)[-1], [])
-            now = next((g for g in same if g.location == f.location), same[0] if len(same) == 1 else None)
+            now = counterpart(f, report)
             before = f.traces
             measured = (now.traces if now else 0) if report else None
         predicted = saved_prediction(f, reader) if variant == "apply" else None

@@ -10,6 +10,9 @@ from types import ModuleType
 
 import pytest
 
+from tfretrace.records.events import KerasInfo
+from tfretrace.records.function_report import FunctionReport
+
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 PROGRAMS = sorted((BENCH / "heldout").glob("*.py"))
 
@@ -73,3 +76,34 @@ def test_a_program_without_a_size_argument_is_refused(tmp_path: Path) -> None:
 def test_an_unknown_program_name_is_refused_with_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert _bench().main(["--programs", "no_such_program"]) == 2
     assert "no_such_program" in capsys.readouterr().err
+
+
+def _predict(model: str, traces: int) -> FunctionReport:
+    return FunctionReport(
+        name="one_step_on_data_distributed", location="keras/src/backend/tensorflow/trainer.py:279",
+        calls=traces, traces=traces, trace_seconds=0.1, objects=1, events=(),
+        keras=KerasInfo(model, "Sequential", "predict", "app.py:3"),
+    )
+
+
+def test_each_keras_models_predict_is_counted_from_its_own_function_after_the_edit() -> None:
+    # Every model's predict function has one name and one location: the model's name tells them apart
+    # (the bench once gave each model the first model's count).
+    after = [_predict("sequential", 3), _predict("sequential_2", 2), _predict("sequential_3", 1)]
+    report = {"one_step_on_data_distributed": after}
+    counterpart = _bench().counterpart
+    assert [counterpart(_predict(m, 2), report) for m in ("sequential", "sequential_2", "sequential_3")] == after
+    assert counterpart(_predict("sequential_9", 2), report) is None  # that model never predicted
+
+
+def test_a_plain_function_is_found_by_location_then_as_the_sole_one() -> None:
+    def plain(location: str, traces: int) -> FunctionReport:
+        return FunctionReport(name="step", location=location, calls=1, traces=traces, trace_seconds=0.1,
+                              objects=1, events=())
+
+    counterpart = _bench().counterpart
+    moved = plain("a.py:9", 1)
+    assert counterpart(plain("a.py:3", 4), {"step": [moved]}) is moved
+    two = [plain("a.py:3", 2), plain("b.py:3", 1)]
+    assert counterpart(plain("b.py:3", 4), {"step": two}) is two[1]
+    assert counterpart(plain("c.py:3", 4), {"step": two}) is None
