@@ -61,6 +61,7 @@ from fix_judge import (
     other_args,
     program_output,
     recorded,
+    same_model,
 )
 
 from tfretrace.fix.core.source import SourceReader
@@ -167,14 +168,19 @@ def apply_and_run(folder: Path, rel: str, before: Session, original: Original, u
     return Applied(ran.status, output, other, after, counts)
 
 
+def _key(f: FunctionReport) -> tuple[str, str, str]:
+    # Several Keras models' predict functions share a name and a location, not a model.
+    return f.name, f.location, f.display_name()
+
+
 def _measured(f: FunctionReport, before: Session, done: Applied) -> tuple[int | None, bool]:
     """TensorFlow's count of one recorded function after the fix (else tfretrace's), and whether TF's."""
     # A def moved out of its function to module level loses the "outer.<locals>." prefix.
     short = f.name.rsplit(".", 1)[-1]
-    same = done.after.get(f.name) or done.after.get(short, [])
+    same = same_model(f, done.after.get(f.name) or done.after.get(short, []))
     # By name; by place only between rows of one name (an edit above them shifts lines).
     now = same[0] if len(same) == 1 else next((g for g in same if g.location == f.location), None)
-    peers = sorted((g for g in before.functions if g.name == f.name), key=_line)
+    peers = sorted(same_model(f, [g for g in before.functions if g.name == f.name]), key=_line)
     if now is None and len(same) == len(peers) > 1:
         # An edit moved one of them (a pipeline built before its loop): match in line order.
         now = sorted(same, key=_line)[peers.index(f)]
@@ -208,8 +214,8 @@ def measure(script: Path) -> list[Row]:
         before: Session = load(folder / "before.json")
         reader = SourceReader(folder)
         # Keyed by name and place: two pipelines may map the same function (one row each).
-        predicted = {(f.name, f.location): saved_prediction(f, reader) for f in before.functions}
-        predicted_unsafe = {(f.name, f.location): saved_prediction(f, reader, unsafe=True) for f in before.functions}
+        predicted = {_key(f): saved_prediction(f, reader) for f in before.functions}
+        predicted_unsafe = {_key(f): saved_prediction(f, reader, unsafe=True) for f in before.functions}
         unsafe_done = None
         if _has_unsafe(before):
             # A second copy of the unedited examples, with the same session: --unsafe-fixes there.
@@ -226,9 +232,9 @@ def measure(script: Path) -> list[Row]:
             measured, by_tf = _measured(f, before, done)
             measured_unsafe = _measured(f, before, unsafe_done)[0] if unsafe_done is not None else measured
             rows.append(Row(
-                rel, f.display_name(), f.traces, predicted.get((f.name, f.location)), measured,
+                rel, f.display_name(), f.traces, predicted.get(_key(f)), measured,
                 minimum(plan, f.traces - f.retraces), by_hand(plan), done.output, by_tf,
-                predicted_unsafe.get((f.name, f.location)), measured_unsafe,
+                predicted_unsafe.get(_key(f)), measured_unsafe,
                 unsafe_done.output if unsafe_done is not None else done.output,
                 done.other, unsafe_done.other if unsafe_done is not None else done.other,
             ))

@@ -148,3 +148,20 @@ def recorded(folder: Path, script: str, save: str) -> Ran:
     """``script`` run in ``folder`` under `tfretrace run --save SAVE` (no counts: its session has them)."""
     proc = call([sys.executable, "-m", "tfretrace", "run", "--save", save, script], folder)
     return Ran(proc.returncode, proc.stdout, why(proc), {})
+
+
+def same_model(f: FunctionReport, candidates: Sequence[FunctionReport]) -> list[FunctionReport]:
+    """Those of ``candidates`` (one name) that can be ``f``: for a Keras function, only its model's.
+
+    The predict functions of several Keras models share one name and one location (Keras's trainer):
+    only the model's name, in the display name, tells them apart.
+    """
+    if f.keras is None:
+        return list(candidates)
+    return [g for g in candidates if g.display_name() == f.display_name()]
+
+
+def counterpart(f: FunctionReport, report: Mapping[str, Sequence[FunctionReport]]) -> FunctionReport | None:
+    """``f``'s function in an edited run's report: same name (and model), then same location, or a sole one."""
+    same = same_model(f, report.get(f.name) or report.get(f.name.rsplit(".", 1)[-1], []))
+    return next((g for g in same if g.location == f.location), same[0] if len(same) == 1 else None)

@@ -43,6 +43,7 @@ from fix_judge import (
     broken,
     call,
     counted,
+    counterpart,
     judge,
     judge_other,
     minimum,
@@ -100,18 +101,6 @@ def tf_name(f: FunctionReport, counts: dict[str, int], sessions: Sequence[Functi
         return None  # two functions of one name (two pipelines) share one count
     short = f.name.rsplit(".", 1)[-1]
     return f.name if f.name in counts else (short if short in counts else None)
-
-
-def counterpart(f: FunctionReport, report: dict[str, list[FunctionReport]]) -> FunctionReport | None:
-    """``f``'s function in the edited run's report: same name (and model), then same location, or a sole one.
-
-    The predict functions of several Keras models share one name and one location (Keras's trainer):
-    only the model's name, in the display name, tells them apart.
-    """
-    same = report.get(f.name) or report.get(f.name.rsplit(".", 1)[-1], [])
-    if f.keras is not None:
-        same = [g for g in same if g.display_name() == f.display_name()]
-    return next((g for g in same if g.location == f.location), same[0] if len(same) == 1 else None)
 
 
 def _variant(
