@@ -1,9 +1,10 @@
 """Issue 38 items 1-3 end to end: steps TensorFlow runs, asks on the live object, or frees of a random stream.
 
-One program holds six functions, each retracing avoidably: an int index (``x[i]``, a slice's
-constants in each trace), an int folded into a constant (``n ** 3``), a body drawing unseeded
-random numbers, one drawing with an op seed, one drawing from TensorFlow unseeded and from NumPy
-(whose seed TensorFlow cannot show), and a Keras train step whose model and optimizer are built at
+One program holds eight functions, each retracing avoidably: an int index (``x[i]``, a slice's
+constants in each trace), an int folded into a constant (``n ** 3``), an int mixed with floats, a
+body drawing unseeded random numbers, one drawing with an op seed, one drawing from TensorFlow
+unseeded and from NumPy (whose seed TensorFlow cannot show), one drawing inside a Keras layer it
+calls (which only TensorFlow's graphs show), and a Keras train step whose model and optimizer are built at
 its first call. It prints its results and, last, TensorFlow's own trace count per
 function. Recorded with ``tfretrace run --save``, it is fixed with ``--apply`` in a copy and run
 again; the same program with ``keras.utils.set_random_seed`` is recorded too.
@@ -68,6 +69,19 @@ def jittered(x):
     return x + tf.random.normal(tf.shape(x)) * 0.0 + np.random.uniform() * 0.0
 
 
+class Noise(keras.layers.Layer):
+    def call(self, x):
+        return x + tf.random.normal(tf.shape(x)) * 0.0
+
+
+noise = Noise()
+
+
+@tf.function
+def sampled(x):
+    return noise(x) * 2.0
+
+
 @tf.function
 def train_step(x, y):
     with tf.GradientTape() as tape:
@@ -86,12 +100,13 @@ for epoch in range(2):
         print("noisy", epoch, size, float(tf.reduce_sum(noisy(data[:size]))))
         print("seeded", epoch, size, float(tf.reduce_sum(seeded(data[:size]))))
         print("jittered", epoch, size, float(tf.reduce_sum(jittered(data[:size]))))
+        print("sampled", epoch, size, float(tf.reduce_sum(sampled(data[:size]))))
         print("train", epoch, size, f"{float(train_step(data[:size], data[:size, :2])):.5f}")
-for f in (pick, cubed, annealed, noisy, seeded, jittered, train_step):
+for f in (pick, cubed, annealed, noisy, seeded, jittered, sampled, train_step):
     print("traces", f.__name__, f.experimental_get_tracing_count())
 """
 
-FUNCTIONS = ("pick", "cubed", "annealed", "noisy", "seeded", "jittered", "train_step")
+FUNCTIONS = ("pick", "cubed", "annealed", "noisy", "seeded", "jittered", "sampled", "train_step")
 
 
 def _program(folder: Path, *args: str) -> Ran:
@@ -151,17 +166,18 @@ def test_a_train_step_that_built_its_model_is_asked_once_the_variables_exist(rec
 
 def test_a_random_body_is_safe_only_in_a_run_that_fixed_no_seed(recorded: Recorded) -> None:
     # No seed anywhere: safe, announced. An op seed, a NumPy draw beside, or keras.utils.set_random_seed:
-    # unsafe.
-    unseeded = edited_steps(recorded.functions["noisy"])
-    assert [(s["kind"], s["safety"], s["changes"]) for s in unseeded] == [
-        ("input-signature", "safe", "random-stream")
-    ]
+    # unsafe. `sampled` draws in a layer it calls, which its def does not show: TensorFlow's graphs do.
+    for name in ("noisy", "sampled"):
+        unseeded = edited_steps(recorded.functions[name])
+        assert [(s["kind"], s["safety"], s["changes"]) for s in unseeded] == [
+            ("input-signature", "safe", "random-stream")
+        ], name
     for name in ("seeded", "jittered"):
         steps = edited_steps(recorded.functions[name])
         assert [(s["kind"], s["safety"], s["changes"]) for s in steps] == [
             ("input-signature", "unsafe", "random-stream")
         ], name
-    for name in ("noisy", "seeded"):
+    for name in ("noisy", "seeded", "sampled"):
         steps = edited_steps(recorded.seeded_run[name])
         assert [(s["kind"], s["safety"], s["changes"]) for s in steps] == [
             ("input-signature", "unsafe", "random-stream")
@@ -179,7 +195,8 @@ def test_apply_writes_them_and_tensorflow_counts_what_was_predicted_with_the_sam
     after = _program(copy)
     predicted = {name: recorded.functions[name]["fix_counts"]["apply"] for name in FUNCTIONS}
     assert recorded.before.traces == {"pick": 4, "cubed": 4, "annealed": 4, "noisy": 3, "seeded": 3, "jittered": 3,
-                                      "train_step": 4}
-    assert predicted == {"pick": 1, "cubed": 1, "annealed": 1, "noisy": 1, "seeded": 3, "jittered": 3, "train_step": 2}
+                                      "sampled": 3, "train_step": 4}
+    assert predicted == {"pick": 1, "cubed": 1, "annealed": 1, "noisy": 1, "seeded": 3, "jittered": 3, "sampled": 1,
+                         "train_step": 2}
     assert after.traces == predicted
     assert after.results == recorded.before.results

@@ -276,20 +276,15 @@ def _variable(value: Any) -> bool:
     return isinstance(value, VariableSpec)
 
 
-def unseeded_draws(function: Any) -> str | None:
-    """The stateful random op the run's traces drew from with no seed at all, or None (a seed, or no such op).
+def _random_ops(function: Any) -> Iterator[tuple[str, bool]]:
+    """Each stateful random op in the function's traces (nested functions included), and whether it had a seed.
 
-    Read from TensorFlow's own state, not the source: a stateful random op keeps the seeds it was
-    traced with (``seed``/``seed2``), both 0 only where neither ``tf.random.set_seed`` (which
-    ``keras.utils.set_random_seed`` calls) nor an op seed was set; and the global seed is asked
-    too. A seeded ``tf.random.Generator`` keeps its stream in a variable, outside the traces.
+    A stateful random op keeps the seeds it was traced with (``seed``/``seed2``), both 0 only where
+    neither ``tf.random.set_seed`` nor an op seed was set. Stateless ops, and a ``tf.random.Generator``
+    or a Keras 3 ``SeedGenerator`` (their state lives in a variable, outside the traces), are not such ops.
     """
-    from tensorflow.python.eager import context
     from tensorflow.python.framework import op_def_registry
 
-    if context.global_seed() is not None:
-        return None
-    found: str | None = None
     for trace in list(function._list_all_concrete_functions())[:_MAX_TRACES]:
         graph = trace.graph
         nodes = [(op.type, op.node_def.attr) for op in graph.get_operations()]
@@ -299,11 +294,35 @@ def unseeded_draws(function: Any) -> str | None:
                 nodes.extend((node.op, node.attr) for node in definition.node_def)
         for kind, attrs in nodes:
             op_def = op_def_registry.get(kind)
-            if op_def is None or not op_def.is_stateful or "seed" not in attrs or "seed2" not in attrs:
-                continue
-            if attrs["seed"].i or attrs["seed2"].i:
-                return None  # a seeded draw: its stream is one a run can repeat
-            found = found or kind
+            if op_def is not None and op_def.is_stateful and "seed" in attrs and "seed2" in attrs:
+                yield kind, bool(attrs["seed"].i or attrs["seed2"].i)
+
+
+def random_op(function: Any) -> str | None:
+    """The first stateful random op the run's traces draw from, seeded or not, or None.
+
+    Each trace holds its own such op, with its own stream: fewer traces draw other numbers. Read
+    from the graphs, so a draw inside a called Keras layer or a helper counts, which the def's
+    source does not show.
+    """
+    return next((kind for kind, _seeded in _random_ops(function)), None)
+
+
+def unseeded_draws(function: Any) -> str | None:
+    """The stateful random op the run's traces drew from with no seed at all, or None (a seed, or no such op).
+
+    Read from TensorFlow's own state, not the source (``_random_ops``); the global seed, which
+    ``keras.utils.set_random_seed`` sets, is asked too.
+    """
+    from tensorflow.python.eager import context
+
+    if context.global_seed() is not None:
+        return None
+    found: str | None = None
+    for kind, seeded in _random_ops(function):
+        if seeded:
+            return None  # a seeded draw: its stream is one a run can repeat
+        found = found or kind
     return found
 
 

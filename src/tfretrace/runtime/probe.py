@@ -105,6 +105,11 @@ class _LiveProbe:
         # Every live function's traces drew with no seed: a seeded one keeps the step unsafe.
         return found[0] if found and all(found) else None
 
+    def random(self, report: FunctionReport) -> str | None:
+        from tfretrace._tf.probe import random_op
+
+        return next(filter(None, (random_op(each) for each in self._functions(report))), None)
+
 
 def probe_live(root: str) -> Probe:
     """A probe for the functions of a run whose paths start at ``root``."""

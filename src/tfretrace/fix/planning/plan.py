@@ -60,6 +60,9 @@ class Probe(Protocol):
     def unseeded(self, report: FunctionReport) -> str | None:
         """The random op the run's traces drew from with no seed (TensorFlow's state), or None where seeded."""
 
+    def random(self, report: FunctionReport) -> str | None:
+        """The first stateful random op in the run's traces, seeded or not (TensorFlow's graphs), or None."""
+
 
 def plan_for(
     report: FunctionReport,
@@ -108,6 +111,9 @@ def plan_for(
     # adds, then what a person adds by hand: the count after the first part is what --apply
     # delivers, after the second what --unsafe-fixes delivers, after all three the minimum.
     ctx.random = random_draw(definition.node) if definition is not None and definition.node is not None else None
+    if ctx.random is None and probe is not None:
+        # A draw the def's source does not show (a called model's layer, a helper): TensorFlow's graphs do.
+        ctx.random = probe.random(report)
     current = baseline
     for tier in (TIER_SAFE, TIER_UNSAFE, TIER_HAND)[: 2 if applied_only else 3]:
         state, current, _ = _phase(ctx, state, current, per_trace, steps, statements, said, tier=tier)
@@ -127,8 +133,7 @@ def _with_changes(ctx: FunctionContext, step: PlanStep) -> PlanStep:
         return replace(step, changes=KIND_CHANGES[step.kind])
     if step.changes is not None:  # its maker said, from what TensorFlow showed (keras-call)
         return announce_serving(ctx.report, step)
-    node = ctx.definition.node if ctx.definition is not None else None
-    draw = random_draw(node) if node is not None and step.traces_after < step.traces_before else None
+    draw = ctx.random if step.traces_after < step.traces_before else None
     if draw is None:
         if generalizes(step.kind, step.cause):
             # Issue 33: a generalized signature moved a printed float in its 5th decimal, unsaid.
