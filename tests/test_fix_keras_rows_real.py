@@ -41,8 +41,9 @@ def _predict_steps(made: Recorded) -> list[dict[str, Any]]:
 
 
 # k_custom_rows: a subclassed model with a custom layer, a dict of two inputs; k_list_inputs: a functional
-# model of a list of two inputs calling a subclassed model (`body(a)`) and a Lambda.
-@pytest.mark.parametrize("program", ["k_custom_rows", "k_list_inputs"])
+# model of a list of two inputs calling a subclassed model (`body(a)`) and a Lambda; k_tensor_rows: a plain
+# model predicting a float32 tensor (a tf.linspace grid), which the helper predicts as NumPy.
+@pytest.mark.parametrize("program", ["k_custom_rows", "k_list_inputs", "k_tensor_rows"])
 def test_a_model_with_custom_code_is_padded_once_the_live_model_shows_its_rows_independent(
     tmp_path: Path, program: str
 ) -> None:
@@ -134,10 +135,15 @@ def test_the_live_model_says_whether_padding_moves_a_kept_row() -> None:
     model = _models()["custom-layer"][0]
     remember_predict(model, {"x": np.ones((32, 4), "float32"), "batch_size": 16, "steps": None})
     assert check_rows(model) is None
-    # A model also given a tensor: the helper passes it to predict as it was, its partial batch traces again.
+    # A float32 tensor is padded as the NumPy array it holds: its rows are kept and asked alike.
+    model = _models()["nested"][0]
+    remember_predict(model, {"x": tf.constant(rng.normal(size=(45, 4)), tf.float32), "batch_size": 16, "steps": None})
+    assert check_rows(model) == ROWS_INDEPENDENT
+    # A model also given a tensor of another dtype: the helper passes it to predict as it was, its partial
+    # batch traces again.
     model = _models()["nested"][0]
     remember_predict(model, {"x": rng.normal(size=(45, 4)).astype("float32"), "batch_size": 16, "steps": None})
-    remember_predict(model, {"x": tf.ones([45, 4]), "batch_size": 16, "steps": None})
+    remember_predict(model, {"x": tf.ones([45, 4], tf.float64), "batch_size": 16, "steps": None})
     assert check_rows(model) not in (None, ROWS_INDEPENDENT)
 
 

@@ -248,9 +248,13 @@ def test_a_model_s_rows_are_independent_only_where_every_layer_computes_each_row
     verdicts = {name: predict_rows(model, x) == ROWS_INDEPENDENT for name, (model, _rows) in _models().items()}
     assert verdicts == {name: rows for name, (_model, rows) in _models().items()}
     model = _models()["nested"][0]
-    # Only NumPy arrays with rows are padded: a tensor, a list of numbers or no rows go to predict as they were.
+    # Only NumPy arrays and float32 tensors with rows are padded: a tensor of another dtype, a list of numbers
+    # or no rows go to predict as they were.
     assert predict_rows(model, {"x": {"a": np.ones((3, 4)), "b": np.ones((3, 2))}}) == ROWS_INDEPENDENT
-    for other in (tf.ones([3, 4]), [[1.0] * 4] * 3, np.ones((0, 4)), [np.ones((3, 4)), np.ones((2, 4))]):
+    assert predict_rows(model, {"x": {"a": tf.ones([3, 4]), "b": np.ones((3, 2))}}) == ROWS_INDEPENDENT
+    others = (tf.ones([3, 4], tf.float64), tf.constant(1.0), [[1.0] * 4] * 3, np.ones((0, 4)),
+              [np.ones((3, 4)), np.ones((2, 4))], [tf.ones([3, 4]), tf.ones([2, 4])])
+    for other in others:
         assert predict_rows(model, {"x": other}) != ROWS_INDEPENDENT
 
 

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from tfretrace._tf.keras_rows import ROWS_INDEPENDENT, inputs_reason
+from tfretrace._tf.keras_rows import ROWS_INDEPENDENT, float32_eager, inputs_reason
 
 _DEFAULT_BATCH = 32  # Keras' predict on arrays: `if not batch_size: batch_size = 32`
 _MAX_SAMPLES = 4  # input shapes kept per model: each is one predict call's last rows
@@ -70,7 +70,7 @@ _tensor_samples: weakref.WeakKeyDictionary[Any, list[_Sample]] = weakref.WeakKey
 
 
 def remember_predict(model: Any, predict_locals: dict[str, Any]) -> None:
-    """Keep the last rows of the NumPy input ``predict`` is tracing for (read while it runs; nothing is called)."""
+    """Keep the last rows of the input ``predict`` is tracing for (read while it runs; nothing is called)."""
     if _asking:
         return
     try:
@@ -78,10 +78,14 @@ def remember_predict(model: Any, predict_locals: dict[str, Any]) -> None:
         if predict_locals.get("steps") is not None or type(batch) is not int or batch < 1:
             return
         x = predict_locals.get("x")
-        leaves = _leaves(x)
         refused = inputs_reason(x)
-        if refused is not None or leaves is None:
-            _refused.setdefault(model, refused or "predict was given something other than NumPy arrays")
+        if refused is None:
+            # Float32 tensors are padded as the NumPy arrays they hold (keras-pad-rows' helper): their rows
+            # are kept as NumPy, where small enough to read.
+            x = _map(x, lambda a: _eager_rows(a) if float32_eager(a) else a)
+            refused = None if _leaves(x) is not None else "predict was given a tensor too large to keep its rows"
+        if refused is not None:
+            _refused.setdefault(model, refused)
             _keep(_tensor_samples, model, _map(x, _eager_rows), batch)
             return
         _keep(_samples, model, x, batch)

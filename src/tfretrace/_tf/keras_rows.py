@@ -13,7 +13,9 @@ here from the model as it is while ``predict`` runs (only attributes are read; n
   layers that keep no state between batches, ...), called without ``training=True`` (a batch
   normalization in training mode mixes the rows of its batch), and every ``keras.ops`` call in a
   functional graph is element-wise;
-- every input ``predict`` got is a NumPy array with at least one row (the edit pads only those).
+- every input ``predict`` got is a NumPy array or an eager float32 tensor with at least one row (the
+  edit pads only those: the helper predicts such a tensor as the NumPy array it holds, the same values
+  in the same dtype, so the same trace).
 
 A layer tfretrace does not know (a custom layer, a ``Lambda``) may mix rows: the step is then
 unsafe, and this module says which layer. The verdict is ``ROWS_INDEPENDENT`` or that reason.
@@ -70,11 +72,19 @@ def inputs_reason(x: Any) -> str | None:
 
     leaves: list[Any] = []
     _flatten(x, leaves)
-    if not leaves or any(type(a) is not np.ndarray or a.ndim == 0 for a in leaves):
-        return "predict was given something other than NumPy arrays (a dataset, a tensor, a DataFrame)"
-    if len({len(a) for a in leaves}) != 1 or len(leaves[0]) == 0:
+    if not leaves or not all((type(a) is np.ndarray and a.ndim > 0) or float32_eager(a) for a in leaves):
+        return ("predict was given something other than NumPy arrays or float32 tensors (a dataset, a tensor "
+                "of another dtype, a DataFrame)")
+    if len({a.shape[0] for a in leaves}) != 1 or leaves[0].shape[0] == 0:
         return "predict's arrays do not have one row count of at least one"
     return None
+
+
+def float32_eager(a: Any) -> bool:
+    """An eager float32 tensor with rows: the helper predicts it as the NumPy array it holds (the same values)."""
+    shape = getattr(a, "shape", None)
+    return (type(a).__name__ == "EagerTensor" and getattr(getattr(a, "dtype", None), "name", None) == "float32"
+            and shape is not None and (shape.rank or 0) > 0)
 
 
 def _flatten(x: Any, out: list[Any]) -> None:

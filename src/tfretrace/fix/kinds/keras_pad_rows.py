@@ -12,7 +12,8 @@ not trace), each module-level ``.predict`` of the same batch size whose receiver
 name one module-level statement binds and nothing else does (so the same model), is rewritten too, where
 every recorded call is itself such a call: the edit removes the relaxed trace
 those calls used. A ``.predict`` anywhere else, whatever its receiver is called, is left as it is. For
-NumPy inputs the helper predicts the full batches as they are (views: the input is never copied)
+NumPy inputs (an eager float32 tensor is predicted as the NumPy array it holds: the same values in the
+same dtype, so the same trace) the helper predicts the full batches as they are (views: the input is never copied)
 and the last partial batch padded on the rows only (axis 0, the last row repeated) to a full one,
 so every batch has one shape, and cuts every output (each of a dict, list or tuple) back to the
 rows given; any other input (a dataset, a tensor, no rows) goes to ``predict`` as it was. With a
@@ -23,9 +24,9 @@ Safe where every model that predicted at those lines computes each row from that
 last rows predicted padded and not, every output compared; ``tfretrace._tf.keras_live``), or, where
 it could not be asked, read while ``predict`` ran (``tfretrace._tf.keras_rows``: Keras' own
 Sequential/Functional, every layer of a known per-row kind, no ``training=True``, one step per
-execution), and every recorded input was NumPy arrays. The kept rows' predictions are then the ones
-the original computed (a batch of another size may round differently in the last digits on some
-kernels: ``float-last-digits``). Otherwise the step is unsafe with that reason. Predicted: every
+execution), and every recorded input was NumPy arrays or float32 tensors. The kept rows' predictions
+are then the ones the original computed (a batch of another size may round differently in the last
+digits on some kernels: ``float-last-digits``). Otherwise the step is unsafe with that reason. Predicted: every
 recorded call with its rows set to the call site's batch size; offered only where the relaxed
 traces left no other dimension open (a call never recorded may then differ only in its rows), and
 the model's name calls no ``predict_on_batch`` in the file. Not seen: a call that hit the relaxed
@@ -58,14 +59,17 @@ HELPER = f'''def {HELPER_NAME}(model, x, batch_size=None, **kwargs):
     """model.predict(x, ...) in full batches: the same predictions, one batch shape.
 
     Written by tfretrace fix (keras-pad-rows). predict traces again for every new batch shape (a
-    partial last batch, a few rows before many). The full batches of NumPy inputs go to predict as
-    they are (views, not copies); the last partial batch is padded, its last row repeated, to a full
-    one, and its outputs are cut back to the rows given: the model computes each row from that row
-    alone, so the kept rows are the ones predict computed. Other inputs go to predict as they were.
+    partial last batch, a few rows before many). The full batches of NumPy inputs (a float32 tensor
+    as the NumPy array it holds) go to predict as they are (views, not copies); the last partial
+    batch is padded, its last row repeated, to a full one, and its outputs are cut back to the rows
+    given: the model computes each row from that row alone, so the kept rows are the ones predict
+    computed. Other inputs go to predict as they were.
     """
     import numpy as np
     import tensorflow as tf
 
+    if tf.executing_eagerly():  # a float32 tensor is predicted as the NumPy array it holds: the same values
+        x = tf.nest.map_structure(lambda a: a.numpy() if isinstance(a, tf.Tensor) and a.dtype == "float32" else a, x)
     size = batch_size or {_DEFAULT_BATCH}  # predict's own default for arrays
     rows = {{len(a) if type(a) is np.ndarray and a.ndim else 0 for a in tf.nest.flatten(x)}}
     extra = -min(rows) % size
@@ -128,7 +132,7 @@ def pad_rows(ctx: FunctionContext, state: State) -> Candidate | None:
     return Candidate(
         "shape-changed",
         NAME,
-        f"predict in full batches: pad the rows of its NumPy inputs to a multiple of the batch size "
+        f"predict in full batches: pad the rows of its NumPy or float32 inputs to a multiple of the batch size "
         f"({', '.join(map(str, sizes))}) and cut the outputs back ({HELPER_NAME}, written once in the file)",
         _code(ctx, edits),
         edits,
@@ -339,13 +343,13 @@ KIND = Kind(
     NAME,
     KindSafety(
         None,
-        "predict's NumPy inputs: the last partial batch padded on the rows only (the last row repeated) to a full "
-        "one, every output cut back to the rows given, at the lines the run recorded (and the same model's other "
-        "module-level calls); safe only where every model "
+        "predict's NumPy (or float32 tensor) inputs: the last partial batch padded on the rows only (the last "
+        "row repeated) to a full one, every output cut back to the rows given, at the lines the run recorded "
+        "(and the same model's other module-level calls); safe only where every model "
         "that predicted there computes each row alone: the live model run again after the program on its recorded "
         "rows padded and not, every output equal (or, where it could not be run, Keras' own Sequential or "
-        "Functional of layers known to compute each row alone), and every input was NumPy arrays; any other "
-        "input goes to predict as it was",
+        "Functional of layers known to compute each row alone), and every input was NumPy arrays or float32 "
+        "tensors; any other input goes to predict as it was",
         maker_checks=True,
     ),
     check=check_edit,
@@ -359,7 +363,8 @@ KIND = Kind(
         'called predict after its relaxed trace (lines never recorded), also each module-level `.predict` of the '
         'same batch size on the recorded receiver, where every recorded call is one too and the name is bound '
         'once, by a statement of the module itself; any other `.predict`, '
-        'whatever its receiver is called, is left as it is. For NumPy inputs the '
+        'whatever its receiver is called, is left as it is. For NumPy inputs (a float32 tensor as the NumPy '
+        'array it holds) the '
         'helper predicts the full batches as they are (views: the input is never copied) and the last '
         'partial batch padded on the rows only (the last row repeated) to a full one, and cuts every '
         'output (dict, list, tuple) back to the rows given; any other input goes to `predict` as it was; '
@@ -369,9 +374,9 @@ KIND = Kind(
         'layers, subclassed models, several or dict inputs); where it cannot be run, read while `predict`'
         " ran (Keras' own `Sequential`/`Functional` of known per-row layers, no row-combining "
         '`keras.ops`, stateful RNN or `training=True`; one step per execution); and every input was NumPy'
-        ' arrays. Otherwise unsafe, naming the model, line or layer. A row that was in a partial batch is'
-        ' computed in a full one: a batch of another size may take another kernel and round differently '
-        "in the last digits, as Keras' own `predict` does when its `batch_size` changes",
+        ' arrays or float32 tensors. Otherwise unsafe, naming the model, line or layer. A row that was in a'
+        ' partial batch is computed in a full one: a batch of another size may take another kernel and round '
+        "differently in the last digits, as Keras' own `predict` does when its `batch_size` changes",
         'the `k_custom_layer` program of `tests/test_fix_partial_batches_real.py` (a layer that centres '
         'each batch on its mean), and `k_two_models` of `tests/test_fix_keras_rows_real.py` (a plain '
         'model sharing a line with it)',
