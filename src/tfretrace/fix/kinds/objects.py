@@ -28,8 +28,9 @@ def one_object(ctx: FunctionContext, state: State) -> Candidate | None:
         cause = _object_cause(ctx)
         method = ctx.report.keras.method
         summary = {
-            "keras-recompile": f"compile the model once: each compile() resets its {method} functions "
-            "(change the learning rate through model.optimizer.learning_rate.assign instead)",
+            # Also a model used before its only compile() (a tutorial's untrained predict): compile first.
+            "keras-recompile": f"compile the model once, before its first {method}: each compile() resets its "
+            f"{method} functions (change the learning rate through model.optimizer.learning_rate.assign instead)",
             "keras-load-model": f"load the model once and reuse it: each load_model() makes new {method} functions",
         }.get(cause, f"build the Keras model once and reuse it: each new model makes new {method} functions")
         return Candidate(cause, "advice", summary, None, (), merged)
