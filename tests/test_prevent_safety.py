@@ -275,3 +275,29 @@ def test_what_a_warm_up_cannot_prevent_is_counted_in_this_run(tmp_path: Path) ->
     (row,) = prevention.report().functions
     assert row.traces_after_warmup == scaled.experimental_get_tracing_count() - row.warmups
     assert row.unpreventable == ()  # the profile's python-value retraces did not happen here
+
+
+def _layer_noise() -> tuple[list[float], Any]:
+    import tensorflow as tf
+
+    tf.random.set_seed(7)
+
+    def jitter(x: Any) -> Any:  # a helper the body calls: the def's own source shows no draw
+        return x + tf.random.normal(tf.shape(x))
+
+    @tf.function
+    def generate(x: Any) -> Any:
+        return tf.reduce_sum(jitter(x))
+
+    return [float(generate(tf.ones([n, 3]))) for n in (8, 8, 3, 8)], generate
+
+
+def test_a_draw_in_code_the_body_calls_is_read_from_tensorflows_graphs(tmp_path: Path) -> None:
+    import tfretrace
+
+    profile = _record(_layer_noise, tmp_path / "profile.json")
+    with tfretrace.prevent(profile) as prevention:
+        _, generate = _layer_noise()
+    assert generate.experimental_get_tracing_count() == 1  # warmed: one general trace
+    (row,) = prevention.report().functions
+    assert [c.split(":")[0] for c in row.changes] == ["random-stream"]

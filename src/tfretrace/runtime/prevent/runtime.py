@@ -11,6 +11,7 @@ from typing import Any
 
 from tfretrace.fix.core.predict import Call, Config, Replay, count
 from tfretrace.fix.core.rules import Signature, covers
+from tfretrace.fix.planning.step import CHANGES_RANDOM
 from tfretrace.records.prevention import FunctionPrevention, PreventionReport
 from tfretrace.runtime.prevent.checks import changes_of, refusal
 from tfretrace.runtime.prevent.match import find
@@ -340,6 +341,8 @@ def _function_row(row: _Row, recorded: Any = None, on_error: Any = None, probe: 
             from tfretrace._tf.warmup import tracing_count
 
             obj.last_count = tracing_count(function)
+            if obj.warm:
+                _graph_draws(row, function)
         measured += obj.last_count
         after_warmup += obj.last_count - obj.after_warmup
         without += _replayed(obj, row.entry)
@@ -388,6 +391,21 @@ def _function_row(row: _Row, recorded: Any = None, on_error: Any = None, probe: 
         traces_minimum=least,
         plan_off=plan_off,
     )
+
+
+def _graph_draws(row: _Row, function: Any) -> None:
+    """A random draw the def's source does not show (a called layer or helper), read from TensorFlow's graphs."""
+    from tfretrace._tf.probe import random_op
+
+    if any(c.startswith(CHANGES_RANDOM) for c in row.changes):
+        return
+    try:
+        draw = random_op(function)
+    except Exception:  # reading the graphs is extra: the report stands without it
+        return
+    if draw is not None:
+        _add(row.changes, f"{CHANGES_RANDOM}: its traces draw random numbers ({draw}, in code the body calls); "
+             "fewer traces draw other numbers than a run without prevention")
 
 
 def _replayed(obj: _Object, entry: Entry) -> int:
