@@ -95,7 +95,7 @@ def test_the_makers_are_the_ones_the_kinds_declare_in_their_order() -> None:
     from tfretrace.fix.core.kind import PHASE_FINAL, PHASE_STEP
 
     on_kinds = [m for kind in REGISTRY for m in kind.makers]
-    on_modules = [m for name in ("objects", "keras_pad")
+    on_modules = [m for name in ("objects", "keras_pad", "nested_number")
                   for m in importlib.import_module(f"tfretrace.fix.kinds.{name}").MAKERS]
     for phase, table in ((PHASE_STEP, kinds.MAKERS), (PHASE_FINAL, kinds.FINAL_MAKERS)):
         found = sorted((m for m in on_kinds + on_modules if m.phase == phase), key=lambda m: m.order)
@@ -104,7 +104,7 @@ def test_the_makers_are_the_ones_the_kinds_declare_in_their_order() -> None:
     # The planner's order, as it was listed by hand before the kinds declared it: the first maker
     # turns Python numbers into tensors, the last step tries the dataset's element_spec first.
     assert kinds.MAKERS[0].__name__ == "python_numbers" and kinds.FINAL_MAKERS[0].__name__ == "element_spec"
-    assert len(kinds.MAKERS) == 13 and len(kinds.FINAL_MAKERS) == 3
+    assert len(kinds.MAKERS) == 14 and len(kinds.FINAL_MAKERS) == 3
 
 
 def test_two_makers_of_one_phase_with_the_same_order_are_refused() -> None:
