@@ -6,6 +6,7 @@ import gc
 import itertools
 import threading
 import weakref
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -222,3 +223,36 @@ def test_concurrent_calls_from_threads_are_recorded() -> None:
     assert fn.calls == 100
     assert {e.thread for e in fn.events} <= {t.name for t in threads}
     assert mon.internal_errors == 0
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_an_error_in_tfretrace_after_the_program_keeps_its_output_and_exit_status(
+    code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The analysis at the end raising (here forced from a sitecustomize) made `tfretrace run` exit 1
+    # with a traceback, after a program that had exited 0.
+    pytest.importorskip("tensorflow")
+    from prog_runs import run_in
+
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "from tfretrace.runtime import analysis\n\n"
+        "def broken(*args, **kwargs):\n"
+        "    raise RuntimeError('simulated analysis bug')\n\n"
+        "analysis.Analysis.analyze = broken\n"
+    )
+    (tmp_path / "prog.py").write_text(
+        "import sys\nimport tensorflow as tf\n\n"
+        "f = tf.function(lambda x: x * 2)\n"
+        "for n in (2, 3):\n    print(f(tf.ones([n])).numpy().tolist())\n"
+        f"sys.exit({code})\n"
+    )
+    plain = run_in(tmp_path, "prog.py")
+    monkeypatch.setenv("PYTHONPATH", str(hook))
+    done = run_in(tmp_path, "-m", "tfretrace", "run", "prog.py")
+    printed = "[2.0, 2.0]\n[2.0, 2.0, 2.0]\n"
+    assert (done.returncode, done.stdout) == (plain.returncode, plain.stdout) == (code, printed)
+    assert "Traceback" not in done.stderr
+    said = [line for line in done.stderr.splitlines() if "simulated analysis bug" in line]
+    assert len(said) == 1 and said[0].startswith("tfretrace: internal error")

@@ -9,7 +9,7 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from tfretrace._util.config import ProjectConfig, ProjectConfigError
 from tfretrace._util.config import find as find_config
@@ -169,6 +169,7 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
     parent = os.getpid()
     prevention = None if profile is None else profile.start(installed)
     stdout = None
+    broken: Exception | None = None  # tfretrace failing after the program: its status still wins
     try:
         status = execute(target)
         if os.getpid() == parent:
@@ -190,9 +191,43 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
             # recording); stopping it here is the real end.
             if monitor.current() is installed:
                 installed.pinned = False
-                monitor.stop()
+                try:
+                    monitor.stop()
+                except Exception as exc:  # the analysis at the end: the program's run is over and kept
+                    broken = exc
     if os.getpid() != parent:
         return status
+    if broken is None:
+        try:
+            where = _Where(save, outputs, project, here, tensorboard, gate)
+            return _reported(installed, ns, target, status, stdout, prevention, where)
+        except UsageError:
+            raise
+        except Exception as exc:
+            broken = exc
+    installed.internal_error(broken)
+    first = (str(broken).splitlines() or [""])[0][:200]
+    print(f"tfretrace: internal error after the program ended ({type(broken).__name__}: {first}); no report "
+          "was made and the program's exit status is kept. Please report it.", file=sys.stderr)
+    return status
+
+
+class _Where(NamedTuple):
+    """Where a run's session and report go, as checked before the program ran."""
+
+    save: Any
+    outputs: Any
+    project: Any
+    here: Path
+    tensorboard: Any
+    gate: Any
+
+
+def _reported(
+    installed: Any, ns: argparse.Namespace, target: Target, status: int, stdout: Any, prevention: Any, where: _Where,
+) -> int:
+    """The run's session analysed, saved, kept and reported once the program has ended: the exit status."""
+    save, outputs, project, here, tensorboard, gate = where
     installed.halt()
     # The probe runs the program's bodies again (their trace-time prints, logs and counters see it):
     # only where a plan is asked for, to print or to apply from the saved session.

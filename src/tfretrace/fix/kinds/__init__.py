@@ -17,8 +17,9 @@ this file does not change. Nothing outside this package imports a kind's module
 
 Kinds that make no edit are not registered: advice (``advice``, ``keras-pad``, whose maker
 fix.kinds.keras_pad lists in its module-level ``MAKERS``, as fix.kinds.objects does for the maker
-choosing among the hoists and fix.kinds.nested_number for a number inside a dict argument) and the XLA steps (``xla-bucket``, ``xla-off``, fix.planning.xla_fixes)
-are made by hand, and a step of a kind not in ``KINDS`` with edits is unsafe.
+choosing among the hoists and fix.kinds.nested_number for a number inside a dict argument) and the
+XLA steps (``xla-bucket``, ``xla-off``, fix.planning.xla_fixes) are made by hand, and a step of a
+kind not in ``KINDS`` with edits is unsafe.
 """
 
 from __future__ import annotations
