@@ -77,7 +77,9 @@ def _canonical(graph: Any, param: str | None) -> list[tuple[Any, ...]] | None:
             except Exception:  # a constant numpy cannot hold (a resource, a variant): compared by type
                 leaves[op.name] = ("constant", op.get_attr("dtype").name)
                 continue
-            leaves[op.name] = ("constant", array.dtype.str, array.shape, array.tobytes())
+            # A string constant's array holds Python objects: its bytes would be their addresses.
+            content = tuple(array.ravel().tolist()) if array.dtype.kind == "O" else array.tobytes()
+            leaves[op.name] = ("constant", array.dtype.str, array.shape, content)
             continue
         inputs = []
         for tensor in op.inputs:
