@@ -7,6 +7,7 @@ import contextlib
 import importlib
 import os
 import sys
+import traceback
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
@@ -207,9 +208,14 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
             broken = exc
     installed.internal_error(broken)
     first = (str(broken).splitlines() or [""])[0][:200]
+    if getattr(ns, "verbose", False):
+        traceback.print_exception(type(broken), broken, broken.__traceback__, file=sys.stderr)
+    # As where the report cannot be written: the program's own failure status wins; a program that
+    # succeeded gets EXIT_USAGE, so that a gate asked for (--fail-on-retrace, --baseline) never passes unchecked.
+    kept = "the program's exit status is kept" if status != EXIT_OK else f"exit {EXIT_USAGE} (the program exited 0)"
     print(f"tfretrace: internal error after the program ended ({type(broken).__name__}: {first}); no report "
-          "was made and the program's exit status is kept. Please report it.", file=sys.stderr)
-    return status
+          f"was made; {kept}. Please report it (-v shows the traceback).", file=sys.stderr)
+    return status if status != EXIT_OK else EXIT_USAGE
 
 
 class _Where(NamedTuple):
