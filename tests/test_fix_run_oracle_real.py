@@ -166,13 +166,11 @@ def test_a_train_step_that_built_its_model_is_asked_once_the_variables_exist(rec
 
 def test_a_random_body_is_safe_only_in_a_run_that_fixed_no_seed(recorded: Recorded) -> None:
     # No seed anywhere: safe, announced. An op seed, a NumPy draw beside, or keras.utils.set_random_seed:
-    # unsafe. `sampled` draws in a layer it calls, which its def does not show: TensorFlow's graphs do.
-    for name in ("noisy", "sampled"):
-        unseeded = edited_steps(recorded.functions[name])
-        assert [(s["kind"], s["safety"], s["changes"]) for s in unseeded] == [
-            ("input-signature", "safe", "random-stream")
-        ], name
-    for name in ("seeded", "jittered"):
+    # unsafe. `sampled` draws in a layer it calls, which its def does not show: TensorFlow's graphs do;
+    # code it calls might draw from NumPy too, and this file does (`jittered`): unsafe even unseeded.
+    unseeded = edited_steps(recorded.functions["noisy"])
+    assert [(s["kind"], s["safety"], s["changes"]) for s in unseeded] == [("input-signature", "safe", "random-stream")]
+    for name in ("seeded", "jittered", "sampled"):
         steps = edited_steps(recorded.functions[name])
         assert [(s["kind"], s["safety"], s["changes"]) for s in steps] == [
             ("input-signature", "unsafe", "random-stream")
@@ -196,7 +194,7 @@ def test_apply_writes_them_and_tensorflow_counts_what_was_predicted_with_the_sam
     predicted = {name: recorded.functions[name]["fix_counts"]["apply"] for name in FUNCTIONS}
     assert recorded.before.traces == {"pick": 4, "cubed": 4, "annealed": 4, "noisy": 3, "seeded": 3, "jittered": 3,
                                       "sampled": 3, "train_step": 4}
-    assert predicted == {"pick": 1, "cubed": 1, "annealed": 1, "noisy": 1, "seeded": 3, "jittered": 3, "sampled": 1,
+    assert predicted == {"pick": 1, "cubed": 1, "annealed": 1, "noisy": 1, "seeded": 3, "jittered": 3, "sampled": 3,
                          "train_step": 2}
     assert after.traces == predicted
     assert after.results == recorded.before.results

@@ -11,7 +11,7 @@ import ast
 from dataclasses import replace
 
 from tfretrace.fix.core import move_checks
-from tfretrace.fix.core.body import host_draw
+from tfretrace.fix.core.body import host_draw, random_draw
 from tfretrace.fix.core.candidate import Candidate, FunctionContext
 from tfretrace.fix.core.kind import MoveSite
 from tfretrace.fix.core.safety import ADVICE, SAFE, UNSAFE
@@ -69,8 +69,14 @@ def unseeded(ctx: FunctionContext) -> str | None:
     """
     if ctx.probe_seed is not None:
         node = ctx.definition.node if ctx.definition is not None else None
-        # A NumPy or Python draw is seeded outside TensorFlow, where its state cannot be read.
-        ctx.unseeded = ctx.probe_seed() if node is not None and host_draw(node) is None else None
+        # A NumPy or Python draw is seeded outside TensorFlow, where its state cannot be read. A draw
+        # only TensorFlow's graphs showed is in code the body calls, which may draw from NumPy too: then
+        # the whole file is read for one (a helper in another file is not seen).
+        host = host_draw(node) if node is not None else None
+        if host is None and node is not None and ctx.definition is not None and random_draw(node) is None:
+            found = ctx.reader.module(ctx.definition.path)
+            host = "an unread file" if found is None else host_draw(found[1])
+        ctx.unseeded = ctx.probe_seed() if node is not None and host is None else None
         ctx.probe_seed = None
     return ctx.unseeded
 
