@@ -38,9 +38,10 @@ def nested_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
         out.append(Candidate(
             "python-value-changed",
             "advice",
-            f"make {path} a {dtype} tensor where that dict is built ({ctx.tf}.constant(value, "
-            f"dtype={ctx.tf}.{dtype})), if {ctx.short} uses it only in tensor math: a Python number anywhere in "
-            "an argument traces once per value",
+            # The dtype is not asked of TensorFlow here: the one of the tensors it meets (float64 ones refuse float32).
+            f"make {path} a tensor where that dict is built ({ctx.tf}.constant(value, dtype=...), in the dtype of "
+            f"the tensors it meets: {ctx.tf}.{dtype} for most models), if {ctx.short} uses it only in tensor math: "
+            "a Python number anywhere in an argument traces once per value",
             None,
             (),
             state.map_calls(dict(new)),
