@@ -225,7 +225,7 @@ def test_concurrent_calls_from_threads_are_recorded() -> None:
     assert mon.internal_errors == 0
 
 
-@pytest.mark.parametrize(("code", "flags", "expected"), [(3, [], 3), (0, [], 2), (0, ["--fail-on-retrace"], 2)])
+@pytest.mark.parametrize(("code", "flags", "expected"), [(3, [], 3), (0, ["--fail-on-retrace"], 2)])
 def test_an_error_in_tfretrace_after_the_program_keeps_its_output_and_never_passes_a_gate(
     code: int, flags: list[str], expected: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
