@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from prog_runs import edited_steps, ran_program, recorded, run_in
+from prog_runs import Ran, edited_steps, ran_program, recorded, run_in
 
 pytestmark = pytest.mark.tf
 pytest.importorskip("tensorflow")
@@ -65,29 +65,25 @@ print("traces jittered", jittered.experimental_get_tracing_count())
 """
 
 
-def _applied(folder: Path) -> None:
-    done = run_in(folder, "-m", "tfretrace", "fix", "s.json", "--apply")
+def _kinds(program: str, name: str, tmp_path: Path) -> tuple[list[tuple[str, str, str, int]], Ran, Ran]:
+    """The edit steps of ``name`` (kind, safety, changes, traces after), and its run before and after ``--apply``."""
+    before, functions = recorded(tmp_path / "recorded", program)
+    copy = tmp_path / "applied"
+    shutil.copytree(tmp_path / "recorded", copy)
+    done = run_in(copy, "-m", "tfretrace", "fix", "s.json", "--apply")
     assert done.returncode == 0, done.stderr[-3000:]
+    steps = [(s["kind"], s["safety"], s["changes"], s["traces_after"]) for s in edited_steps(functions[name])]
+    return steps, before, ran_program(copy)
 
 
 def test_a_draw_in_a_called_layer_of_an_unseeded_run_is_safe_and_announced(tmp_path: Path) -> None:
-    before, functions = recorded(tmp_path / "layer", LAYER)
-    steps = edited_steps(functions["sampled"])
-    assert [(s["kind"], s["safety"], s["changes"]) for s in steps] == [("tensor-argument", "safe", "random-stream")]
-    copy = tmp_path / "layer_applied"
-    shutil.copytree(tmp_path / "layer", copy)
-    _applied(copy)
-    after = ran_program(copy)
-    assert before.traces == {"sampled": 3} and after.traces == {"sampled": steps[0]["traces_after"]} == {"sampled": 1}
+    steps, before, after = _kinds(LAYER, "sampled", tmp_path)
+    assert steps == [("tensor-argument", "safe", "random-stream", 1)]
+    assert (before.traces, after.traces) == ({"sampled": 3}, {"sampled": 1})  # as the step predicts
     assert after.results == before.results  # its noise is multiplied by 0 here: the printed sums stay
 
 
 def test_a_helper_that_also_draws_from_seeded_numpy_keeps_the_step_unsafe(tmp_path: Path) -> None:
-    before, functions = recorded(tmp_path / "helper", HELPER)
-    steps = edited_steps(functions["jittered"])
-    assert [(s["kind"], s["safety"], s["changes"]) for s in steps] == [("tensor-argument", "unsafe", "random-stream")]
-    copy = tmp_path / "helper_applied"
-    shutil.copytree(tmp_path / "helper", copy)
-    _applied(copy)
-    after = ran_program(copy)
-    assert (after.traces, after.results) == (before.traces, before.results) == ({"jittered": 3}, before.results)
+    steps, before, after = _kinds(HELPER, "jittered", tmp_path)
+    assert steps == [("tensor-argument", "unsafe", "random-stream", 1)]
+    assert (after.traces, after.results) == (before.traces, before.results) and before.traces == {"jittered": 3}
