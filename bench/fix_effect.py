@@ -55,6 +55,7 @@ from fix_judge import (
     broken,
     call,
     counted,
+    counterpart,
     judge,
     judge_other,
     minimum,
@@ -178,8 +179,8 @@ def _measured(f: FunctionReport, before: Session, done: Applied) -> tuple[int | 
     # A def moved out of its function to module level loses the "outer.<locals>." prefix.
     short = f.name.rsplit(".", 1)[-1]
     same = same_model(f, done.after.get(f.name) or done.after.get(short, []))
-    # By name; by place only between rows of one name (an edit above them shifts lines).
-    now = same[0] if len(same) == 1 else next((g for g in same if g.location == f.location), None)
+    # By name (and model); by place only between rows of one name (an edit above them shifts lines).
+    now = counterpart(f, done.after)
     peers = sorted(same_model(f, [g for g in before.functions if g.name == f.name]), key=_line)
     if now is None and len(same) == len(peers) > 1:
         # An edit moved one of them (a pipeline built before its loop): match in line order.

@@ -16,7 +16,7 @@ NumPy inputs (an eager float32 tensor is predicted as the NumPy array it holds: 
 same dtype, so the same trace) the helper predicts the full batches as they are (views: the input is never copied)
 and the last partial batch padded on the rows only (axis 0, the last row repeated) to a full one,
 so every batch has one shape, and cuts every output (each of a dict, list or tuple) back to the
-rows given; any other input (a dataset, a tensor, no rows) goes to ``predict`` as it was. With a
+rows given; any other input (a dataset, a tensor of another dtype, no rows) goes to ``predict`` as it was. With a
 progress bar, the full batches and the last one show as two bars.
 
 Safe where every model that predicted at those lines computes each row from that row alone

@@ -17,12 +17,13 @@ from dataclasses import replace
 from tfretrace.fix.core.call_edits import swap_leaf
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.core.kind import Maker
+from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.specs import NUMBER_DTYPES, is_top
 from tfretrace.records.events import PYTHON, TENSOR, Leaf
 
 
 def nested_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
-    """A varying int/float inside a dict argument: by hand, make it a scalar tensor where the dict is built."""
+    """A varying float inside a dict argument: by hand, make it a scalar tensor where the dict is built."""
     out: list[Candidate] = []
     calls = state.replay.calls
     for path in varying_paths(calls, PYTHON):
@@ -49,12 +50,9 @@ def nested_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
     return out
 
 
-def _under_dicts(calls: tuple[object, ...], path: str) -> bool:
+def _under_dicts(calls: tuple[Call, ...], path: str) -> bool:
     """Whether every recorded leaf on the way down to ``path`` (``hp``, ``hp['opt']``) is a dict."""
-    heads = [
-        leaf for c in calls for leaf in getattr(c, "signature", ())
-        if path.startswith(leaf.path + "[") and leaf.path != path
-    ]
+    heads = [leaf for c in calls for leaf in c.signature if path.startswith(leaf.path + "[")]
     return bool(heads) and all(leaf.kind == "dict" for leaf in heads)
 
 

@@ -61,6 +61,12 @@ def changes_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return out
 
 
+def graph_draw_change(draw: str) -> str:
+    """``changes_of``'s random-stream entry for a draw TensorFlow's graphs show and the body's source does not."""
+    return (f"{CHANGES_RANDOM}: its traces draw random numbers ({draw}, in code the body calls); fewer traces "
+            "draw other numbers than a run without prevention")
+
+
 def _open_dims(leaf: object) -> set[int]:
     shape = getattr(leaf, "shape", ())
     if shape is None:

@@ -13,7 +13,7 @@ from tfretrace.fix.core.predict import Call, Config, Replay, count
 from tfretrace.fix.core.rules import Signature, covers
 from tfretrace.fix.planning.step import CHANGES_RANDOM
 from tfretrace.records.prevention import FunctionPrevention, PreventionReport
-from tfretrace.runtime.prevent.checks import changes_of, refusal
+from tfretrace.runtime.prevent.checks import changes_of, graph_draw_change, refusal
 from tfretrace.runtime.prevent.match import find
 from tfretrace.runtime.prevent.profile import PREVENTABLE, Entry, Profile
 from tfretrace.runtime.prevent.watchers import attach as _attach
@@ -404,8 +404,7 @@ def _graph_draws(row: _Row, function: Any) -> None:
     except Exception:  # reading the graphs is extra: the report stands without it
         return
     if draw is not None:
-        _add(row.changes, f"{CHANGES_RANDOM}: its traces draw random numbers ({draw}, in code the body calls); "
-             "fewer traces draw other numbers than a run without prevention")
+        _add(row.changes, graph_draw_change(draw))
 
 
 def _replayed(obj: _Object, entry: Entry) -> int:
