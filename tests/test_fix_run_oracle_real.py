@@ -1,13 +1,14 @@
 """Issue 38 items 1-3 end to end: steps TensorFlow runs, asks on the live object, or frees of a random stream.
 
-One program holds eight functions, each retracing avoidably: an int index (``x[i]``, a slice's
+One program holds nine functions, each retracing avoidably: an int index (``x[i]``, a slice's
 constants in each trace), an int folded into a constant (``n ** 3``), an int mixed with floats, a
 body drawing unseeded random numbers, one drawing with an op seed, one drawing from TensorFlow
 unseeded and from NumPy (whose seed TensorFlow cannot show), one drawing inside a Keras layer it
-calls (which only TensorFlow's graphs show), and a Keras train step whose model and optimizer are built at
-its first call. It prints its results and, last, TensorFlow's own trace count per
-function. Recorded with ``tfretrace run --save``, it is fixed with ``--apply`` in a copy and run
-again; the same program with ``keras.utils.set_random_seed`` is recorded too.
+calls (which only TensorFlow's graphs show), a Keras train step whose model and optimizer are built at
+its first call, and one given its model, optimizer and loss as arguments with a Python epoch. It
+prints its results and, last, TensorFlow's own trace count per function. Recorded with
+``tfretrace run --save``, it is fixed with ``--apply`` in a copy and run again; the same program
+with ``keras.utils.set_random_seed`` is recorded too.
 """
 
 from __future__ import annotations
@@ -91,22 +92,41 @@ def train_step(x, y):
     return loss
 
 
+model2 = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, kernel_initializer="ones")])
+opt2 = keras.optimizers.SGD(0.01)
+
+
+def mse(pred, target):
+    return tf.reduce_mean(tf.square(pred - target))
+
+
+@tf.function
+def decayed_step(net, loss_fn, optimizer, x, y, epoch):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(net(x), y)
+    grads = tape.gradient(loss, net.trainable_variables)
+    optimizer.apply_gradients(zip(grads, net.trainable_variables))
+    optimizer.learning_rate.assign(0.01 * (1 - epoch / 4))
+    return loss
+
+
 for epoch in range(2):
     for i in range(4):
         print("pick", epoch, i, pick(data, i).numpy().tolist())
         print("cubed", epoch, i, float(tf.reduce_sum(cubed(data, i))))
         print("annealed", epoch, i, float(annealed(data, i + 1)))
+        print("decayed", epoch, i, f"{float(decayed_step(model2, mse, opt2, data, data[:, :2], epoch)):.5f}")
     for size in (4, 4, 3, 2):
         print("noisy", epoch, size, float(tf.reduce_sum(noisy(data[:size]))))
         print("seeded", epoch, size, float(tf.reduce_sum(seeded(data[:size]))))
         print("jittered", epoch, size, float(tf.reduce_sum(jittered(data[:size]))))
         print("sampled", epoch, size, float(tf.reduce_sum(sampled(data[:size]))))
         print("train", epoch, size, f"{float(train_step(data[:size], data[:size, :2])):.5f}")
-for f in (pick, cubed, annealed, noisy, seeded, jittered, sampled, train_step):
+for f in (pick, cubed, annealed, noisy, seeded, jittered, sampled, train_step, decayed_step):
     print("traces", f.__name__, f.experimental_get_tracing_count())
 """
 
-FUNCTIONS = ("pick", "cubed", "annealed", "noisy", "seeded", "jittered", "sampled", "train_step")
+FUNCTIONS = ("pick", "cubed", "annealed", "noisy", "seeded", "jittered", "sampled", "train_step", "decayed_step")
 
 
 def _program(folder: Path, *args: str) -> Ran:
@@ -157,6 +177,17 @@ def test_an_int_the_body_mixes_with_floats_becomes_a_float32_tensor_where_tensor
     assert steps[0]["checked_inputs"] >= 4 and steps[0]["edits"][0]["text"].endswith("dtype=tf.float32)")
 
 
+def test_a_step_given_its_model_optimizer_and_loss_as_arguments_is_asked_with_those_live_objects(
+    recorded: Recorded,
+) -> None:
+    # TensorFlow keys a trace by the identity of an object argument and keeps only a weak reference to
+    # it: the probe passes the live object again (it was "not asked" before), and runs both versions,
+    # the variables they assign (the learning rate) restored after each run.
+    steps = edited_steps(recorded.functions["decayed_step"])
+    assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [("tensor-argument", "safe", "tensorflow")]
+    assert steps[0]["checked_inputs"] >= 2 * 8
+
+
 def test_a_train_step_that_built_its_model_is_asked_once_the_variables_exist(recorded: Recorded) -> None:
     steps = edited_steps(recorded.functions["train_step"])
     assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [
@@ -192,9 +223,13 @@ def test_apply_writes_them_and_tensorflow_counts_what_was_predicted_with_the_sam
     assert (copy / "prog.py").read_text() != PROGRAM
     after = _program(copy)
     predicted = {name: recorded.functions[name]["fix_counts"]["apply"] for name in FUNCTIONS}
-    assert recorded.before.traces == {"pick": 4, "cubed": 4, "annealed": 4, "noisy": 3, "seeded": 3, "jittered": 3,
-                                      "sampled": 3, "train_step": 4}
-    assert predicted == {"pick": 1, "cubed": 1, "annealed": 1, "noisy": 1, "seeded": 3, "jittered": 3, "sampled": 3,
-                         "train_step": 2}
+    before = dict(recorded.before.traces)
+    # One trace per epoch, and on Keras 2 one more: its optimizer makes its variables at the first
+    # apply, which TensorFlow traces twice. The edit removes the second epoch's trace either way.
+    assert before.pop("decayed_step") - predicted["decayed_step"] == 1
+    assert before == {"pick": 4, "cubed": 4, "annealed": 4, "noisy": 3, "seeded": 3, "jittered": 3,
+                      "sampled": 3, "train_step": 4}
+    assert {k: v for k, v in predicted.items() if k != "decayed_step"} == {
+        "pick": 1, "cubed": 1, "annealed": 1, "noisy": 1, "seeded": 3, "jittered": 3, "sampled": 3, "train_step": 2}
     assert after.traces == predicted
     assert after.results == recorded.before.results

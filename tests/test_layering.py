@@ -38,7 +38,7 @@ ADAPTER_ORDER = [
     "__init__", "logfilter", "versions", "frames", "counters", "types", "import_watch", "keras_rows", "keras_live",
     "keras",
     "data_source", "origins", "reading", "earlier", "cache_hits", "loglevel", "xla_log", "xla", "relay", "hooks",
-    "warmup", "graph_compare", "native_log", "run_compare", "keras_call_check", "edited", "programs", "live_functions",
+    "warmup", "graph_compare", "native_log", "recorded", "run_compare", "keras_call_check", "edited", "programs", "live_functions",
     "probe", "zero_probe",
 ]
 

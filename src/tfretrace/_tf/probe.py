@@ -25,6 +25,7 @@ from typing import Any
 
 from tfretrace._tf.edited import converter, rebuilt, runs_alike
 from tfretrace._tf.graph_compare import value_only_as_data
+from tfretrace._tf.recorded import recorded_arguments
 from tfretrace._tf.run_compare import compare_converted, compare_runs
 from tfretrace.records.events import TraceRefused
 
@@ -131,9 +132,10 @@ def _refused(tf: Any, fresh: Any, trace: Any) -> str | None:
     it. A refusal, or a second trace, is a call of the run the edited program would fail or
     retrace on.
     """
-    args, kwargs = trace.structured_input_signature
-    if _unreplayable(tf, args, kwargs):
-        return None  # an object keyed by identity cannot be replayed; its outputs were compared
+    found = recorded_arguments(trace)
+    if found is None:
+        return None  # an object keyed by identity that is gone cannot be replayed; its outputs were compared
+    args, kwargs = found
     # A recorded spec carries its parameter's name, which TensorFlow will not cast to a signature's
     # unnamed spec: the call binds values, so only shape and dtype are asked.
     args, kwargs = tf.nest.map_structure(
@@ -179,7 +181,7 @@ def probe_argument(
     every = list(function._list_all_concrete_functions())
     traces = every[:_MAX_TRACES]
     names = list(inspect.signature(python).parameters)
-    bound = [_replayed(trace.structured_input_signature, names, param) for trace in traces]
+    bound = [_replayed(trace, names, param) for trace in traces]
     if not traces or any(b is None for b in bound):
         return None, None, None, 0
     # A trace that got a tensor there already (a call site that passes one: the step leaves it as it is) is not
@@ -357,12 +359,6 @@ def _no_new_variables(tf: Any) -> Iterator[list[str]]:
         yield created
 
 
-def _unreplayable(tf: Any, args: Any, kwargs: Any) -> bool:
-    """Whether a trace kept a Python object it keyed by identity (a model passed in): a placeholder
-    that cannot be passed again, so the trace cannot be replayed."""
-    return any(type(x).__name__ == "UnknownArgument" for x in tf.nest.flatten((args, kwargs)))
-
-
 def _value_at(found: tuple[tuple[Any, ...], dict[str, Any], int | str] | None) -> Any:
     """The recorded value of the parameter ``_replayed`` located."""
     assert found is not None
@@ -370,15 +366,13 @@ def _value_at(found: tuple[tuple[Any, ...], dict[str, Any], int | str] | None) -
     return args[at] if isinstance(at, int) else kwargs[at]
 
 
-def _replayed(
-    signature: Any, names: list[str], param: str
-) -> tuple[tuple[Any, ...], dict[str, Any], int | str] | None:
-    """A trace's arguments as TensorFlow kept them, and where ``param`` sits (an index or a keyword)."""
-    import tensorflow as tf
-
-    args, kwargs = signature
-    if _unreplayable(tf, args, kwargs):
+def _replayed(trace: Any, names: list[str], param: str) -> tuple[tuple[Any, ...], dict[str, Any], int | str] | None:
+    """A trace's arguments as TensorFlow kept them (objects passed in: the live ones, ``recorded_arguments``),
+    and where ``param`` sits (an index or a keyword)."""
+    found = recorded_arguments(trace)
+    if found is None:
         return None
+    args, kwargs = found
     if param in kwargs:
         return tuple(args), dict(kwargs), param
     if param in names and names.index(param) < len(args):

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tfretrace._tf.native_log import native_log_held
+from tfretrace._tf.recorded import recorded_arguments
 
 # A recorded call's made arguments -> the arguments the general concrete function takes.
 Converter = Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]
@@ -95,7 +96,10 @@ def _compared(recorded: Any, general: Any, convert: Converter, exact: bool) -> t
         found = effect(concrete.graph)
         if found is not None:
             return 0, f"not run: the body has an effect outside its outputs ({found})"
-    args, kwargs = recorded.structured_input_signature
+    recorded_args = recorded_arguments(recorded)
+    if recorded_args is None:
+        return 0, "not run: an object the trace was made for (a model passed in) is gone"
+    args, kwargs = recorded_args
     variables = _variables(recorded, general)
     compared = 0
     for made in _inputs(tf, (tuple(args), dict(kwargs))):

@@ -29,7 +29,7 @@ def probe_zeros(function: Any, param: str, shape: tuple[int, ...], dtype: str) -
     names = list(inspect.signature(python).parameters)
     nones = []
     for trace in list(function._list_all_concrete_functions()):
-        found = _replayed(trace.structured_input_signature, names, param)
+        found = _replayed(trace, names, param)
         if found is None:
             return 0, "TensorFlow was not asked: a recorded trace's arguments cannot be replayed"
         args, kwargs, at = found

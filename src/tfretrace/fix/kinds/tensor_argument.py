@@ -455,8 +455,9 @@ KIND = Kind(
         'every trace (`"checked": "tensorflow"`); none: no edit, a statement with what TensorFlow said. '
         "Safe only where each trace's graph is the graph of the value as a tensor with the value as data,"
         ' or where TensorFlow ran both on the same inputs to the same results: see '
-        '[below](#python-values-made-tensors); otherwise unsafe, saying where they part. Unprobed (a '
-        'nested def, a method, a model argument): the dtype tfretrace guessed; a variable passed as a '
+        '[below](#python-values-made-tensors); otherwise unsafe, saying where they part. A model, optimizer or '
+        'loss passed as an argument is passed again as the live object the trace was keyed by. Unprobed (a '
+        'nested def, an object argument that is gone): the dtype tfretrace guessed; a variable passed as a '
         'tensor no longer aliases it. A body the step edits too (`tf.constant` -> `tf.convert_to_tensor`, '
         '`tf.add_n` -> `tf.reduce_sum`) is traced and run as edited, compiled in memory; a `tf.Variable` the body '
         'only reads is run on new variables of the recorded specs, the values they are left with compared',

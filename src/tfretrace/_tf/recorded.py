@@ -1,0 +1,56 @@
+"""A recorded trace's arguments as they can be passed again: the live objects a trace keyed by identity put back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def recorded_arguments(trace: Any) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """``trace.structured_input_signature`` with each object argument (a model, an optimizer, a loss
+    function passed in) the object itself; None where one cannot be had.
+
+    TensorFlow writes an ``UnknownArgument`` into a trace's signature for any argument it keyed by
+    identity, and keeps a weak reference to that object in the parameter's type (``Weakref``): the
+    trace's own key. Where the object is still alive it is the one the trace was made for, so the
+    probes and the comparisons can pass it again. A nested one (an object inside a tuple), a dead
+    reference or a TensorFlow without ``function_type`` leaves the trace unreplayable, as before.
+    """
+    import tensorflow as tf
+    from tensorflow.python.framework.func_graph import UnknownArgument
+
+    args, kwargs = trace.structured_input_signature
+    args, kwargs = tuple(args), dict(kwargs)
+    if not _unknown(tf, UnknownArgument, (args, kwargs)):
+        return args, kwargs
+    try:
+        parameters = list(trace.function_type.parameters.values())
+    except Exception:  # an older TensorFlow, or a trace without a function type
+        return None
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    by_name = {p.name: p for p in parameters}
+    made = []
+    for number, value in enumerate(args):
+        if isinstance(value, UnknownArgument):
+            value = _live(positional[number] if number < len(positional) else None)
+        made.append(value)
+    named = {k: _live(by_name.get(k)) if isinstance(v, UnknownArgument) else v for k, v in kwargs.items()}
+    if any(v is _GONE for v in (*made, *named.values())) or _unknown(tf, UnknownArgument, (made, named)):
+        return None
+    return tuple(made), named
+
+
+# An object the trace keyed by identity that is gone (or was never a weak reference).
+_GONE = object()
+
+
+def _live(parameter: Any) -> Any:
+    constraint = getattr(parameter, "type_constraint", None)
+    ref = getattr(constraint, "_ref", None)  # default_types.Weakref: the trace's key
+    if not callable(ref):
+        return _GONE
+    found = ref()
+    return _GONE if found is None else found
+
+
+def _unknown(tf: Any, unknown: type, structure: Any) -> bool:
+    return any(isinstance(x, unknown) for x in tf.nest.flatten(structure))
