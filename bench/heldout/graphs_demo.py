@@ -2,7 +2,8 @@
 
 Source: tensorflow/tensorboard, tensorboard/plugins/graph/graphs_demo.py at commit
 067d5defb2879de2369beda0d25f326506495ba3 (its `profile` loop reported by DLPerf as issue #6219 of
-that repository). License: Apache-2.0.
+that repository; upstream's later fix, 827be0d867b7e86a0e16e04fbd0d029e97343a71 "Pass tensors instead
+of python literals for graphs demo", is not applied here). License: Apache-2.0.
 Reduced: the log folder is a temporary one instead of /tmp/graphs_demo; --size steps of the
 profile loop instead of 3; `profiler_outdir` given to `trace_on` (TF 2.21 ignores it in
 `trace_export`); the Keras demo seeded, with Keras 3 spellings (`Input(shape=(1,))` for
