@@ -138,18 +138,22 @@ def test_tests_option_refuses_a_missing_file_or_an_unknown_row(capsys: Any) -> N
     assert matrix.main(["--rows", "tf2.15-keras2", "--tests", "tf2.15-keras2"]) == 2
 
 
-def test_a_row_runs_only_its_selected_files_and_never_the_single_environment_tests(
+def test_a_row_runs_only_its_selected_files_and_only_the_tensorflow_tests_not_single_environment(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
-    # CI gives the tf-keras row a list of files, and every row leaves out tests marked single_env.
+    # CI gives the tf-keras row a list of files; every row runs the tests marked tf (tfretrace's own
+    # Python alone runs once, in make test) and leaves out those marked single_env.
     matrix = _tool()
     (tmp_path / "tests").mkdir()
-    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    single_env: x\n    browser: x\n")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    tf: x\n    single_env: x\n    browser: x\n")
     (tmp_path / "tests" / "test_a.py").write_text(
-        "import pytest\n\ndef test_runs():\n    pass\n\n"
-        "@pytest.mark.single_env\ndef test_once():\n    raise AssertionError\n"
+        "import pytest\n\n@pytest.mark.tf\ndef test_runs():\n    pass\n\n"
+        "@pytest.mark.tf\n@pytest.mark.single_env\ndef test_once():\n    raise AssertionError\n\n"
+        "def test_python_alone():\n    raise AssertionError\n"
     )
-    (tmp_path / "tests" / "test_b.py").write_text("def test_not_selected():\n    raise AssertionError\n")
+    (tmp_path / "tests" / "test_b.py").write_text(
+        "import pytest\n\n@pytest.mark.tf\ndef test_not_selected():\n    raise AssertionError\n"
+    )
     monkeypatch.setattr(matrix, "ROOT", tmp_path)
     monkeypatch.setattr(matrix, "MATRIX", tmp_path / ".matrix")
     row = next(r for r in matrix.ROWS if r.name == matrix.REFERENCE)

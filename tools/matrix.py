@@ -9,8 +9,9 @@ and Keras, the test suite and the examples run in each, and a table of the resul
 
 Environments live in .matrix/<row>/ (git-ignored) and are reused while their requirements are
 unchanged. The reference row (TF 2.21 + Keras 3.15) uses the project's own .venv when it has
-exactly those versions. Each row runs the suite but the browser test and the tests marked
-``single_env`` (packaging, docs, pip: the same in every environment); ``--tests ROW=FILES`` runs only
+exactly those versions. Each row runs the tests that need TensorFlow (marked ``tf``) but the browser
+test and those marked ``single_env`` (packaging, docs, pip: the same in every environment): the rest
+run tfretrace's own Python alone, which no TensorFlow version changes; ``--tests ROW=FILES`` runs only
 those test files in that row. An example "equals 2.21" when every function has the same causes and trace
 counts as in the reference row (Keras' functions compared by role, since their names differ
 between Keras versions). Exit status 0 only when every row that was asked for is green.
@@ -155,11 +156,11 @@ def _record_path(row: Row, suffix: str) -> Path:
 
 
 def run_tests(python: Path, result: Result, files: list[str] | None = None) -> None:
-    """The suite (or ``files`` of it) but the browser and single-environment tests, its JUnit XML read back."""
+    """The TensorFlow tests (of ``files``, or all) but the browser and single-environment ones; JUnit XML read back."""
     report = _record_path(result.row, "junit.xml")
     report.unlink(missing_ok=True)  # a report left by an earlier run must not pass for this one's
     # Two workers, as make test: the suite is mostly subprocesses running TensorFlow, and CI has 2 cores.
-    command = [str(python), "-m", "pytest", "-q", "-n", "2", "-m", "not browser and not single_env",
+    command = [str(python), "-m", "pytest", "-q", "-n", "2", "-m", "tf and not browser and not single_env",
                f"--junitxml={report}", "-p", "no:cacheprovider", *(files or [])]
     subprocess.run(command, env=_env(result.row.env), cwd=ROOT, capture_output=True, text=True)
     if not report.exists():
