@@ -2,6 +2,7 @@
 
 Source: ryancheunggit/tensorflow2_model_zoo, mnist_metric_learning.py at commit
 584e015c459ab8e27f0f2f386fd812f78baf7b1f, with `Conv2d` and `MaxPool2d` of convnets/common.py.
+License: none stated (the repository has no license file); reduced and rewritten here, not copied.
 Reduced: synthetic 28x28x1 "digits" in [0, 1] (the class shows as a brighter band of rows) instead
 of the MNIST download: --size training images (the default a multiple of the batch, as MNIST's
 60000 is) and a quarter as many plus 16 for validation (a shorter last batch, as 10000 gives);
@@ -64,7 +65,7 @@ class CosineLinear(tf.keras.Model):
 
 
 class AdditiveAngularMarginLoss(tf.keras.Model):
-    """Additive Angular Margin Loss (https://arxiv.org/abs/1801.07698)."""
+    """Additive Angular Margin Loss (ArcFace, arXiv 1801.07698)."""
 
     def __init__(self, s=16, m=.3, num_classes=10):
         super().__init__()

@@ -2,6 +2,7 @@
 
 Source: tensorflow/tensorflow issue #38002, "Is retracing inevitable when working with
 variously-sized inputs?" (cranedroesch, 2020-03-28): its model and its `train` function as posted.
+License: none stated (code posted in a public issue); reduced and rewritten here.
 Reduced: the issue gives the model and the step only; the rest is the least the post describes:
 --size synthetic documents of 20 to 400 tokens (the post's 100 to 8000, a twentieth) with 16 input
 features each and two output variables of three classes whose labels follow the features, one
