@@ -135,6 +135,33 @@ def test_a_body_that_needs_the_python_value_keeps_it_and_says_so(tmp_path: Path)
         assert steps[0].python_use and "i" in steps[0].python_use
 
 
+MIXED_INT = """\
+import tensorflow as tf
+
+
+@tf.function
+def decay(x, epoch, epochs):
+    return x * (1 - epoch / epochs)
+
+
+for epoch in range(3):
+    decay(tf.ones([2]), epoch, 3)
+"""
+
+
+def test_an_int_mixed_with_other_operands_is_an_unasked_step_where_tensorflow_was_not_asked(tmp_path: Path) -> None:
+    from test_fix_plan import py
+
+    path = tmp_path / "mixed.py"
+    path.write_text(MIXED_INT)
+    rep = report([(py("epoch", n),) for n in range(3)], location=f"{path}:5", name="decay", sites=[f"{path}:10"])
+    steps = [s for s in plan_for(rep, SourceReader()) if s.kind != "statement"]
+    # A plain run: whether an int tensor mixes with `epochs` and `x` is TensorFlow's to say. The step is
+    # made (float32, the dtype the probe tries last) and unsafe for want of its answer, never "cannot".
+    assert [(s.kind, s.safety, s.unasked, s.traces_after) for s in steps] == [("tensor-argument", "unsafe", True, 1)]
+    assert steps[0].edits and steps[0].edits[0].text.endswith("dtype=tf.float32)")
+
+
 def test_rewrite_moves_statements_and_refuses_what_is_not_one() -> None:
     import pytest
 
