@@ -1,4 +1,8 @@
-"""A Python number inside a dict argument (``step(x, {"lr": lr})``): a step by hand whose count TensorFlow confirms."""
+"""A Python number two dicts deep in an argument: a step by hand whose count TensorFlow confirms.
+
+One level deep in a dict written at the call site (``step(x, {"lr": lr})``) it is an edit TensorFlow checks
+(tests/test_fix_literal_elements_real.py); deeper, the dict is the program's to change.
+"""
 
 from __future__ import annotations
 
@@ -40,15 +44,16 @@ BY_HAND = ('{"lr": tf.constant(0.1 / (epoch + 1), dtype=tf.float32), '
            '"opt": {"scale": tf.constant(2.0 + epoch % 2, dtype=tf.float32)}}')
 
 
-def test_a_number_in_a_dict_argument_is_a_step_by_hand_and_tensorflow_counts_what_it_predicts(tmp_path: Path) -> None:
+def test_a_number_two_dicts_deep_is_a_step_by_hand_and_tensorflow_counts_what_it_predicts(tmp_path: Path) -> None:
     before, functions = recorded(tmp_path / "recorded", PROGRAM.replace("HP", WRITTEN))
     assert before.traces == {"step": 4, "sized": 4}
     steps = [s for s in functions["step"]["plan"] if s["cause"] == "python-value-changed"]
-    # One step per varying float, both dicts deep; each by hand (no edit), the second counted after the first.
+    # One step per varying float: the dict's own "lr", written at the call site, an edit TensorFlow ran both
+    # ways; the nested "scale" by hand (no edit), counted after the first.
     assert [(s["kind"], s.get("by"), s["traces_before"], s["traces_after"], bool(s.get("edits"))) for s in steps] == [
-        ("advice", "hand", 4, 2, False), ("advice", "hand", 2, 1, False)
+        ("tensor-argument", "tfretrace", 4, 2, True), ("advice", "hand", 2, 1, False)
     ]
-    # An int in a dict gets no such step: a size or an index, which an int tensor may not replace.
+    # An int in a dict gets no step by hand: a size or an index, which only TensorFlow can say a tensor replaces.
     assert not [s for s in functions["sized"]["plan"] if s["kind"] == "advice"]
     # Made by hand as the steps say, TensorFlow traces step once.
     edited = tmp_path / "edited"

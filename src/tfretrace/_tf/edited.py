@@ -89,6 +89,11 @@ def converter(tf: Any, general: Any, names: list[str]) -> Any:
 
 
 def _one(tf: Any, value: Any, spec: Any) -> Any:
+    # A number inside a literal tuple, list or dict argument: the call site converts that element alone.
+    if type(spec) is dict and type(value) is dict and spec.keys() == value.keys():
+        return {k: _one(tf, v, spec[k]) for k, v in value.items()}
+    if type(spec) in (tuple, list) and type(value) in (tuple, list) and len(spec) == len(value):
+        return type(value)(_one(tf, v, s) for v, s in zip(value, spec, strict=True))
     if not isinstance(spec, tf.TensorSpec) or isinstance(value, tf.Tensor):
         return value
     if isinstance(value, tf.Variable):

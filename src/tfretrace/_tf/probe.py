@@ -25,7 +25,7 @@ from typing import Any
 
 from tfretrace._tf.edited import converter, rebuilt, runs_alike
 from tfretrace._tf.graph_compare import value_only_as_data
-from tfretrace._tf.recorded import recorded_arguments
+from tfretrace._tf.recorded import holds, part, recorded_arguments, split_path, with_part
 from tfretrace._tf.run_compare import compare_converted, compare_runs
 from tfretrace.records.events import TraceRefused
 
@@ -181,12 +181,14 @@ def probe_argument(
     every = list(function._list_all_concrete_functions())
     traces = every[:_MAX_TRACES]
     names = list(inspect.signature(python).parameters)
-    bound = [_replayed(trace, names, param) for trace in traces]
-    if not traces or any(b is None for b in bound):
+    top, key = split_path(param)
+    bound = [_replayed(trace, names, top) for trace in traces]
+    if not traces or any(b is None or not holds(_value_at(b), key) for b in bound):
         return None, None, None, 0
     # A trace that got a tensor there already (a call site that passes one: the step leaves it as it is) is not
     # replayed; the traces of the Python values are.
-    valued = [(t, b) for t, b in zip(traces, bound, strict=True) if not isinstance(_value_at(b), tf.TensorSpec)]
+    valued = [(t, b) for t, b in zip(traces, bound, strict=True)
+              if not isinstance(part(_value_at(b), key), tf.TensorSpec)]
     if not valued:
         return None, None, None, 0
     traces, bound = [t for t, _b in valued], [b for _t, b in valued]
@@ -197,7 +199,7 @@ def probe_argument(
         fresh = tf.function(python)  # noqa: TFR101
         try:
             why, depends, compared = _each_trace(tf, fresh, traces, bound, param, dtype, len(every),
-                                                 names, edited is not None)
+                                                 names, edited is not None, key)
         finally:
             _counted(fresh)
         if why is None:
@@ -209,7 +211,7 @@ def probe_argument(
 
 def _each_trace(
     tf: Any, fresh: Any, traces: list[Any], bound: list[Any], param: str, dtype: str, total: int,
-    names: list[str], edited: bool,
+    names: list[str], edited: bool, key: int | str | None = None,
 ) -> tuple[str | None, str | None, int]:
     """Each recorded trace traced by ``fresh`` with ``param`` a ``dtype`` tensor: (why not, where the
     graph depends on the value, how many inputs TensorFlow ran both versions on). An edited body
@@ -221,12 +223,13 @@ def _each_trace(
     for number, (trace, found) in enumerate(zip(traces, bound, strict=True), 1):
         assert found is not None
         args, kwargs, at = found
-        value = args[at] if isinstance(at, int) else kwargs[at]
+        whole = args[at] if isinstance(at, int) else kwargs[at]
+        value = part(whole, key)
         spec = tf.TensorSpec(_stacked(tf, value), getattr(tf, dtype))
         if isinstance(at, int):
-            args = (*args[:at], spec, *args[at + 1:])
+            args = (*args[:at], with_part(whole, key, spec), *args[at + 1:])
         else:
-            kwargs = {**kwargs, at: spec}
+            kwargs = {**kwargs, at: with_part(whole, key, spec)}
         created: list[str] = []
         try:
             with _quiet(), _no_new_variables(tf) as created:
@@ -240,8 +243,12 @@ def _each_trace(
         if differs is not None:
             why = f"{dtype}: TensorFlow traced the body, {differs}"
             break
-        if depends is None and (edited or _variable(value)):
-            ran, differ = compare_converted(trace, concrete, converter(tf, concrete, names))
+        # A number inside a tuple or dict: its placeholder is not the parameter's, so only running both
+        # versions (each recorded value passed as the tensor the call site makes) can say.
+        if depends is None and (edited or _variable(value) or key is not None):
+            # An element is compared bit for bit: a float32 tensor packed into a list beside float64
+            # numbers is cast silently, and only exact results show the float32 rounding of the value.
+            ran, differ = compare_converted(trace, concrete, converter(tf, concrete, names), exact=key is not None)
             compared += ran
             if differ is not None:
                 ran_what = "the edited body" if edited else f"the trace with {param} a tensor"

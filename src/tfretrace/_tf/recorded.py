@@ -1,7 +1,8 @@
-"""A recorded trace's arguments as they can be passed again: the live objects a trace keyed by identity put back."""
+"""A recorded trace's arguments as they can be passed again: live objects put back, one element replaced."""
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 
@@ -54,3 +55,41 @@ def _live(parameter: Any) -> Any:
 
 def _unknown(tf: Any, unknown: type, structure: Any) -> bool:
     return any(isinstance(x, unknown) for x in tf.nest.flatten(structure))
+
+
+def split_path(param: str) -> tuple[str, int | str | None]:
+    """``("data", 1)`` for ``data[1]``, ``("hp", "lr")`` for ``hp['lr']`` (one level); ``(param, None)`` for itself."""
+    head, bracket, rest = param.partition("[")
+    if not bracket:
+        return param, None
+    try:
+        key = ast.literal_eval(rest[:-1]) if rest.endswith("]") and "[" not in rest else None
+    except (ValueError, SyntaxError):
+        key = None
+    # Anything deeper or stranger names no element the probe can replace: it is not asked.
+    return head, key if isinstance(key, (int, str)) and not isinstance(key, bool) else ""
+
+
+def holds(value: Any, key: int | str | None) -> bool:
+    """Whether the recorded argument has ``key`` (a plain tuple, list or dict of it), or is the parameter itself."""
+    if key is None:
+        return True
+    if type(value) is dict:
+        return key in value
+    return type(value) in (tuple, list) and isinstance(key, int) and 0 <= key < len(value)
+
+
+def part(value: Any, key: int | str | None) -> Any:
+    """The recorded argument's element ``key`` (the argument itself for a parameter)."""
+    return value if key is None else value[key]
+
+
+def with_part(value: Any, key: int | str | None, new: Any) -> Any:
+    """The recorded argument with its element ``key`` replaced by ``new`` (the whole of it for a parameter)."""
+    if key is None:
+        return new
+    if type(value) is dict:
+        return {**value, key: new}
+    items = list(value)
+    items[key] = new  # type: ignore[index]
+    return type(value)(items)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from tfretrace.fix.core.defs import callee_name
-from tfretrace.fix.core.source import DefInfo, Replacement, SourceReader, Span
+from tfretrace.fix.core.source import DefInfo, Replacement, SourceReader, Span, literal_elements
 from tfretrace.records.function_report import FunctionReport
 
 
@@ -35,14 +35,18 @@ class Anchors:
         return self.reader.tf_alias(path)
 
     def call_arguments(self, path: str) -> Iterator[ast.expr]:
-        """Every argument expression passed in a call of this function in one file."""
+        """Every argument expression passed in a call of this function in one file, and each element of
+        one written as a literal tuple, list or dict (a number the call passes inside it)."""
         tree = self.tree(path)
         if tree is None:
             return
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and callee_name(node.func) in self.names:
-                yield from (a for a in node.args if not isinstance(a, ast.Starred))
-                yield from (k.value for k in node.keywords if k.arg is not None)
+                passed = [*(a for a in node.args if not isinstance(a, ast.Starred)),
+                          *(k.value for k in node.keywords if k.arg is not None)]
+                for arg in passed:
+                    yield arg
+                    yield from (value for _key, value in literal_elements(arg))
 
 
 Check = Callable[[Anchors, Replacement], "str | None"]

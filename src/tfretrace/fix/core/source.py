@@ -54,10 +54,13 @@ class CallInfo:
     span: Span
     args: tuple[tuple[str, str, Span], ...]  # (parameter, expression source, span of the expression)
     func_text: str
+    # The elements of an argument written as a literal tuple, list or dict (string keys), one level
+    # down, named by the path tfretrace records there (``data[1]``, ``hp['lr']``).
+    parts: tuple[tuple[str, str, Span], ...] = ()
 
     def arg(self, parameter: str) -> tuple[str, str, Span] | None:
-        """What this call passes for ``parameter``, or None when it passes nothing for it."""
-        return next((a for a in self.args if a[0] == parameter), None)
+        """What this call passes for ``parameter`` (or for one element of a literal, ``data[1]``), or None."""
+        return next((a for a in (*self.args, *self.parts) if a[0] == parameter), None)
 
 
 @dataclass(frozen=True)
@@ -278,15 +281,34 @@ class SourceReader:
 
 def _call_info(text: str, path: str, line: int, node: ast.Call, params: tuple[str, ...]) -> CallInfo | None:
     args: list[tuple[str, str, Span]] = []
+    parts: list[tuple[str, str, Span]] = []
     for number, arg in enumerate(node.args):
         if isinstance(arg, ast.Starred) or number >= len(params):
             return None
         args.append((params[number], _segment(text, _span(path, arg)), _span(path, arg)))
+        parts.extend(_parts(text, path, params[number], arg))
     for keyword in node.keywords:
         if keyword.arg is None:
             return None
         args.append((keyword.arg, _segment(text, _span(path, keyword.value)), _span(path, keyword.value)))
-    return CallInfo(path, line, _span(path, node), tuple(args), _segment(text, _span(path, node.func)))
+        parts.extend(_parts(text, path, keyword.arg, keyword.value))
+    return CallInfo(path, line, _span(path, node), tuple(args), _segment(text, _span(path, node.func)), tuple(parts))
+
+
+def literal_elements(node: ast.expr) -> list[tuple[int | str, ast.expr]]:
+    """The elements of a literal tuple or list (by index) or dict with string keys (by key); none otherwise."""
+    if isinstance(node, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in node.elts):
+        return list(enumerate(node.elts))
+    if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
+        return [(k.value, v) for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    return []
+
+
+def _parts(text: str, path: str, name: str, node: ast.expr) -> list[tuple[str, str, Span]]:
+    # Named as the recorded signature names them (_tf.types: ``[0]``, ``['lr']``).
+    return [(f"{name}[{key!r}]", _segment(text, _span(path, value)), _span(path, value))
+            for key, value in literal_elements(node)]
 
 
 def split_location(location: str) -> tuple[str, int]:

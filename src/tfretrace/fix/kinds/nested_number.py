@@ -2,10 +2,11 @@
 
 TensorFlow keys a trace on every Python value in an argument's structure, so a learning rate in a
 hyperparameter dict traces once per value, as a top-level Python number does. The top-level case is
-an edit at the call site, checked by TensorFlow (fix.kinds.tensor_argument); inside a dict the value
-is built wherever the program builds the dict, which may be far from the call, and the probe replays
-top-level arguments only. So this is a step by hand, with its count: the replay with that leaf a scalar
-tensor. It is offered only where the recorded values there were floats (some may be ints: ``1`` for
+an edit at the call site, checked by TensorFlow (fix.kinds.tensor_argument), and so is a value one
+level deep in a dict the call writes out (``{"lr": lr}``), where TensorFlow ran both versions to the
+same results. Deeper, or in a dict built elsewhere, the value is the program's to change where it
+builds the dict. So this is a step by hand, with its count: the replay with that leaf a scalar tensor.
+It is offered only where the recorded values there were floats (some may be ints: ``1`` for
 ``1.0``), and every level above it a dict (a list of numbers is fix.kinds.tensor_argument's ``lists``).
 No edit kind is declared: its maker is listed in ``MAKERS``, as fix.kinds.objects does.
 """

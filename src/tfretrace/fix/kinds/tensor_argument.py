@@ -11,6 +11,7 @@ from tfretrace.fix.core.body import assigns_to, number_dtype
 from tfretrace.fix.core.call_edits import missing_note, preview, reached, swap_leaf
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.core.kind import Kind, Maker, Row
+from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
 from tfretrace.fix.core.source import Replacement
 from tfretrace.fix.core.specs import NUMBER_DTYPES, is_top
@@ -28,7 +29,8 @@ NAME = "tensor-argument"
 
 
 def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
-    """Varying Python int/float/bool arguments become tensors at the call site, of the dtype TensorFlow accepts.
+    """Varying Python int/float/bool arguments (or one element of a literal tuple or dict argument) become
+    tensors at the call site, of the dtype TensorFlow accepts.
 
     Where the run's function can be traced again (``ctx.probe_argument``), TensorFlow decides: the
     argument is tried as a scalar tensor of each candidate dtype (floats: float32, then float64;
@@ -42,7 +44,7 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
     out: list[Candidate] = []
     calls = state.replay.calls
     for path in varying_paths(calls, PYTHON):
-        if not is_top(path):
+        if not is_top(path) and not _element(calls, path):
             continue
         leaves = [leaf for c in calls for leaf in c.signature if leaf.path == path]
         types = {leaf.type_name for leaf in leaves if leaf.kind == PYTHON}
@@ -55,6 +57,15 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
         if found is not None:
             out.append(found)
     return out
+
+
+def _element(calls: tuple[Call, ...], path: str) -> bool:
+    """Whether ``path`` is one element (``data[1]``, ``hp['lr']``) of a tuple, list or dict argument in every call."""
+    head, _, rest = path.partition("[")
+    if not is_top(head) or "[" in rest or not rest.endswith("]"):
+        return False
+    heads = [leaf for c in calls for leaf in c.signature if leaf.path == head]
+    return len(heads) == len(calls) and all(leaf.kind in ("tuple", "list", "dict") for leaf in heads)
 
 
 def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None]) -> Candidate | None:
@@ -100,6 +111,10 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
             dtype, compared = "int64", wide[3]
     if dtype == "float32" and guess != "float32" and depends is None:
         depends = rounded_ints(calls, path)
+    if not is_top(path) and (dtype is None or depends is not None):
+        # An element of a tuple or dict argument is written only where TensorFlow ran both versions to
+        # the same results; otherwise the makers for nested values (by hand) say what to do.
+        return None
     if said is not None:
         return Candidate(
             "python-value-changed",
@@ -127,6 +142,8 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     tensor = Leaf(path, TENSOR, dtype=dtype, shape=())
     new = {c.index: replace(c, signature=swap_leaf(c.signature, path, tensor)) for c in calls}
     edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})", keep)
+    if not is_top(path) and (missing or not edits):
+        return None  # an element the call site does not write out (a tuple built elsewhere): by hand
     fallback = f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))"
     code = preview(ctx, body, edits) or fallback
     edits = with_body(edits, body, missing)
@@ -454,7 +471,9 @@ KIND = Kind(
     row=Row(
         'safe when TensorFlow says so (an `int` as `int64`; unsafe where an `int32`)',
         'a Python number, bool or list of numbers of a module-level function (or a method, on each live '
-        'instance) becomes a tensor of the first dtype (an int: int32, int64, then float32, where the body '
+        'instance), or a number one element deep in a tuple, list or dict the call site writes out '
+        '(`f((x, label))`, `f(x, {"lr": lr})`: written only where TensorFlow ran both versions to the same '
+        'results), becomes a tensor of the first dtype (an int: int32, int64, then float32, where the body '
         'mixes it with floats; exact up to 2**24; where other calls pass a tensor there, its dtype, and only '
         'the Python values\' call sites are edited) with which TensorFlow, after the run, traced the '
         'body (every trace of the run replayed with that argument a `tf.TensorSpec`) to the outputs of '
