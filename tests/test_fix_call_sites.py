@@ -84,3 +84,18 @@ def test_a_step_by_hand_on_a_keras_function_points_at_the_user_s_call_site() -> 
     )
     _files, advice = edits_by_file(Session(functions=(predict,), wall_seconds=1.0))
     assert [a.where for a in advice] == ["app.py:31"]  # the user's line, not Keras' trainer.py
+
+
+def test_a_preview_of_two_far_call_sites_shows_each_site_not_the_lines_between(tmp_path: Path) -> None:
+    from tfretrace.fix.core.source import Replacement, Span
+
+    path = tmp_path / "far.py"
+    body = [f"filler_{n} = {n}\n" for n in range(20)]
+    path.write_text("step(x, 0.1)\n" + "".join(body) + "step(x, 0.2)\nstep(x, 0.3)\n")
+    file = str(path)
+    edits = [Replacement(Span(file, line, 8, line, 11), "tf.constant(lr)") for line in (1, 22, 23)]
+    shown = SourceReader().preview(edits)
+    assert shown is not None
+    # Two groups, each headed by its first line: the 20 lines between the sites are not the step's.
+    assert [line for line in shown.splitlines() if line.startswith("# ")] == [f"# {file}:1", f"# {file}:22"]
+    assert "filler" not in shown and shown.count("tf.constant(lr)") == 3

@@ -229,26 +229,27 @@ class SourceReader:
         for edit in edits:
             by_path.setdefault(edit.span.path, []).append(edit)
         blocks = []
-        for path, group in by_path.items():
+        for path, edits_here in by_path.items():
             parsed = self.module(path)
             if parsed is None:
                 return None
             lines = source_lines(parsed[0])
-            first = min(e.span.line for e in group)
-            last = max(e.span.end_line for e in group)
-            chunk = "".join(lines[first - 1 : last]).encode("utf-8")
-            base = sum(len(line.encode("utf-8")) for line in lines[: first - 1])
             offsets = [0]
             for line in lines:
                 offsets.append(offsets[-1] + len(line.encode("utf-8")))
-            for edit in sorted(group, key=lambda e: (e.span.line, e.span.col), reverse=True):
-                start = offsets[edit.span.line - 1] + edit.span.col - base
-                end = offsets[edit.span.end_line - 1] + edit.span.end_col - base
-                chunk = chunk[:start] + edit.text.encode("utf-8") + chunk[end:]
-            text = chunk.decode("utf-8").rstrip("\n")
-            indent = min((len(x) - len(x.lstrip()) for x in text.splitlines() if x.strip()), default=0)
-            body = "\n".join(x[indent:] for x in text.splitlines())
-            blocks.append(f"# {path}:{first}\n{body}")
+            for group in _nearby(edits_here):
+                first = min(e.span.line for e in group)
+                last = max(e.span.end_line for e in group)
+                chunk = "".join(lines[first - 1 : last]).encode("utf-8")
+                base = offsets[first - 1]
+                for edit in sorted(group, key=lambda e: (e.span.line, e.span.col), reverse=True):
+                    start = offsets[edit.span.line - 1] + edit.span.col - base
+                    end = offsets[edit.span.end_line - 1] + edit.span.end_col - base
+                    chunk = chunk[:start] + edit.text.encode("utf-8") + chunk[end:]
+                text = chunk.decode("utf-8").rstrip("\n")
+                indent = min((len(x) - len(x.lstrip()) for x in text.splitlines() if x.strip()), default=0)
+                body = "\n".join(x[indent:] for x in text.splitlines())
+                blocks.append(f"# {path}:{first}\n{body}")
         return "\n".join(blocks) if blocks else None
 
     def none_assignment(self, path: str, name: str, before: int) -> Span | None:
@@ -309,6 +310,22 @@ def _parts(text: str, path: str, name: str, node: ast.expr) -> list[tuple[str, s
     # Named as the recorded signature names them (_tf.types: ``[0]``, ``['lr']``).
     return [(f"{name}[{key!r}]", _segment(text, _span(path, value)), _span(path, value))
             for key, value in literal_elements(node)]
+
+
+# Edits further apart than this many lines are shown as separate groups: the lines between them are
+# not the step's, and a preview of two call sites 20 lines apart would print all 20.
+_GAP = 3
+
+
+def _nearby(edits: list[Replacement]) -> list[list[Replacement]]:
+    """One file's edits in groups of nearby lines, in line order."""
+    groups: list[list[Replacement]] = []
+    for edit in sorted(edits, key=lambda e: (e.span.line, e.span.col)):
+        if groups and edit.span.line <= max(e.span.end_line for e in groups[-1]) + _GAP:
+            groups[-1].append(edit)
+        else:
+            groups.append([edit])
+    return groups
 
 
 def split_location(location: str) -> tuple[str, int]:
