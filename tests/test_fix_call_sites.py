@@ -99,3 +99,13 @@ def test_a_preview_of_two_far_call_sites_shows_each_site_not_the_lines_between(t
     # Two groups, each headed by its first line: the 20 lines between the sites are not the step's.
     assert [line for line in shown.splitlines() if line.startswith("# ")] == [f"# {file}:1", f"# {file}:22"]
     assert "filler" not in shown and shown.count("tf.constant(lr)") == 3
+
+
+def test_an_element_of_a_literal_argument_is_found_but_not_a_key_written_twice(tmp_path: Path) -> None:
+    path = tmp_path / "lit.py"
+    path.write_text('step((x, k), {"lr": 0.1, "n": 2})\nstep((x, k), {"lr": 0.0, "lr": 0.1 * k})\n')
+    first, second = (SourceReader().calls_at(f"{path}:{line}", ("step",), ("data", "hp"))[0] for line in (1, 2))
+    assert [(name, text) for name, text, _span in first.parts] == [
+        ("data[0]", "x"), ("data[1]", "k"), ("hp['lr']", "0.1"), ("hp['n']", "2")]
+    # Python keeps the last "lr": wrapping the first would change nothing, so neither is offered.
+    assert second.arg("hp['lr']") is None and second.arg("data[1]") is not None

@@ -301,8 +301,10 @@ def literal_elements(node: ast.expr) -> list[tuple[int | str, ast.expr]]:
     if isinstance(node, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in node.elts):
         return list(enumerate(node.elts))
     if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.keys):
-        return [(k.value, v) for k, v in zip(node.keys, node.values, strict=True)
-                if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        found: list[tuple[int | str, ast.expr]] = [(k.value, v) for k, v in zip(node.keys, node.values, strict=True)
+                 if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        # A key written twice: Python keeps the last value, and wrapping the first would change nothing.
+        return found if len({key for key, _value in found}) == len(found) else []
     return []
 
 
