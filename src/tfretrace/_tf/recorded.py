@@ -50,7 +50,28 @@ def _live(parameter: Any) -> Any:
     if not callable(ref):
         return _GONE
     found = ref()
-    return _GONE if found is None else found
+    return found if found is not None and _passable(found) else _GONE
+
+
+def _passable(value: Any) -> bool:
+    """Whether an object argument may be passed to the body again once the program has ended.
+
+    Tracing runs the body's Python, and the body may call the object's methods: a TensorFlow object (a
+    Keras model, layer or optimizer, a ``tf.Module``: trackable, its state in variables that the
+    comparison restores), a function, or an object of a TensorFlow or Keras class (a loss) keeps that to
+    what tracing does anyway. An open file, a logger, a generator or another Python object would get
+    the calls the program never made (a line written into the program's file): not passed, not asked.
+    """
+    import types
+
+    import tensorflow as tf
+
+    if isinstance(value, tf.__internal__.tracking.Trackable):
+        return True
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
+        return True
+    module = type(value).__module__ or ""
+    return module.split(".")[0] in ("tensorflow", "keras", "tf_keras")
 
 
 def _unknown(tf: Any, unknown: type, structure: Any) -> bool:
