@@ -51,6 +51,11 @@ def _counted(fresh: Any) -> None:
     _bodies_run[0] += fresh.experimental_get_tracing_count()
 
 
+def _failed() -> None:
+    """A trace that raised: the body's Python ran up to the failure, which TensorFlow's count leaves out."""
+    _bodies_run[0] += 1
+
+
 def probe_signature(
     function: Any, signature: str, alias: str, edited: Edited | None = None, also: Sequence[Any] = ()
 ) -> str | None:
@@ -111,6 +116,7 @@ def _traced_as_recorded(tf: Any, fresh: Any, traces: list[Any], signature: str) 
         with _quiet(), _no_new_variables(tf) as created:
             outputs = fresh.get_concrete_function().structured_outputs
     except Exception as exc:  # what TensorFlow says: the body cannot be traced with open dimensions
+        _failed()
         if created:
             return _CREATES.format(created[0])
         return TraceRefused(_said(exc))
@@ -236,6 +242,7 @@ def _each_trace(
                 concrete = fresh.get_concrete_function(*args, **kwargs)
             outputs = concrete.structured_outputs
         except Exception as exc:  # what TensorFlow says of the body with a tensor there
+            _failed()
             said = _CREATES.format(created[0]) if created else f"TensorFlow could not trace the body ({_said(exc)})"
             why = f"{dtype}: {said}"
             break

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from tfretrace._tf.probe import _counted, _no_new_variables, _quiet, _replayed
+from tfretrace._tf.probe import _counted, _failed, _no_new_variables, _quiet, _replayed
 from tfretrace._tf.run_compare import compare_runs
 
 # Recorded traces that got None, compared at most.
@@ -50,6 +50,7 @@ def probe_zeros(function: Any, param: str, shape: tuple[int, ...], dtype: str) -
                 with _quiet(), _no_new_variables(tf):
                     general = fresh.get_concrete_function(*args, **kwargs)
             except Exception as exc:  # what TensorFlow says of the body with a tensor there
+                _failed()
                 return compared, f"TensorFlow could not trace the body with {param} a tensor ({type(exc).__name__})"
             ran, differ = compare_runs(trace, general, at, tf.zeros(shape, getattr(tf, dtype)), exact=True)
             compared += ran
