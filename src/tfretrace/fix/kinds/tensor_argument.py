@@ -33,7 +33,7 @@ def python_numbers(ctx: FunctionContext, state: State) -> list[Candidate]:
     tensors at the call site, of the dtype TensorFlow accepts.
 
     Where the run's function can be traced again (``ctx.probe_argument``), TensorFlow decides: the
-    argument is tried as a scalar tensor of each candidate dtype (floats: float32, then float64;
+    argument is tried as a scalar tensor of each candidate dtype (floats: float64, then float32;
     ints: the one a ``tf.summary`` step needs first; bools: bool) and the first whose trace gives
     every recorded trace's outputs is written, so the dtype is the one the graph combines it
     with. Where none traces so, no edit: a statement with what TensorFlow said. Where TensorFlow
@@ -93,9 +93,13 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     rewritten, problem = tensor_body(ctx, path, guess, arithmetic=False, probed=True)
     if problem:
         return _python_use(ctx, path, problem)
-    # An int the body mixes with float tensors (``epoch / EPOCHS * kl``) refuses every int dtype: float32
-    # is asked last, and TensorFlow runs both versions (its graph folds the value where the trace did not).
-    order = {"float32": ("float32", "float64"), "int32": ("int32", "int64", "float32"),
+    # A Python float is a float64: asked first, a float64 tensor traces only where the body keeps that
+    # precision (float64 math, a list packed as float64, a cast) and fails where it meets float32 tensors,
+    # whose math took the value as float32 in the trace too. Asked float32 first, a value exact in float32
+    # (0.5) hid the rounding a float64 body then made of 0.1. An int the body mixes with float tensors
+    # (``epoch / EPOCHS * kl``) refuses every int dtype: float32 is asked last, and TensorFlow runs both
+    # versions (its graph folds the value where the trace did not).
+    order = {"float32": ("float64", "float32"), "int32": ("int32", "int64", "float32"),
              "int64": ("int64", "int32", "float32")}
     # A body the step edits too (tf.constant(n) becomes tf.convert_to_tensor(n)) is not the one the
     # run traced: TensorFlow traces the def as the step (and the steps before it) leave it, and runs
@@ -235,7 +239,7 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
         if not problem:
             # TensorFlow decides the dtype, as for a number (python_numbers); a body the step edits
             # too is traced and run as the step edits it.
-            order = ("float32", "float64") if dtype == "float32" else ("int32", "int64")
+            order = ("float64", "float32") if dtype == "float32" else ("int32", "int64")  # as for a number
             edited = (*state.body, *body)
             found, said, depends, compared = ctx.tensor_dtype(path, order, edited, state.hoisted)
             if found == "int32" and depends is None:
@@ -473,7 +477,8 @@ KIND = Kind(
         'a Python number, bool or list of numbers of a module-level function (or a method, on each live '
         'instance), or a number one element deep in a tuple, list or dict the call site writes out '
         '(`f((x, label))`, `f(x, {"lr": lr})`: written only where TensorFlow ran both versions to the same '
-        'results), becomes a tensor of the first dtype (an int: int32, int64, then float32, where the body '
+        'results), becomes a tensor of the first dtype (a float: float64, as precise as a Python float, then '
+        'float32, where it meets float32 tensors; an int: int32, int64, then float32, where the body '
         'mixes it with floats; exact up to 2**24; where other calls pass a tensor there, its dtype, and only '
         'the Python values\' call sites are edited) with which TensorFlow, after the run, traced the '
         'body (every trace of the run replayed with that argument a `tf.TensorSpec`) to the outputs of '
