@@ -3,7 +3,8 @@
 A train step given its model, optimizer and loss is traced again with those live objects once the program
 has ended, and both versions are run on the same inputs: every variable they touch (weights, the
 optimizer's iterations and learning rate) must be as the program left it. An open file given as an
-argument is not passed again (tracing would write into it): the file holds what python's run wrote.
+argument, or a method bound to the program's logger, is not passed again (tracing would write into it): the file holds
+what python's run wrote.
 """
 
 from __future__ import annotations
@@ -40,6 +41,23 @@ def logged(x, out, epoch):
     return x * (1.0 + epoch)
 
 
+class Logger:
+    def __init__(self, out):
+        self.out = out
+
+    def say(self, text):
+        self.out.write(text)
+
+
+say = Logger(log).say
+
+
+@tf.function
+def said(x, say, epoch):
+    say("tracing said\\n")
+    return x * (2.0 + epoch)
+
+
 @tf.function
 def decayed(net, loss_fn, optimizer, x, epoch):
     with tf.GradientTape() as tape:
@@ -52,6 +70,7 @@ def decayed(net, loss_fn, optimizer, x, epoch):
 
 for epoch in range(3):
     print("logged", epoch, float(tf.reduce_sum(logged(x0, log, epoch))))
+    print("said", epoch, float(tf.reduce_sum(said(x0, say, epoch))))
     print("decayed", epoch, f"{float(decayed(model, mse, opt, x0, epoch)):.6f}")
 log.flush()
 """
@@ -64,9 +83,12 @@ def test_an_open_file_argument_is_not_passed_again_and_its_function_is_not_made_
     ran_program(folder)
     written = (folder / "trace_log.txt").read_text()
     functions = {f["name"]: f for f in saved_session(folder)["functions"]}
-    # The recorded run wrote what python's run wrote: the probe did not trace `logged` with the file again.
-    assert (folder / "trace_log.txt").read_text() == written and written.count("tracing logged") == 3
-    assert not [s for s in functions["logged"]["plan"] if s.get("safety") == "safe"]
+    # The recorded run wrote what python's run wrote: the probe did not trace `logged` with the file again,
+    # nor `said` with a method bound to the program's own logger object.
+    assert (folder / "trace_log.txt").read_text() == written
+    assert (written.count("tracing logged"), written.count("tracing said")) == (3, 3)
+    for name in ("logged", "said"):
+        assert not [s for s in functions[name]["plan"] if s.get("safety") == "safe"], name
     # The model, optimizer and loss are TensorFlow objects and a function: asked, and safe.
     steps = [s for s in functions["decayed"]["plan"] if s.get("edits")]
     assert [(s["kind"], s["safety"], s.get("checked")) for s in steps] == [("tensor-argument", "safe", "tensorflow")]

@@ -66,10 +66,12 @@ def _passable(value: Any) -> bool:
 
     import tensorflow as tf
 
-    if isinstance(value, tf.__internal__.tracking.Trackable):
+    if isinstance(value, (tf.__internal__.tracking.Trackable, types.FunctionType)):
         return True
-    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType)):
-        return True
+    if isinstance(value, (types.MethodType, types.BuiltinFunctionType)):
+        # A method is its object's: ``log.write`` given as an argument writes into the program's file.
+        owner = getattr(value, "__self__", None)
+        return owner is None or isinstance(owner, types.ModuleType) or _passable(owner)
     module = type(value).__module__ or ""
     return module.split(".")[0] in ("tensorflow", "keras", "tf_keras")
 
