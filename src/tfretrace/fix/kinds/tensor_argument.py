@@ -133,12 +133,13 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     checked = dtype is not None
     dtype = dtype or guess
     body, problem = tensor_body(ctx, path, dtype, arithmetic="float" not in types and not checked, probed=checked)
-    if problem and ctx.probe_argument is None and not tensor_body(ctx, path, "float32", arithmetic=False)[1]:
+    if problem and ctx.probe_argument is None:
         # A plain run asked TensorFlow nothing: an int mixed with other operands may well take a float32
         # tensor (the dtype the probe tries last for it). Only TensorFlow can say, so the step is
         # unsafe and unasked (the report's Check: is the run that asks), not a "cannot" it never heard.
-        dtype = "float32"
-        body, problem = tensor_body(ctx, path, dtype, arithmetic=False)
+        guessed = tensor_body(ctx, path, "float32", arithmetic=False)
+        if guessed[1] is None:
+            dtype, (body, problem) = "float32", guessed
     if problem:
         return _python_use(ctx, path, problem)
     if checked and body != rewritten:
