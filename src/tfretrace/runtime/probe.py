@@ -97,6 +97,15 @@ class _LiveProbe:
                 return compared, differ
         return compared, None
 
+    def relaxed(self, report: FunctionReport, opened: dict[str, tuple[int | None, ...]]) -> str | None:
+        from tfretrace._tf.relaxed import probe_relaxed
+
+        functions = self._functions(report)
+        if not functions:
+            return _NOT_FOUND
+        # Each live function (each instance's, for a method) against its own traces.
+        return next(filter(None, (probe_relaxed(each, opened) for each in functions)), None)
+
     def unseeded(self, report: FunctionReport) -> str | None:
         from tfretrace._tf.probe import unseeded_draws
 

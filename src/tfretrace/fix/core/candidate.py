@@ -110,6 +110,9 @@ class FunctionContext:
     # Runs each recorded trace that got None for an argument beside the trace with a zero tensor of a
     # shape and dtype there (zero-state): on how many inputs both computed the same, and where not.
     probe_zeros: Callable[[str, tuple[int, ...], str], tuple[int, str | None]] | None = None
+    # Traces each recorded call with the tensor parameters given opened to those shapes, Python values as
+    # recorded (reduce_retracing's relaxed trace), and runs both: None where they agree, else why not.
+    probe_relaxed: Callable[[dict[str, tuple[int | None, ...]]], str | None] | None = None
     unseeded: str | None = None  # its answer, once asked (fix.planning.safety_plan)
     # Its verdicts, asked once per argument, dtypes and body edits: the planner asks at every step.
     argument_verdicts: dict[tuple[str, tuple[str, ...], tuple[tuple[Span, str], ...], bool], Verdict] = field(

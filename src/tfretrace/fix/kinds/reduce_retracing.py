@@ -8,9 +8,10 @@ from tfretrace.fix.core.body import reads_static_size
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
 from tfretrace.fix.core.declaration import declaration, decorator_edit
 from tfretrace.fix.core.kind import PHASE_FINAL, Kind, Maker, Row
+from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.rules import fold_all
-from tfretrace.fix.core.safety import KindSafety
-from tfretrace.fix.core.specs import signature_specs
+from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
+from tfretrace.fix.core.specs import is_top, signature_specs
 from tfretrace.records.events import TENSOR, TraceRefused
 
 NAME = "reduce-retracing"
@@ -26,7 +27,16 @@ def reduce_retracing(ctx: FunctionContext, state: State) -> Candidate | None:
         # Generalized to a None dimension, x.shape[0] is None and len(x) fails in the new trace.
         return None
     code, edits = decorator_edit(ctx, "reduce_retracing=True", state)
-    refused = _relaxed_refused(ctx, state)
+    opened = _opened(state.replay.calls, varied)
+    tf_check = None
+    if ctx.probe_relaxed is not None and opened is not None and not state.body and not state.hoisted:
+        # Issue 38: TensorFlow traces each recorded call as the relaxed trace would see it (a Python value
+        # beside the tensors included, which no signature text can say) and runs both versions.
+        said = ctx.probe_relaxed(opened)
+        tf_check = TF_CHECKED if said is None else str(said)
+        refused = said if isinstance(said, TraceRefused) else None
+    else:
+        refused = _relaxed_refused(ctx, state)
     if refused is not None:
         # TensorFlow raised tracing the relaxed signature it would trace: the edited program would fail there.
         edits = ()
@@ -38,7 +48,21 @@ def reduce_retracing(ctx: FunctionContext, state: State) -> Candidate | None:
         edits,
         replace(state, config=replace(state.config, reduce_retracing=True)),
         refused=None if refused is None else refused.raised,
+        tf_check=tf_check,
     )
+
+
+def _opened(calls: tuple[Call, ...], varied: list[str]) -> dict[str, tuple[int | None, ...]] | None:
+    """Each varying tensor parameter's shape with the sizes that differ open, as TensorFlow's relaxed trace has
+    them; None where one is not a parameter itself or changes rank (the relaxed trace is then not asked)."""
+    opened: dict[str, tuple[int | None, ...]] = {}
+    for path in varied:
+        shapes = {leaf.shape for c in calls for leaf in c.signature if leaf.path == path and leaf.kind == TENSOR}
+        if not is_top(path) or None in shapes or len({len(s) for s in shapes if s is not None}) != 1:
+            return None
+        dims = list(zip(*[s for s in shapes if s is not None], strict=True))
+        opened[path] = tuple(d[0] if len(set(d)) == 1 else None for d in dims)
+    return opened or None
 
 
 def _relaxed_refused(ctx: FunctionContext, state: State) -> TraceRefused | None:
@@ -62,14 +86,22 @@ KIND = Kind(
     KindSafety(
         "TensorFlow traces with None dimensions after a shape changes: code reading a static shape may "
         "fail or take another branch",
-        "TensorFlow's own relaxation of shapes",
+        "TensorFlow's own relaxation of shapes, asked once the run is over: each recorded call traced by a fresh "
+        "tf.function of the same Python function with the sizes that varied open (Python values as recorded), "
+        "to outputs of the structure, dtypes and ranks of its trace, each static size open or equal, and run beside "
+        "that trace on the same inputs to the same results within the last digits of floats",
+        probed=True,
     ),
     check=declaration("reduce_retracing"),
     generalizes=True,
     row=Row(
-        "unsafe",
-        "TensorFlow traces with `None` dimensions after a shape changes: code reading a static shape may "
-        "fail or take another branch",
+        "safe when TensorFlow says so",
+        "once the program `tfretrace run` recorded has finished, each recorded call is traced again by a fresh "
+        "`tf.function` of the same Python function with the sizes that varied open and its Python values as "
+        "they were (what the relaxed trace sees, which no signature text can say beside a Python value), and "
+        "TensorFlow runs it beside the recorded trace; safe only where every output agrees (floats within the "
+        "last digits). Unsafe where it was not asked (no live function): TensorFlow traces with `None` "
+        "dimensions after a shape changes, and code reading a static shape may fail or take another branch",
     ),
     position=120,
     makers=(Maker(reduce_retracing, 30, PHASE_FINAL),),

@@ -57,6 +57,10 @@ class Probe(Protocol):
         """Runs each recorded trace that got None for ``param`` beside the trace with a zero tensor of ``shape`` and
         ``dtype`` there: on how many inputs both computed the same, and why not (``(0, None)``: not asked)."""
 
+    def relaxed(self, report: FunctionReport, opened: dict[str, tuple[int | None, ...]]) -> str | None:
+        """Traces each recorded call again with the tensor parameters ``opened`` of those shapes (reduce_retracing's
+        relaxed trace, Python values as recorded), and runs both: None where they agree, else why not."""
+
     def unseeded(self, report: FunctionReport) -> str | None:
         """The random op the run's traces drew from with no seed (TensorFlow's state), or None where seeded."""
 
@@ -95,6 +99,7 @@ def plan_for(
             probe.argument(report, param, dtypes) if edited is None else probe.argument(report, param, dtypes, edited)
         )
         ctx.probe_seed = lambda: probe.unseeded(report)
+        ctx.probe_relaxed = lambda opened: probe.relaxed(report, opened)
         ctx.probe_zeros = lambda param, shape, dtype: probe.zeros(report, param, shape, dtype)
     replay = calls_of(report)
     state = State(replay, first_config(report, definition))

@@ -1,0 +1,84 @@
+"""TensorFlow asked about ``reduce_retracing=True``: each recorded call traced again with its sizes open, and run.
+
+``reduce_retracing`` writes no signature: after a shape changes, TensorFlow traces the body again with
+``None`` where the sizes differed, Python arguments as they were. No signature text can say that
+where a Python value is among the arguments (a ``mode`` flag beside the tensors), so the probe asks it
+directly: a fresh ``tf.function`` of the same Python function (the program's object and cache are
+untouched) traces each recorded call's arguments with the tensors' varying dimensions open and the
+Python values as recorded, and the trace must give outputs of the recorded trace's structure, dtypes
+and ranks, each static size open or equal (as for an ``input_signature``). Where the bodies have no
+effect outside their outputs, TensorFlow then runs the relaxed trace and the recorded one on the same
+inputs (run_compare), to the same results within the last digits of floats.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tfretrace._tf.probe import _CREATES, _counted, _differs, _failed, _no_new_variables, _quiet, _said
+from tfretrace._tf.recorded import recorded_arguments
+from tfretrace._tf.run_compare import compare_converted, effect
+from tfretrace.records.events import TraceRefused
+
+# Traces replayed per function, as for the other probes.
+_MAX_TRACES = 64
+
+
+def probe_relaxed(function: Any, opened: Mapping[str, Sequence[int | None]]) -> str | None:
+    """None where every recorded trace, its tensor parameters ``opened`` given those shapes, traces and runs as
+    recorded; else why not (a ``TraceRefused`` where TensorFlow raised: the edited program would fail there)."""
+    import tensorflow as tf
+
+    traces = list(function._list_all_concrete_functions())
+    if not traces:
+        return "TensorFlow was not asked: no trace of the run is left to compare with"
+    if len(traces) > _MAX_TRACES:
+        return f"TensorFlow was asked of the first {_MAX_TRACES} traces of the run only"
+    names = list(inspect.signature(function.python_function).parameters)
+    fresh = tf.function(function.python_function)  # noqa: TFR101
+    try:
+        for number, trace in enumerate(traces, 1):
+            found = recorded_arguments(trace)
+            if found is None:
+                return "TensorFlow was not asked: an object a trace was made for (a model passed in) is gone"
+            args, kwargs = _opened(tf, found, names, opened)
+            created: list[str] = []
+            try:
+                with _quiet(), _no_new_variables(tf) as created:
+                    concrete = fresh.get_concrete_function(*args, **kwargs)
+                outputs = concrete.structured_outputs
+            except Exception as exc:  # what TensorFlow says of the body with those sizes open
+                _failed()
+                return _CREATES.format(created[0]) if created else TraceRefused(_said(exc))
+            parted = _differs(tf, outputs, trace.structured_outputs)
+            if parted is not None:
+                return f"traced with the sizes open, {parted} (trace #{number})"
+            if effect(trace.graph) is not None or effect(concrete.graph) is not None:
+                continue  # never run (a write, a draw): the outputs' structure is what can be asked
+            _ran, differ = compare_converted(trace, concrete, lambda a, k: (a, k))
+            if differ is not None:
+                return f"TensorFlow ran trace #{number} and the trace with the sizes open on the same inputs: {differ}"
+        return None
+    finally:
+        _counted(fresh)
+
+
+def _opened(
+    tf: Any, found: tuple[tuple[Any, ...], dict[str, Any]], names: list[str], opened: Mapping[str, Sequence[int | None]]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The recorded arguments with each parameter of ``opened`` a spec of that shape (its own dtype)."""
+    args, kwargs = list(found[0]), dict(found[1])
+
+    def open_one(value: Any, shape: Sequence[int | None]) -> Any:
+        if isinstance(value, tf.TensorSpec) and value.shape.rank == len(shape):
+            return tf.TensorSpec(list(shape), value.dtype)
+        return value
+
+    for name, shape in opened.items():
+        if name in kwargs:
+            kwargs[name] = open_one(kwargs[name], shape)
+        elif name in names and names.index(name) < len(args):
+            args[names.index(name)] = open_one(args[names.index(name)], shape)
+    return tuple(args), kwargs
