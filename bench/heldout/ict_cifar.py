@@ -50,7 +50,7 @@ os.makedirs(os.path.join(workdir, 'models/cifar10_cnn_ict/'))
 MODEL_FILE = os.path.join(workdir, 'models/cifar10_cnn_ict/model.weights.h5')
 
 
-def load_data(n, rng):
+def synthetic_cifar10(n, rng):
     """CIFAR-10-shaped uint8 images whose colour and a bright bar's position follow the class."""
     def part(count):
         y = rng.integers(0, NUM_CLASS, size=(count, 1)).astype("uint8")
@@ -139,7 +139,7 @@ def _ema_model_weights(from_model, to_model, decay=EMA_DECAY):
 def train(verbose=0):
     """Train the model."""
     # load dataset
-    (x_train, y_train), (x_valid, y_valid) = load_data(args.size, np.random.default_rng(args.seed))
+    (x_train, y_train), (x_valid, y_valid) = synthetic_cifar10(args.size, np.random.default_rng(args.seed))
     x_train = x_train.astype('float32') / 255.0
     x_valid = x_valid.astype('float32') / 255.0
     train_dataset = tf.data.Dataset.from_tensor_slices((x_train, y_train)).batch(BATCH_SIZE)
