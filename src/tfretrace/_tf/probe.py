@@ -27,7 +27,7 @@ from tfretrace._tf.edited import converter, rebuilt, runs_alike
 from tfretrace._tf.graph_compare import value_only_as_data
 from tfretrace._tf.recorded import holds, part, recorded_arguments, split_path, with_part
 from tfretrace._tf.run_compare import compare_converted, compare_runs
-from tfretrace.records.events import TraceRefused
+from tfretrace.records.events import INT_AS_CONVERTED, TraceRefused
 
 # A fix that edits the body: the edited file's text and the line of the def (``_tf.edited``).
 Edited = tuple[str, int]
@@ -200,14 +200,22 @@ def probe_argument(
     traces, bound = [t for t, _b in valued], [b for _t, b in valued]
     refused: list[str] = []
     for dtype in dtypes:
-        # A new tf.function per dtype on purpose: each probe starts from an empty cache, and the
-        # program's own object and cache are untouched.
-        fresh = tf.function(python)  # noqa: TFR101
-        try:
-            why, depends, compared = _each_trace(tf, fresh, traces, bound, param, dtype, len(every),
-                                                 names, edited is not None, key)
-        finally:
-            _counted(fresh)
+        # INT_AS_CONVERTED: a Python int as TensorFlow converts one, int32 where it fits (every recorded value)
+        # and int64 beyond: the int32 traces as for "int32", then int64 ones to the same values, wider.
+        why, depends, compared = None, None, 0
+        for width in ("int32", "int64") if dtype == INT_AS_CONVERTED else (dtype,):
+            # A new tf.function per dtype on purpose: each probe starts from an empty cache, and the
+            # program's own object and cache are untouched.
+            fresh = tf.function(python)  # noqa: TFR101
+            try:
+                wide = dtype == INT_AS_CONVERTED and width == "int64"
+                why, depends, ran = _each_trace(tf, fresh, traces, bound, param, width, len(every),
+                                                names, edited is not None, key, widened=wide)
+            finally:
+                _counted(fresh)
+            compared += ran
+            if why is not None or depends is not None:
+                break
         if why is None:
             return dtype, None, depends, compared if depends is None else 0
         refused.append(why)
@@ -217,12 +225,14 @@ def probe_argument(
 
 def _each_trace(
     tf: Any, fresh: Any, traces: list[Any], bound: list[Any], param: str, dtype: str, total: int,
-    names: list[str], edited: bool, key: int | str | None = None,
+    names: list[str], edited: bool, key: int | str | None = None, widened: bool = False,
 ) -> tuple[str | None, str | None, int]:
     """Each recorded trace traced by ``fresh`` with ``param`` a ``dtype`` tensor: (why not, where the
     graph depends on the value, how many inputs TensorFlow ran both versions on). An edited body
     (``edited``; ``names``: the parameters) is always run, its graph being another body's; so is a
-    variable passed as a tensor (its graph reads a placeholder where the trace read the variable)."""
+    variable passed as a tensor (its graph reads a placeholder where the trace read the variable).
+    ``widened``: an int64 trace standing for the values beyond int32, always run, its integer outputs
+    compared with the recorded int32 ones as values."""
     why = None
     compared = 0
     depends = None if total <= _MAX_TRACES else f"only the first {_MAX_TRACES} traces of the run were compared"
@@ -246,16 +256,17 @@ def _each_trace(
             said = _CREATES.format(created[0]) if created else f"TensorFlow could not trace the body ({_said(exc)})"
             why = f"{dtype}: {said}"
             break
-        differs = _differs(tf, outputs, trace.structured_outputs)
+        differs = _differs(tf, outputs, trace.structured_outputs, widened)
         if differs is not None:
             why = f"{dtype}: TensorFlow traced the body, {differs}"
             break
         # A number inside a tuple or dict: its placeholder is not the parameter's, so only running both
         # versions (each recorded value passed as the tensor the call site makes) can say.
-        if depends is None and (edited or _variable(value) or key is not None):
+        if depends is None and (edited or widened or _variable(value) or key is not None):
             # An element is compared bit for bit: a float32 tensor packed into a list beside float64
             # numbers is cast silently, and only exact results show the float32 rounding of the value.
-            ran, differ = compare_converted(trace, concrete, converter(tf, concrete, names), exact=key is not None)
+            ran, differ = compare_converted(trace, concrete, converter(tf, concrete, names), exact=key is not None,
+                                            widened=widened)
             compared += ran
             if differ is not None:
                 ran_what = "the edited body" if edited else f"the trace with {param} a tensor"
@@ -410,7 +421,7 @@ def _said(exc: BaseException) -> str:
     return text[:240]
 
 
-def _differs(tf: Any, probed: Any, recorded: Any) -> str | None:
+def _differs(tf: Any, probed: Any, recorded: Any, widened: bool = False) -> str | None:
     try:
         tf.nest.assert_same_structure(probed, recorded, expand_composites=True)
     except (TypeError, ValueError):
@@ -418,7 +429,7 @@ def _differs(tf: Any, probed: Any, recorded: Any) -> str | None:
     for i, (a, b) in enumerate(zip(tf.nest.flatten(probed, expand_composites=True),
                                    tf.nest.flatten(recorded, expand_composites=True), strict=True)):
         if hasattr(a, "shape") and hasattr(a, "dtype") and hasattr(b, "shape") and hasattr(b, "dtype"):
-            if a.dtype != b.dtype:
+            if a.dtype != b.dtype and not (widened and a.dtype.is_integer and b.dtype.is_integer):
                 return f"output {i} is {a.dtype.name} where a trace of the run gave {b.dtype.name}"
             sa, sb = a.shape, b.shape
             if sa.rank != sb.rank:

@@ -78,18 +78,21 @@ def compare_runs(
     return compare_converted(recorded, general, convert, exact)
 
 
-def compare_converted(recorded: Any, general: Any, convert: Converter, exact: bool = False) -> tuple[int, str | None]:
+def compare_converted(
+    recorded: Any, general: Any, convert: Converter, exact: bool = False, widened: bool = False
+) -> tuple[int, str | None]:
     """As ``compare_runs``, with ``general``'s arguments made by ``convert`` from those made for ``recorded``.
 
     For a function as a fix would write it (_tf.edited): the recorded trace's Python values and
     lists of tensors become what the edited call sites pass. TensorFlow's native log lines about
-    inputs a trace refuses are kept off the user's stderr (native_log).
+    inputs a trace refuses are kept off the user's stderr (native_log). ``widened``: ``general`` takes an int
+    as int64 where the recorded trace computed in int32; integer results are compared as values.
     """
     with native_log_held():
-        return _compared(recorded, general, convert, exact)
+        return _compared(recorded, general, convert, exact, widened)
 
 
-def _compared(recorded: Any, general: Any, convert: Converter, exact: bool) -> tuple[int, str | None]:
+def _compared(recorded: Any, general: Any, convert: Converter, exact: bool, widened: bool) -> tuple[int, str | None]:
     import tensorflow as tf
 
     for concrete in (recorded, general):
@@ -122,7 +125,7 @@ def _compared(recorded: Any, general: Any, convert: Converter, exact: bool) -> t
             failed = theirs if isinstance(theirs, BaseException) else ours
             which = "the recorded trace" if failed is theirs else "the general trace"
             return compared, f"on input {compared + 1}, only {which} failed ({type(failed).__name__})"
-        differs = _differs(ours, theirs, exact)
+        differs = _differs(ours, theirs, exact, widened)
         if differs is not None:
             return compared, f"on input {compared + 1}, {differs}"
         compared += 1
@@ -208,13 +211,15 @@ def _filled(np: Any, rng: Any, spec: Any, fill: str | None) -> Any:
     return np.full(shape, value, dtype=dtype)
 
 
-def _differs(ours: list[Any], theirs: list[Any], exact: bool = False) -> str | None:
+def _differs(ours: list[Any], theirs: list[Any], exact: bool = False, widened: bool = False) -> str | None:
     import numpy as np
 
     if len(ours) != len(theirs):
         return f"the general trace gave {len(ours)} results where the recorded one gave {len(theirs)}"
     for number, (a, b) in enumerate(zip(ours, theirs, strict=True)):
         a, b = np.asarray(a), np.asarray(b)
+        if widened and a.dtype != b.dtype and a.dtype.kind in "iu" and b.dtype.kind in "iu":
+            a, b = a.astype(np.int64), b.astype(np.int64)  # the same integers, one trace wider
         if a.dtype != b.dtype or a.shape != b.shape:
             return f"result {number} is {a.dtype}{list(a.shape)} where the recorded trace gave {b.dtype}{list(b.shape)}"
         if a.tobytes() == b.tobytes():

@@ -286,6 +286,11 @@ CALL_SAME = "same"
 CALL_DIGITS = "float-last-digits"
 
 
+# The dtype word the planner asks the probe, and a step records, for a Python int passed as TensorFlow converts
+# one (``tf.constant(n)``): int32 where it fits, int64 beyond.
+INT_AS_CONVERTED = "int"
+
+
 class TraceRefused(str):
     """A probe's verdict where TensorFlow raised while tracing the function as an edit writes it: the edited
     program would fail at that call, so no phase writes the edit (by hand, with what TensorFlow said).

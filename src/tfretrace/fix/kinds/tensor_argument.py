@@ -23,7 +23,7 @@ from tfretrace.fix.core.tensor_body import (
     value_condition,
     with_body,
 )
-from tfretrace.records.events import PYTHON, TENSOR, VARIABLE, Leaf
+from tfretrace.records.events import INT_AS_CONVERTED, PYTHON, TENSOR, VARIABLE, Leaf
 
 NAME = "tensor-argument"
 
@@ -107,12 +107,20 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
     edited = (*state.body, *rewritten)
     asked = ctx.tensor_dtype(path, (own,) if own is not None else order.get(guess, (guess,)), edited, state.hoisted)
     dtype, said, depends, compared = asked
+    converted = False  # written tf.constant(n): int32 where it fits, int64 beyond
     if dtype == "int32" and depends is None and own is None:
         # An int32 tensor refuses the Python ints beyond its range that the original took; an int64
         # one takes every int a tensor can hold. Written where TensorFlow traces and runs it so too.
         wide = ctx.tensor_dtype(path, ("int64",), edited, state.hoisted)
         if wide[0] == "int64" and wide[2] is None:
             dtype, compared = "int64", wide[3]
+        else:
+            # int64 gives other outputs (an int32 result, tf.range(n)): tf.constant(n) converts the int as the
+            # body's own tf.constant(n) did, int32 for every recorded value and int64 beyond, where TensorFlow
+            # traces and runs the int64 version to the same values too. Nothing then fails at the call site.
+            natural = ctx.tensor_dtype(path, (INT_AS_CONVERTED,), edited, state.hoisted)
+            if natural[0] == INT_AS_CONVERTED and natural[2] is None:
+                converted, compared = True, natural[3]
     if dtype == "float32" and guess != "float32" and depends is None:
         depends = rounded_ints(calls, path)
     if not is_top(path) and (dtype is None or depends is not None):
@@ -146,17 +154,19 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
         checked = False  # TensorFlow was asked of another body than the one written: not checked
     tensor = Leaf(path, TENSOR, dtype=dtype, shape=())
     new = {c.index: replace(c, signature=swap_leaf(c.signature, path, tensor)) for c in calls}
-    edits, missing = ctx.arg_edits(calls, path, f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})", keep)
+    written = "{tf}.constant({expr})" if converted else f"{{tf}}.constant({{expr}}, dtype={{tf}}.{dtype})"
+    edits, missing = ctx.arg_edits(calls, path, written, keep)
     if not is_top(path) and (missing or not edits):
         return None  # an element the call site does not write out (a tuple built elsewhere): by hand
-    fallback = f"{ctx.short}(..., {path}={ctx.tf}.constant({path}, dtype={ctx.tf}.{dtype}))"
+    fallback = f"{ctx.short}(..., {path}={written.format(tf=ctx.tf, expr=path)})"
     code = preview(ctx, body, edits) or fallback
     edits = with_body(edits, body, missing)
     ran = f"; it ran both on {compared} inputs to the same results" if compared else ""
     if checked and dtype == "float32" and guess != "float32":
         ran += "; ints are exact in float32 up to 2**24, as every recorded value is"
+    named = f"{dtype}, or int64 beyond its range, as TensorFlow converts a Python int" if converted else dtype
     verdict = (
-        f" ({dtype}: TensorFlow traced {ctx.short} so, to the outputs of every trace of this run{ran})"
+        f" ({named}: TensorFlow traced {ctx.short} so, to the outputs of every trace of this run{ran})"
         if checked else ""
     )
     return Candidate(
@@ -168,7 +178,7 @@ def _number(ctx: FunctionContext, state: State, path: str, types: set[str | None
         _with_body(state.map_calls(reached(new, calls, missing)), edits, body),
         tf_check=TF_CHECKED if checked else None,
         # The program's own tensors there have this dtype: its range is the body's already.
-        condition=(depends if own is not None else value_condition(dtype, depends)) if checked else None,
+        condition=(depends if own is not None or converted else value_condition(dtype, depends)) if checked else None,
         compared=compared if checked else 0,
     )
 
@@ -466,21 +476,26 @@ KIND = Kind(
         "tensor of that dtype (every trace of the run replayed) to the run's outputs, and each trace's graph is "
         "that graph with the value as data: the same operations, the value's constants where the tensor is read, "
         "or, where the graphs part, TensorFlow ran both on the same inputs to the same results. An int is written "
-        "as int64 where TensorFlow takes it so; as int32 it stays unsafe: a value beyond int32 fails at the call "
-        "site, where the original took it",
+        "as int64 where TensorFlow takes it so; where int64 changes the outputs (an int32 result), as tf.constant "
+        "converts it (int32 where it fits, int64 beyond) where TensorFlow ran the int64 version to the same "
+        "values; as int32 it stays unsafe: a value beyond int32 fails at the call site, where the original took it",
         value_checked=True,
     ),
     # At the call sites, and in the body: tf.constant(param) -> tf.convert_to_tensor, tf.add_n -> reduce_sum.
     check=any_of(call_argument("constant", "convert_to_tensor", "stack"), body_constant, body_sum),
     generalizes=True,
     row=Row(
-        'safe when TensorFlow says so (an `int` as `int64`; unsafe where an `int32`)',
+        'safe when TensorFlow says so (an `int` as `int64`, or as `tf.constant` converts it; unsafe where an '
+        '`int32`)',
         'a Python number, bool or list of numbers of a module-level function (or a method, on each live '
         'instance), or a number one element deep in a tuple, list or dict the call site writes out '
         '(`f((x, label))`, `f(x, {"lr": lr})`: written only where TensorFlow ran both versions to the same '
         'results), becomes a tensor of the first dtype (a float: float64, as precise as a Python float, then '
         'float32, where it meets float32 tensors; an int: int32, int64, then float32, where the body '
-        'mixes it with floats; exact up to 2**24; where other calls pass a tensor there, its dtype, and only '
+        'mixes it with floats; exact up to 2**24; an int whose int64 tensor changes the outputs (an int32 '
+        'result) is written `tf.constant(n)`, int32 where it fits and int64 beyond, as the body\'s own '
+        '`tf.constant(n)` converted it, where TensorFlow traced and ran the int64 version to the same values; '
+        'where other calls pass a tensor there, its dtype, and only '
         'the Python values\' call sites are edited) with which TensorFlow, after the run, traced the '
         'body (every trace of the run replayed with that argument a `tf.TensorSpec`) to the outputs of '
         'every trace (`"checked": "tensorflow"`); none: no edit, a statement with what TensorFlow said. '
