@@ -106,6 +106,17 @@ class _LiveProbe:
         # Each live function (each instance's, for a method) against its own traces.
         return next(filter(None, (probe_relaxed(each, opened) for each in functions)), None)
 
+    def as_tuple(self, report: FunctionReport, param: str) -> tuple[int, str | None]:
+        from tfretrace._tf.tuple_probe import probe_as_tuple
+
+        compared = 0
+        for each in self._functions(report):
+            ran, differ = probe_as_tuple(each, param)
+            compared += ran
+            if differ is not None:
+                return compared, differ
+        return compared, None
+
     def unseeded(self, report: FunctionReport) -> str | None:
         from tfretrace._tf.probe import unseeded_draws
 

@@ -113,6 +113,9 @@ class FunctionContext:
     # Traces each recorded call with the tensor parameters given opened to those shapes, Python values as
     # recorded (reduce_retracing's relaxed trace), and runs both: None where they agree, else why not.
     probe_relaxed: Callable[[dict[str, tuple[int | None, ...]]], str | None] | None = None
+    # Runs each recorded trace that got a list for an argument beside the trace with its elements as a tuple: on how
+    # many inputs both computed the same, and where not.
+    probe_as_tuple: Callable[[str], tuple[int, str | None]] | None = None
     unseeded: str | None = None  # its answer, once asked (fix.planning.safety_plan)
     # Its verdicts, asked once per argument, dtypes and body edits: the planner asks at every step.
     argument_verdicts: dict[tuple[str, tuple[str, ...], tuple[tuple[Span, str], ...], bool], Verdict] = field(

@@ -61,6 +61,10 @@ class Probe(Protocol):
         """Traces each recorded call again with the tensor parameters ``opened`` of those shapes (reduce_retracing's
         relaxed trace, Python values as recorded), and runs both: None where they agree, else why not."""
 
+    def as_tuple(self, report: FunctionReport, param: str) -> tuple[int, str | None]:
+        """Runs each recorded trace that got a list for ``param`` beside the trace with its elements as a tuple: on
+        how many inputs both computed the same, and why not (``(0, None)``: no live function to ask)."""
+
     def unseeded(self, report: FunctionReport) -> str | None:
         """The random op the run's traces drew from with no seed (TensorFlow's state), or None where seeded."""
 
@@ -100,6 +104,7 @@ def plan_for(
         )
         ctx.probe_seed = lambda: probe.unseeded(report)
         ctx.probe_relaxed = lambda opened: probe.relaxed(report, opened)
+        ctx.probe_as_tuple = lambda param: probe.as_tuple(report, param)
         ctx.probe_zeros = lambda param, shape, dtype: probe.zeros(report, param, shape, dtype)
     replay = calls_of(report)
     state = State(replay, first_config(report, definition))

@@ -1,0 +1,65 @@
+"""TensorFlow asked about a list argument passed as a tuple: each trace that got the list run beside the tuple's.
+
+A call that passes ``[x, y]`` where other calls pass ``(x, y)`` (Keras' ``fit`` hands ``train_step`` a
+tuple) traces once more: TensorFlow keys a list and a tuple apart. Written as a tuple at the call
+site, the list's trace is no longer needed, but a body that appends to the argument, tests its type
+or hands it to code that does would behave otherwise. TensorFlow says whether it does: each recorded
+trace that got a list is run beside a fresh trace of the same Python function given the same
+elements as a tuple, on the same inputs (run_compare), and every output must be the same bit for bit.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any
+
+from tfretrace._tf.probe import _counted, _failed, _no_new_variables, _quiet, _replayed
+from tfretrace._tf.run_compare import compare_converted
+
+# Recorded traces that got a list, compared at most.
+_MAX_TRACES = 16
+
+
+def probe_as_tuple(function: Any, param: str) -> tuple[int, str | None]:
+    """On how many inputs each recorded trace with ``param`` a list and the trace with that list a tuple computed
+    the same, and why not where they did not or could not be run (``(0, why)``)."""
+    import tensorflow as tf
+
+    python = function.python_function
+    names = list(inspect.signature(python).parameters)
+    lists = []
+    for trace in list(function._list_all_concrete_functions()):
+        found = _replayed(trace, names, param)
+        if found is None:
+            return 0, "TensorFlow was not asked: a recorded trace's arguments cannot be replayed"
+        args, kwargs, at = found
+        if type(args[at] if isinstance(at, int) else kwargs[at]) is list:
+            lists.append((trace, args, kwargs, at))
+    if not lists:
+        return 0, "TensorFlow was not asked: no recorded trace that got a list is left"
+    fresh = tf.function(python)  # noqa: TFR101  a fresh object: the program's own cache is untouched
+    compared = 0
+    try:
+        for number, (trace, args, kwargs, at) in enumerate(lists[:_MAX_TRACES], 1):
+            args, kwargs = _as_tuple(args, kwargs, at)
+            try:
+                with _quiet(), _no_new_variables(tf):
+                    general = fresh.get_concrete_function(*args, **kwargs)
+            except Exception as exc:  # what TensorFlow says of the body given a tuple there
+                _failed()
+                return compared, f"TensorFlow could not trace the body with {param} a tuple ({type(exc).__name__})"
+
+            ran, differ = compare_converted(trace, general, functools.partial(_as_tuple, at=at), exact=True)
+            compared += ran
+            if differ is not None:
+                return compared, f"TensorFlow ran trace #{number} ({param} a list) and the trace with a tuple: {differ}"
+    finally:
+        _counted(fresh)
+    return compared, None
+
+
+def _as_tuple(args: tuple[Any, ...], kwargs: dict[str, Any], at: int | str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    if isinstance(at, int):
+        return (*args[:at], tuple(args[at]), *args[at + 1:]), dict(kwargs)
+    return tuple(args), {**kwargs, at: tuple(kwargs[at])}
