@@ -426,6 +426,35 @@ def test_one_helper_building_pipelines_of_different_data_is_not_a_rebuild(tf_tra
     assert {e.call_site for e in fn.events} == {line("helper")}
 
 
+_RAN: list[int] = []
+
+
+def doubled(x: Any) -> Any:
+    _RAN.append(1)  # its Python runs once per trace TensorFlow makes of it
+    return x * 2
+
+
+def _generated(first: int, last: int) -> Any:
+    def rows() -> Any:
+        yield from range(first, last)
+
+    data = tf.data.Dataset.from_generator(rows, output_signature=tf.TensorSpec((), tf.int64))
+    return data.map(doubled).batch(2)  # <generated>
+
+
+def test_one_helper_building_pipelines_of_different_generators_is_not_a_rebuild() -> None:
+    # A generator's data is not in the pipeline's tensors (from_generator holds a constant 0 and calls the
+    # Python generator): the generator's code and the plain values it closes over tell the datasets apart.
+    with watched() as mon:
+        for first, last in ((0, 8), (8, 12), (12, 14)):
+            _generated(first, last)
+        _generated(0, 8)
+    fn = mon.session().function("Dataset.map(doubled)")
+    assert fn.traces == len(_RAN) == 4
+    assert causes(fn) == ["first-trace", "first-trace", "first-trace", "data-pipeline-rebuilt"]
+    assert expected(fn) == [True, True, True, False] and fn.retraces == 1
+
+
 def test_dataset_built_once_is_one_expected_trace_and_keras_pipelines_stay_hidden(tf_traces: Any) -> None:
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")

@@ -13,6 +13,9 @@ _MAX_TENSORS = 256
 # Elements read from each end of a tensor: its dtype, shape and these tell two inputs apart
 # without reading all of a large array.
 _SAMPLE = 64
+# Python functions (and objects between them) read behind one dataset function, and how deep.
+_MAX_FUNCTIONS = 32
+_MAX_DEPTH = 4
 
 
 def fingerprint(dataset: Any) -> str | None:
@@ -30,6 +33,9 @@ def fingerprint(dataset: Any) -> str | None:
             datasets += 1
             digest.update(type(current).__qualname__.encode())
             for name, value in sorted(vars(current).items()):
+                python = getattr(value, "_func", None)  # a dataset function's wrapper: the Python it runs
+                if callable(python):
+                    digest.update(_python_source(python).encode())
                 for tensor in _tensors(value):
                     if tensors >= _MAX_TENSORS:
                         break
@@ -68,6 +74,40 @@ def closure_fingerprint(func: Any) -> str:
     if not values:
         return ""
     return hashlib.blake2b("\0".join(values).encode("utf-8", "backslashreplace"), digest_size=8).hexdigest()
+
+
+def _python_source(func: Any) -> str:
+    """The code and plain closure values of the Python a dataset function reaches, a few closures deep.
+
+    ``from_generator`` keeps its data in Python: its datasets hold a constant 0 and call the generator
+    through closures (``flat_map_fn`` -> ``generator_state`` -> the generator). Two generators of one
+    helper (``rows(0, 8)``, ``rows(8, 12)``) differ in what they close over; the same one built into
+    the pipeline again does not. Code is named by file and line, never by object identity (a rebuild
+    makes new function objects), and only plain values are read (closure_fingerprint).
+    """
+    parts: list[str] = []
+    pending: list[tuple[Any, int]] = [(func, 0)]
+    seen: set[int] = set()
+    while pending and len(seen) < _MAX_FUNCTIONS:
+        current, depth = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        code = getattr(current, "__code__", None)
+        if code is not None:
+            parts.append(f"{code.co_filename}:{code.co_firstlineno}:{closure_fingerprint(current)}")
+        if depth >= _MAX_DEPTH:
+            continue
+        values: list[Any] = []
+        for cell in getattr(current, "__closure__", None) or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                continue
+        if code is None:  # an object a closure holds (TensorFlow's generator state): its attributes
+            values.extend(v for v in getattr(current, "__dict__", {}).values())
+        pending.extend((v, depth + 1) for v in values if callable(v) or hasattr(v, "__dict__"))
+    return "|".join(sorted(parts))
 
 
 def _tensors(value: Any) -> list[Any]:
