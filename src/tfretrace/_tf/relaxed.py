@@ -6,9 +6,12 @@ where a Python value is among the arguments (a ``mode`` flag beside the tensors)
 directly: a fresh ``tf.function`` of the same Python function (the program's object and cache are
 untouched) traces each recorded call's arguments with the tensors' varying dimensions open and the
 Python values as recorded, and the trace must give outputs of the recorded trace's structure, dtypes
-and ranks, each static size open or equal (as for an ``input_signature``). Where the bodies have no
-effect outside their outputs, TensorFlow then runs the relaxed trace and the recorded one on the same
-inputs (run_compare), to the same results within the last digits of floats.
+and ranks, each static size open or equal (as for an ``input_signature``), and TensorFlow then runs the
+relaxed trace and the recorded one on the same inputs (run_compare), to the same results within the last
+digits of floats. A body with an effect outside its outputs (a print, a random draw) is not run, so it is
+not vouched for; nor is a trace whose parameter to open was not a tensor (a variable an earlier step
+passes as a tensor). Only the sizes the run recorded are run: a body special-casing a size no call had
+(``if x.shape[0] == 1``) is not seen, as for a generalized ``input_signature``.
 """
 
 from __future__ import annotations
@@ -43,7 +46,10 @@ def probe_relaxed(function: Any, opened: Mapping[str, Sequence[int | None]]) -> 
             found = recorded_arguments(trace)
             if found is None:
                 return "TensorFlow was not asked: an object a trace was made for (a model passed in) is gone"
-            args, kwargs = _opened(tf, found, names, opened)
+            made = _opened(tf, found, names, opened)
+            if made is None:
+                return "TensorFlow was not asked: a parameter to open was not a tensor in a trace of the run"
+            args, kwargs = made
             created: list[str] = []
             try:
                 with _quiet(), _no_new_variables(tf) as created:
@@ -55,8 +61,11 @@ def probe_relaxed(function: Any, opened: Mapping[str, Sequence[int | None]]) -> 
             parted = _differs(tf, outputs, trace.structured_outputs)
             if parted is not None:
                 return f"traced with the sizes open, {parted} (trace #{number})"
-            if effect(trace.graph) is not None or effect(concrete.graph) is not None:
-                continue  # never run (a write, a draw): the outputs' structure is what can be asked
+            found_effect = effect(trace.graph) or effect(concrete.graph)
+            if found_effect is not None:
+                # Never run (a print, a draw, a write): the outputs' structure alone does not show a body that
+                # computes otherwise with the sizes open, so the step stays unsafe.
+                return f"TensorFlow could not run both: the body has an effect outside its outputs ({found_effect})"
             _ran, differ = compare_converted(trace, concrete, lambda a, k: (a, k))
             if differ is not None:
                 return f"TensorFlow ran trace #{number} and the trace with the sizes open on the same inputs: {differ}"
@@ -67,18 +76,23 @@ def probe_relaxed(function: Any, opened: Mapping[str, Sequence[int | None]]) -> 
 
 def _opened(
     tf: Any, found: tuple[tuple[Any, ...], dict[str, Any]], names: list[str], opened: Mapping[str, Sequence[int | None]]
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The recorded arguments with each parameter of ``opened`` a spec of that shape (its own dtype)."""
+) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The recorded arguments with each parameter of ``opened`` a spec of that shape (its own dtype); None where
+    one was not a tensor of that rank in this trace (a variable an earlier step passes as a tensor, a list it
+    stacks): the trace is not the one the edited calls make, and asking it would compare it with itself."""
     args, kwargs = list(found[0]), dict(found[1])
-
-    def open_one(value: Any, shape: Sequence[int | None]) -> Any:
-        if isinstance(value, tf.TensorSpec) and value.shape.rank == len(shape):
-            return tf.TensorSpec(list(shape), value.dtype)
-        return value
-
     for name, shape in opened.items():
         if name in kwargs:
-            kwargs[name] = open_one(kwargs[name], shape)
+            value = kwargs[name]
         elif name in names and names.index(name) < len(args):
-            args[names.index(name)] = open_one(args[names.index(name)], shape)
+            value = args[names.index(name)]
+        else:
+            return None
+        if type(value) is not tf.TensorSpec or value.shape.rank != len(shape):
+            return None
+        spec = tf.TensorSpec(list(shape), value.dtype)
+        if name in kwargs:
+            kwargs[name] = spec
+        else:
+            args[names.index(name)] = spec
     return tuple(args), kwargs

@@ -100,8 +100,10 @@ KIND = Kind(
         "`tf.function` of the same Python function with the sizes that varied open and its Python values as "
         "they were (what the relaxed trace sees, which no signature text can say beside a Python value), and "
         "TensorFlow runs it beside the recorded trace; safe only where every output agrees (floats within the "
-        "last digits). Unsafe where it was not asked (no live function): TensorFlow traces with `None` "
-        "dimensions after a shape changes, and code reading a static shape may fail or take another branch",
+        "last digits), on inputs of the sizes the run recorded (a body special-casing a size no call had is not "
+        "seen). Unsafe where it was not asked (no live function, a body with an effect outside its outputs such as "
+        "a print or a random draw, which is not run): TensorFlow traces with `None` dimensions after a shape "
+        "changes, and code reading a static shape may fail or take another branch",
     ),
     position=120,
     makers=(Maker(reduce_retracing, 30, PHASE_FINAL),),
