@@ -16,6 +16,7 @@ from tfretrace.fix.planning.origin_advice import origin_steps
 from tfretrace.fix.planning.plan_notes import dropped, unaddressed, unpredictable
 from tfretrace.fix.planning.restored import announce_serving, link_restored
 from tfretrace.fix.planning.safety_plan import TIER_HAND, TIER_SAFE, TIER_UNSAFE, admitted, after_unsafe, classified
+from tfretrace.fix.planning.shared_sites import shared_call_sites
 from tfretrace.fix.planning.step import (
     CHANGES_FLOAT_DIGITS,
     CHANGES_RANDOM,
@@ -431,7 +432,7 @@ class PlanCache:
             self._known[key] = ((report.traces, report.xla_compiles, probe is not None), planned)
             out.append(planned)
         try:
-            return link_restored(tuple(out))
+            return shared_call_sites(link_restored(tuple(out)), reader)
         except Exception as exc:
             on_error(exc)
             return tuple(out)
