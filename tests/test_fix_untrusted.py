@@ -170,6 +170,8 @@ HOSTILE_TEXT = "__import__('os').system('touch pwned')"
         ("tensor-argument", Replacement(TF_CALL.span, f"tf.constant({HOSTILE_TEXT})")),
         ("cast-dtype", Replacement(TF_CALL.span, f"tf.cast(lr, {HOSTILE_TEXT})")),
         ("zero-state", Replacement(TF_CALL.span, "tf.zeros([1], dtype=tf.float32)")),  # lr is no None
+        ("tuple-argument", Replacement(TF_CALL.span, "(lr,)")),  # lr is no list literal
+        ("tuple-argument", Replacement(TF_CALL.span, f"({HOSTILE_TEXT},)")),
         # the call's callee is not an argument
         ("tensor-argument", Replacement(Span("train.py", 9, 6, 9, 16), "tf.constant(train_step)")),
         ("drop-remainder", Replacement(Span("train.py", 9, 22, 9, 22), ", drop_remainder=True")),  # no .batch()

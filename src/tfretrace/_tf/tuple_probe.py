@@ -14,7 +14,7 @@ import functools
 import inspect
 from typing import Any
 
-from tfretrace._tf.probe import _counted, _failed, _no_new_variables, _quiet, _replayed
+from tfretrace._tf.probe import _counted, _differs, _failed, _no_new_variables, _quiet, _replayed
 from tfretrace._tf.run_compare import compare_converted
 
 # Recorded traces that got a list, compared at most.
@@ -28,7 +28,7 @@ def probe_as_tuple(function: Any, param: str) -> tuple[int, str | None]:
 
     python = function.python_function
     names = list(inspect.signature(python).parameters)
-    lists = []
+    lists, others = [], []
     for trace in list(function._list_all_concrete_functions()):
         found = _replayed(trace, names, param)
         if found is None:
@@ -36,6 +36,8 @@ def probe_as_tuple(function: Any, param: str) -> tuple[int, str | None]:
         args, kwargs, at = found
         if type(args[at] if isinstance(at, int) else kwargs[at]) is list:
             lists.append((trace, args, kwargs, at))
+        else:
+            others.append((trace, _key(tf, args, kwargs)))
     if not lists:
         return 0, "TensorFlow was not asked: no recorded trace that got a list is left"
     fresh = tf.function(python)  # noqa: TFR101  a fresh object: the program's own cache is untouched
@@ -43,13 +45,18 @@ def probe_as_tuple(function: Any, param: str) -> tuple[int, str | None]:
     try:
         for number, (trace, args, kwargs, at) in enumerate(lists[:_MAX_TRACES], 1):
             args, kwargs = _as_tuple(args, kwargs, at)
+            # The edited call hits the run's own trace of the tuple where there is one (traced then, under the
+            # Python state of then): that trace is the one to run. Else a fresh trace, as the edited call makes.
+            general = next((t for t, key in reversed(others) if key == _key(tf, args, kwargs)), None)
             try:
                 with _quiet(), _no_new_variables(tf):
-                    general = fresh.get_concrete_function(*args, **kwargs)
+                    general = general or fresh.get_concrete_function(*args, **kwargs)
             except Exception as exc:  # what TensorFlow says of the body given a tuple there
                 _failed()
                 return compared, f"TensorFlow could not trace the body with {param} a tuple ({type(exc).__name__})"
-
+            parted = _differs(tf, general.structured_outputs, trace.structured_outputs)
+            if parted is not None:
+                return compared, f"given a tuple for trace #{number}'s list, {parted}"
             ran, differ = compare_converted(trace, general, functools.partial(_as_tuple, at=at), exact=True)
             compared += ran
             if differ is not None:
@@ -57,6 +64,18 @@ def probe_as_tuple(function: Any, param: str) -> tuple[int, str | None]:
     finally:
         _counted(fresh)
     return compared, None
+
+
+def _key(tf: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A trace's arguments as comparable values: each spec by shape and dtype (its name aside), containers kept."""
+
+    def one(value: Any) -> Any:
+        if isinstance(value, tf.TensorSpec):
+            return ("spec", None if value.shape.rank is None else tuple(value.shape.as_list()), value.dtype.name)
+        plain = isinstance(value, (int, float, str, bool, type(None)))
+        return ("value", type(value).__name__, value if plain else id(value))
+
+    return tf.nest.map_structure(one, (tuple(args), dict(kwargs)))
 
 
 def _as_tuple(args: tuple[Any, ...], kwargs: dict[str, Any], at: int | str) -> tuple[tuple[Any, ...], dict[str, Any]]:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from tfretrace.fix.core.anchor_base import Anchors, expression, span_of
 from tfretrace.fix.core.call_edits import missing_note, preview, reached, swap_leaf
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State, varying_paths
+from tfretrace.fix.core.defs import callee_name
 from tfretrace.fix.core.kind import Kind, Maker, Row
 from tfretrace.fix.core.predict import Call
 from tfretrace.fix.core.safety import TF_CHECKED, KindSafety
@@ -88,11 +89,23 @@ def _tuple_edits(ctx: FunctionContext, calls: tuple[Call, ...], path: str) -> tu
 
 
 def tuple_literal(anchors: Anchors, edit: Replacement) -> str | None:
-    """A literal list passed to the function becomes a tuple literal of the same elements."""
+    """A literal list passed to the function, at a call the run recorded, becomes a tuple literal of its elements."""
     path = edit.span.path
-    found = next((a for a in anchors.call_arguments(path) if span_of(a, path) == edit.span), None)
+    tree = anchors.tree(path)
+    recorded = {int(line) for e in anchors.report.events if e.call_site
+                for where, _, line in [e.call_site.rpartition(":")] if where == path and line.isdigit()}
+    found = None
+    for node in ast.walk(tree) if tree is not None else ():
+        if not isinstance(node, ast.Call) or callee_name(node.func) not in anchors.names:
+            continue
+        # A top-level argument only (never an element of one), of a call whose lines the run recorded a call at:
+        # another function of the same name (a method of another class) is not this one's to edit.
+        lines = set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        for arg in [*node.args, *(k.value for k in node.keywords if k.arg is not None)]:
+            if span_of(arg, path) == edit.span and lines & recorded:
+                found = arg
     if not isinstance(found, ast.List):
-        return f"not a list literal passed to {anchors.names[-1]}"
+        return f"not a list literal passed to {anchors.names[-1]} at a call the run recorded"
     new = expression(edit.text)
     if not isinstance(new, ast.Tuple) or [ast.dump(e) for e in new.elts] != [ast.dump(e) for e in found.elts]:
         return "the new text is not a tuple of the list's elements"
