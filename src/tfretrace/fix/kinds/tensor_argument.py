@@ -237,6 +237,8 @@ def lists(ctx: FunctionContext, state: State) -> list[Candidate]:
             )
             continue
         numbers = all(k.kind == PYTHON and k.type_name in ("int", "float") for k in kids)
+        if not numbers and len(lengths) == 1 and {h.kind for h in heads} == {"list", "tuple"}:
+            continue  # one length, a list on some calls and a tuple on others: tuple-argument's, not a stack
         if not numbers:
             stacked = _stack_advice(ctx, state, path, kids, len(lengths))
             if stacked is not None:
