@@ -58,7 +58,7 @@ def list_as_tuple(ctx: FunctionContext, state: State) -> list[Candidate]:
             Candidate(
                 "structure-changed",
                 NAME,
-                f"pass {path} as a tuple where a call writes it as a list: other calls pass a tuple, and "
+                f"pass {path} as a tuple: a call writes it as a list where other calls pass a tuple, and "
                 "TensorFlow keys the two apart" + missing_note(missing),
                 preview(ctx, (), edits) or f"{ctx.short}(({path}...))",
                 edits,
