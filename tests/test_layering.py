@@ -39,7 +39,7 @@ ADAPTER_ORDER = [
     "keras",
     "data_source", "origins", "reading", "earlier", "cache_hits", "loglevel", "xla_log", "xla", "relay", "hooks",
     "warmup", "graph_compare", "native_log", "recorded", "run_compare", "keras_call_check", "edited", "programs",
-    "live_functions", "probe", "relaxed", "tuple_probe", "zero_probe",
+    "live_functions", "fresh", "probe", "relaxed", "tuple_probe", "zero_probe",
 ]
 
 # Inside the fix package, by role, bottom up: a sub-package imports only itself and those before

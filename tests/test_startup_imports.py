@@ -78,7 +78,8 @@ def test_a_run_that_never_retraces_loads_nothing_of_the_planner(tmp_path: Path) 
 # fix probe, and the TOML reader outside any project (issue 41 item 8).
 NOT_IN_A_PLAIN_RUN = ("tfretrace.cli.fix_command", "tfretrace.cli.profile_command", "tfretrace.cli.lint_command",
                       "tfretrace.cli.notebook_run", "tfretrace.fix.core.source", "tfretrace.records.prevention",
-                      "tfretrace.records.lint_panel", "tfretrace.records.output", "tfretrace._tf.probe", "tomllib")
+                      "tfretrace.records.lint_panel", "tfretrace.records.output", "tfretrace._tf.probe",
+                      "tfretrace._tf.fresh", "tomllib")
 
 
 def test_a_plain_run_loads_only_what_its_report_and_session_need(tmp_path: Path) -> None:

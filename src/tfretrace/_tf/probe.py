@@ -16,14 +16,13 @@ recorded trace.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import io
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tfretrace._tf.edited import converter, rebuilt, runs_alike
+from tfretrace._tf.fresh import CREATES, Untraced, counted, failed, fresh_trace, no_new_variables, one_line, quiet
 from tfretrace._tf.graph_compare import value_only_as_data
 from tfretrace._tf.recorded import holds, part, recorded_arguments, split_path, with_part
 from tfretrace._tf.run_compare import compare_converted, compare_runs
@@ -35,25 +34,6 @@ Edited = tuple[str, int]
 # Outputs compared per function: the traces the run made (the first ones are enough to see a
 # rank or a dtype change; every one is checked for a static size).
 _MAX_TRACES = 64
-
-
-# Traces the probes' fresh tf.functions made, as TensorFlow counts them (each ran the body's
-# Python once more): the run's report says how often the program's code ran after it ended.
-_bodies_run = [0]
-
-
-def bodies_run() -> int:
-    """How many times the probes have traced a body so far (TensorFlow's tracing counts)."""
-    return _bodies_run[0]
-
-
-def _counted(fresh: Any) -> None:
-    _bodies_run[0] += fresh.experimental_get_tracing_count()
-
-
-def _failed() -> None:
-    """A trace that raised: the body's Python ran up to the failure, which TensorFlow's count leaves out."""
-    _bodies_run[0] += 1
 
 
 def probe_signature(
@@ -90,18 +70,18 @@ def probe_signature(
         specs = eval(signature, {"__builtins__": {}}, names)  # the text tfretrace wrote itself
         fresh = tf.function(python, input_signature=specs)
     except Exception as exc:  # what TensorFlow says: the signature itself is refused
-        return TraceRefused(_said(exc))
+        return TraceRefused(one_line(exc))
     try:
         said = _traced_as_recorded(tf, fresh, traces, signature)
         if said is not None or edited is None:
             return said
         # The body is not the one the run traced: its outputs are asked too, not only their shapes.
-        with _quiet(), _no_new_variables(tf):
+        with quiet(), no_new_variables(tf):
             general = fresh.get_concrete_function()
         _ran, differ = runs_alike(tf, traces, general, list(inspect.signature(python).parameters))
         return None if differ is None else f"traced with the open signature, the edited body ran otherwise: {differ}"
     finally:
-        _counted(fresh)
+        counted(fresh)
 
 
 _NOT_REBUILT = (
@@ -113,13 +93,13 @@ _NOT_REBUILT = (
 def _traced_as_recorded(tf: Any, fresh: Any, traces: list[Any], signature: str) -> str | None:
     created: list[str] = []
     try:
-        with _quiet(), _no_new_variables(tf) as created:
+        with quiet(), no_new_variables(tf) as created:
             outputs = fresh.get_concrete_function().structured_outputs
     except Exception as exc:  # what TensorFlow says: the body cannot be traced with open dimensions
-        _failed()
+        failed()
         if created:
-            return _CREATES.format(created[0])
-        return TraceRefused(_said(exc))
+            return CREATES.format(created[0])
+        return TraceRefused(one_line(exc))
     # A dataset's element_spec is taken from elsewhere, not folded from the run's calls as tfretrace's
     # own signatures are (their replay already binds every call): TensorFlow binds each call to it.
     taken = bool(re.search(r"\.element_spec\b", signature))
@@ -148,10 +128,10 @@ def _refused(tf: Any, fresh: Any, trace: Any) -> str | None:
         lambda x: tf.TensorSpec(x.shape, x.dtype) if isinstance(x, tf.TensorSpec) else x, (args, kwargs)
     )
     try:
-        with _quiet(), _no_new_variables(tf):
+        with quiet(), no_new_variables(tf):
             fresh.get_concrete_function(*args, **kwargs)
     except Exception as exc:  # TensorFlow's own binding of the recorded arguments to the signature
-        return f"the signature refuses a call of the run ({_said(exc)})"
+        return f"the signature refuses a call of the run ({one_line(exc)})"
     if fresh.experimental_get_tracing_count() != 1:
         return "a call of the run traced again under the signature"
     return None
@@ -173,7 +153,7 @@ def probe_argument(
     many inputs), else where they part; ``(None, what TensorFlow said of each dtype, None, 0)``
     where none does; ``(None, None, None, 0)`` where TensorFlow could not be asked (no trace left,
     an argument the trace did not keep, such as a model passed as an argument). A trace that would
-    create a variable is refused before it does (``_no_new_variables``). ``edited``: the step edits
+    create a variable is refused before it does (``no_new_variables``). ``edited``: the step edits
     the body too; the edited def (_tf.edited) is traced instead, and TensorFlow always runs it and
     each recorded trace on the same inputs (a list of tensors passed stacked, as the fix writes it).
     """
@@ -212,7 +192,7 @@ def probe_argument(
                 why, depends, ran = _each_trace(tf, fresh, traces, bound, param, width, len(every),
                                                 names, edited is not None, key, widened=wide)
             finally:
-                _counted(fresh)
+                counted(fresh)
             compared += ran
             if why is not None or depends is not None:
                 break
@@ -246,16 +226,12 @@ def _each_trace(
             args = (*args[:at], with_part(whole, key, spec), *args[at + 1:])
         else:
             kwargs = {**kwargs, at: with_part(whole, key, spec)}
-        created: list[str] = []
-        try:
-            with _quiet(), _no_new_variables(tf) as created:
-                concrete = fresh.get_concrete_function(*args, **kwargs)
-            outputs = concrete.structured_outputs
-        except Exception as exc:  # what TensorFlow says of the body with a tensor there
-            _failed()
-            said = _CREATES.format(created[0]) if created else f"TensorFlow could not trace the body ({_said(exc)})"
+        concrete = fresh_trace(tf, fresh, args, kwargs)
+        if isinstance(concrete, Untraced):
+            said = concrete.why() if concrete.created else f"TensorFlow could not trace the body ({concrete.why()})"
             why = f"{dtype}: {said}"
             break
+        outputs = concrete.structured_outputs
         differs = _differs(tf, outputs, trace.structured_outputs, widened)
         if differs is not None:
             why = f"{dtype}: TensorFlow traced the body, {differs}"
@@ -353,37 +329,6 @@ def unseeded_draws(function: Any) -> str | None:
     return found
 
 
-_CREATES = (
-    "tracing it would create a variable ({}) on the live object, so TensorFlow cannot be asked once the run is "
-    "over (the variables the first call made do not cover it)"
-)
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """The body's prints while tracing, swallowed: the program's output is what python gives."""
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        yield
-
-
-@contextlib.contextmanager
-def _no_new_variables(tf: Any) -> Iterator[list[str]]:
-    """A trace that creates no variable: a creation raises instead, its name kept in the list yielded.
-
-    The probe traces the program's live objects once the run is over (a Keras model and optimizer
-    built at the first train step exist by then). A trace that would still create one would build
-    state on the user's object; it is stopped, and the question is not answered.
-    """
-    created: list[str] = []
-
-    def refuse(next_creator: Any, **kwargs: Any) -> Any:
-        created.append(str(kwargs.get("name") or "unnamed"))
-        raise RuntimeError("tfretrace's probe does not create variables")
-
-    with tf.variable_creator_scope(refuse):
-        yield created
-
-
 def _value_at(found: tuple[tuple[Any, ...], dict[str, Any], int | str] | None) -> Any:
     """The recorded value of the parameter ``_replayed`` located."""
     assert found is not None
@@ -403,22 +348,6 @@ def _replayed(trace: Any, names: list[str], param: str) -> tuple[tuple[Any, ...]
     if param in names and names.index(param) < len(args):
         return tuple(args), dict(kwargs), names.index(param)
     return None
-
-
-# ANSI colour codes Keras puts in its messages.
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _said(exc: BaseException) -> str:
-    """TensorFlow's error in one line: the exception's own line after the user-code frames, and what follows."""
-    name = type(exc).__name__
-    lines = [_ANSI.sub("", line).strip() for line in str(exc).splitlines()]
-    lines = [line for line in lines if line]
-    at = next((i for i, line in enumerate(lines) if line.startswith(f"{name}:")), None)
-    if at is None:
-        return f"{name}: {lines[-1][:200] if lines else ''}"
-    text = " ".join(lines[at:at + 2])
-    return text[:240]
 
 
 def _differs(tf: Any, probed: Any, recorded: Any, widened: bool = False) -> str | None:

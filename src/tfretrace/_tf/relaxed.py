@@ -20,7 +20,8 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tfretrace._tf.probe import _CREATES, _counted, _differs, _failed, _no_new_variables, _quiet, _said
+from tfretrace._tf.fresh import Untraced, counted, fresh_trace
+from tfretrace._tf.probe import _differs
 from tfretrace._tf.recorded import recorded_arguments
 from tfretrace._tf.run_compare import compare_converted, effect
 from tfretrace.records.events import TraceRefused
@@ -50,15 +51,10 @@ def probe_relaxed(function: Any, opened: Mapping[str, Sequence[int | None]]) -> 
             if made is None:
                 return "TensorFlow was not asked: a parameter to open was not a tensor in a trace of the run"
             args, kwargs = made
-            created: list[str] = []
-            try:
-                with _quiet(), _no_new_variables(tf) as created:
-                    concrete = fresh.get_concrete_function(*args, **kwargs)
-                outputs = concrete.structured_outputs
-            except Exception as exc:  # what TensorFlow says of the body with those sizes open
-                _failed()
-                return _CREATES.format(created[0]) if created else TraceRefused(_said(exc))
-            parted = _differs(tf, outputs, trace.structured_outputs)
+            concrete = fresh_trace(tf, fresh, args, kwargs)
+            if isinstance(concrete, Untraced):  # the edited program would fail where TensorFlow raised
+                return concrete.why() if concrete.created else TraceRefused(concrete.why())
+            parted = _differs(tf, concrete.structured_outputs, trace.structured_outputs)
             if parted is not None:
                 return f"traced with the sizes open, {parted} (trace #{number})"
             found_effect = effect(trace.graph) or effect(concrete.graph)
@@ -71,7 +67,7 @@ def probe_relaxed(function: Any, opened: Mapping[str, Sequence[int | None]]) -> 
                 return f"TensorFlow ran trace #{number} and the trace with the sizes open on the same inputs: {differ}"
         return None
     finally:
-        _counted(fresh)
+        counted(fresh)
 
 
 def _opened(

@@ -14,7 +14,8 @@ import functools
 import inspect
 from typing import Any
 
-from tfretrace._tf.probe import _counted, _differs, _failed, _no_new_variables, _quiet, _replayed
+from tfretrace._tf.fresh import Untraced, counted, fresh_trace
+from tfretrace._tf.probe import _differs, _replayed
 from tfretrace._tf.run_compare import compare_converted
 
 # Recorded traces that got a list, compared at most.
@@ -48,12 +49,9 @@ def probe_as_tuple(function: Any, param: str) -> tuple[int, str | None]:
             # The edited call hits the run's own trace of the tuple where there is one (traced then, under the
             # Python state of then): that trace is the one to run. Else a fresh trace, as the edited call makes.
             general = next((t for t, key in reversed(others) if key == _key(tf, args, kwargs)), None)
-            try:
-                with _quiet(), _no_new_variables(tf):
-                    general = general or fresh.get_concrete_function(*args, **kwargs)
-            except Exception as exc:  # what TensorFlow says of the body given a tuple there
-                _failed()
-                return compared, f"TensorFlow could not trace the body with {param} a tuple ({type(exc).__name__})"
+            general = general or fresh_trace(tf, fresh, args, kwargs)
+            if isinstance(general, Untraced):  # what TensorFlow says of the body given a tuple there
+                return compared, f"TensorFlow could not trace the body with {param} a tuple ({general.why()})"
             parted = _differs(tf, general.structured_outputs, trace.structured_outputs)
             if parted is not None:
                 return compared, f"given a tuple for trace #{number}'s list, {parted}"
@@ -62,7 +60,7 @@ def probe_as_tuple(function: Any, param: str) -> tuple[int, str | None]:
             if differ is not None:
                 return compared, f"TensorFlow ran trace #{number} ({param} a list) and the trace with a tuple: {differ}"
     finally:
-        _counted(fresh)
+        counted(fresh)
     return compared, None
 
 

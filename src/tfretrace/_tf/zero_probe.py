@@ -13,7 +13,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from tfretrace._tf.probe import _counted, _failed, _no_new_variables, _quiet, _replayed
+from tfretrace._tf.fresh import Untraced, counted, fresh_trace
+from tfretrace._tf.probe import _replayed
 from tfretrace._tf.run_compare import compare_runs
 
 # Recorded traces that got None, compared at most.
@@ -46,16 +47,13 @@ def probe_zeros(function: Any, param: str, shape: tuple[int, ...], dtype: str) -
                 args = (*args[:at], spec, *args[at + 1:])
             else:
                 kwargs = {**kwargs, at: spec}
-            try:
-                with _quiet(), _no_new_variables(tf):
-                    general = fresh.get_concrete_function(*args, **kwargs)
-            except Exception as exc:  # what TensorFlow says of the body with a tensor there
-                _failed()
-                return compared, f"TensorFlow could not trace the body with {param} a tensor ({type(exc).__name__})"
+            general = fresh_trace(tf, fresh, args, kwargs)
+            if isinstance(general, Untraced):  # what TensorFlow says of the body with a tensor there
+                return compared, f"TensorFlow could not trace the body with {param} a tensor ({general.why()})"
             ran, differ = compare_runs(trace, general, at, tf.zeros(shape, getattr(tf, dtype)), exact=True)
             compared += ran
             if differ is not None:
                 return compared, f"TensorFlow ran trace #{number} ({param}=None) and the trace with zeros: {differ}"
     finally:
-        _counted(fresh)
+        counted(fresh)
     return compared, None

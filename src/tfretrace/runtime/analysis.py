@@ -70,8 +70,8 @@ class Analysis:
         live = None
         before = 0
         if probe:
+            from tfretrace._tf.fresh import bodies_run
             from tfretrace._tf.keras_call_check import models_run
-            from tfretrace._tf.probe import bodies_run
             from tfretrace.runtime.probe import probe_live
 
             live, before = probe_live(self._root), bodies_run() + models_run()
