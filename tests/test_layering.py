@@ -37,7 +37,8 @@ ADAPTER = SRC / "_tf"
 ADAPTER_ORDER = [
     "__init__", "logfilter", "versions", "frames", "counters", "types", "import_watch", "keras_rows", "keras_live",
     "keras",
-    "data_source", "origins", "reading", "earlier", "cache_hits", "loglevel", "xla_log", "xla", "relay", "hooks",
+    "data_source", "origins", "reading", "earlier", "cache_hits", "loglevel", "xla_log", "xla", "relay", "draws",
+    "hooks",
     "warmup", "graph_compare", "native_log", "recorded", "run_compare", "keras_call_check", "edited", "programs",
     "live_functions", "fresh", "probe", "relaxed", "tuple_probe", "zero_probe",
 ]

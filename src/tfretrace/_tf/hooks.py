@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfretrace._tf.counters import make_call_hook, note_concrete_call
+from tfretrace._tf.draws import trace_draw
 from tfretrace._tf.frames import call_site, is_keras_layer_kernel, is_user_trace, own_site
 from tfretrace._tf.import_watch import ImportWatcher
 from tfretrace._tf.keras import KerasPatches
@@ -32,7 +33,7 @@ class Hooks:
     """
 
     def __init__(self, on_trace: Callable[[Callable[[], RawTrace]], Any],
-                 after_trace: Callable[[Any, float, bool, str | None, float], None]) -> None:
+                 after_trace: Callable[[Any, float, bool, str | None, float, str | None], None]) -> None:
         self._on_trace = on_trace
         self._after_trace = after_trace
         self._installed = False
@@ -160,7 +161,7 @@ class Hooks:
             outer_children = getattr(depth, "children", 0.0)
             depth.children = 0.0
             ok = False
-            cluster = None
+            cluster = draw = None
             start = time.perf_counter()
             try:
                 result = orig(function_type, type_context, func_graph, tracing_options)
@@ -169,6 +170,9 @@ class Hooks:
                     cluster = cluster_of(result, tracing_options)
                 except Exception:
                     cluster = None
+                # A random draw in the graph (in a layer or helper the def calls, too): kept, as the function
+                # may be gone when the run is over and its fixes are planned.
+                draw = trace_draw(result)
                 return result
             finally:
                 elapsed = time.perf_counter() - start
@@ -176,7 +180,7 @@ class Hooks:
                 depth.n = level
                 depth.children = outer_children + elapsed
                 if pending is not None:
-                    after_trace(pending, elapsed, ok, cluster, own)
+                    after_trace(pending, elapsed, ok, cluster, own, draw)
 
         return _create_concrete_function
 

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tfretrace._tf.draws import graph_draws
 from tfretrace._tf.edited import converter, rebuilt, runs_alike
 from tfretrace._tf.fresh import CREATES, Untraced, counted, failed, fresh_trace, no_new_variables, one_line, quiet
 from tfretrace._tf.graph_compare import value_only_as_data
@@ -280,25 +281,9 @@ def _variable(value: Any) -> bool:
 
 
 def _random_ops(function: Any) -> Iterator[tuple[str, bool]]:
-    """Each stateful random op in the function's traces (nested functions included), and whether it had a seed.
-
-    A stateful random op keeps the seeds it was traced with (``seed``/``seed2``), both 0 only where
-    neither ``tf.random.set_seed`` nor an op seed was set. Stateless ops, and a ``tf.random.Generator``
-    or a Keras 3 ``SeedGenerator`` (their state lives in a variable, outside the traces), are not such ops.
-    """
-    from tensorflow.python.framework import op_def_registry
-
+    """Each stateful random op in the function's traces (nested functions included), and whether it had a seed."""
     for trace in list(function._list_all_concrete_functions())[:_MAX_TRACES]:
-        graph = trace.graph
-        nodes = [(op.type, op.node_def.attr) for op in graph.get_operations()]
-        for inner in getattr(graph, "_functions", {}).values():
-            definition = getattr(inner, "definition", None)
-            if definition is not None:
-                nodes.extend((node.op, node.attr) for node in definition.node_def)
-        for kind, attrs in nodes:
-            op_def = op_def_registry.get(kind)
-            if op_def is not None and op_def.is_stateful and "seed" in attrs and "seed2" in attrs:
-                yield kind, bool(attrs["seed"].i or attrs["seed2"].i)
+        yield from graph_draws(trace.graph)
 
 
 def random_op(function: Any) -> str | None:

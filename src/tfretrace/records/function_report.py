@@ -92,6 +92,9 @@ class FunctionReport:
     # The plan's predicted traces after `tfretrace fix --apply` and after `--apply --unsafe-fixes`
     # (None: nothing predicted); None for a report planned by no tfretrace that knew safety classes.
     fix_counts: tuple[int | None, int | None] | None = None
+    # The first stateful random op its traces drew from, read from each graph as it was made (None: none, or
+    # an older session): a fix that removes traces makes it draw other numbers, even where the def is gone.
+    draw: str | None = None
 
     @property
     def retraces(self) -> int:
@@ -197,6 +200,7 @@ class FunctionReport:
             "megamorphic": list(self.megamorphic),
             "key": None if self.key is None else self.key.to_dict(),
             "concrete_python_sites": list(self.concrete_python_sites),
+            **({} if self.draw is None else {"draw": self.draw}),
             **({} if self.fix_counts is None else {
                 "fix_counts": {"apply": self.fix_counts[0], "unsafe_fixes": self.fix_counts[1]}
             }),
@@ -231,6 +235,7 @@ class FunctionReport:
             key=None if data.get("key") is None else FunctionKey.from_dict(data["key"], f"{where}.key"),
             concrete_python_sites=C.texts(data.get("concrete_python_sites", []), f"{where}.concrete_python_sites"),
             fix_counts=_fix_counts(data.get("fix_counts"), f"{where}.fix_counts"),
+            draw=C.optional_text(data.get("draw"), f"{where}.draw"),
         )
 
 

@@ -33,7 +33,7 @@ class Watcher(Protocol):
 
     def after_trace(
         self, raw: Any, pending: Pending, seconds: float, ok: bool, cluster: str | None = None,
-        own: float | None = None, announce: bool = True,
+        own: float | None = None, announce: bool = True, draw: str | None = None,
     ) -> bool:
         """Record the finished trace; True when it was announced."""
 
@@ -143,7 +143,8 @@ class Dispatch:
         return raw, pendings
 
     def _after_trace(
-        self, token: Any, seconds: float, ok: bool, cluster: str | None, own: float | None = None
+        self, token: Any, seconds: float, ok: bool, cluster: str | None, own: float | None = None,
+        draw: str | None = None,
     ) -> None:
         raw, pendings = token
         announced = False
@@ -151,7 +152,7 @@ class Dispatch:
             if pending is not None:
                 # Nested watch() blocks record the trace each, and announce it once.
                 announced = (
-                    monitor.after_trace(raw, pending, seconds, ok, cluster, own, not announced) or announced
+                    monitor.after_trace(raw, pending, seconds, ok, cluster, own, not announced, draw) or announced
                 )
 
 

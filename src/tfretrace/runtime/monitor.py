@@ -308,7 +308,7 @@ class Monitor:
 
     def after_trace(
         self, raw: Any, pending: Pending, seconds: float, ok: bool, cluster: str | None = None,
-        own: float | None = None, announce: bool = True,
+        own: float | None = None, announce: bool = True, draw: str | None = None,
     ) -> bool:
         """Record the finished trace, then warn and log (a failed trace is only counted).
 
@@ -331,6 +331,8 @@ class Monitor:
                 state.after_earlier = False
                 state.seconds += own
                 state.last_calls_total = pending.calls_total
+                # The first stateful random op a trace of it drew from (read from the graph when it was made).
+                state.draw = state.draw or draw
                 listeners = [f for f, b in self._listeners if not b]
             if cluster is not None:
                 dispatch.xla.watch(cluster, self, state, event.index, raw.signature)

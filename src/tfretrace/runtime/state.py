@@ -59,6 +59,8 @@ class FunctionState:
     xla_compiles: int = 0
     xla_seconds: float = 0.0
     xla_by_cluster: dict[str, int] = field(default_factory=dict)
+    # The first stateful random op its traces' graphs held (_tf.draws), read as each trace was made.
+    draw: str | None = None
     xla_head: list[Any] = field(default_factory=list)
     xla_tail: deque[Any] = field(default_factory=deque)
     # Earlier compiles per trace number, for explaining the next one (the last COMPARE_WINDOW).
@@ -395,6 +397,7 @@ def report_of(state: FunctionState, read: Callable[[Any], int],
         earlier_traces=state.earlier,
         key=state.function_key,
         concrete_python_sites=tuple(sorted(python_sites)),
+        draw=state.draw,
     )
 
 

@@ -125,6 +125,10 @@ def plan_for(
     if ctx.random is None and probe is not None:
         # A draw the def's source does not show (a called model's layer, a helper): TensorFlow's graphs do.
         ctx.random = probe.random(report)
+    if ctx.random is None:
+        # The graphs as each trace was made: the only record of a function gone by the end of the run (a def
+        # nested in a function that returned), and of a session planned again without TensorFlow.
+        ctx.random = report.draw
     current = baseline
     for tier in (TIER_SAFE, TIER_UNSAFE, TIER_HAND)[: 2 if applied_only else 3]:
         state, current, _ = _phase(ctx, state, current, per_trace, steps, statements, said, tier=tier)
