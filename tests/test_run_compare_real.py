@@ -63,6 +63,21 @@ def test_a_body_with_an_effect_is_not_run() -> None:
     assert dtype == "float32" and depends is not None and compared == 0
 
 
+def test_reading_a_variable_s_shape_is_no_effect() -> None:
+    # Keras optimizers read their variables' shapes (VariableShape): a read, which the comparison may run.
+    weights = tf.Variable(tf.ones([3]))
+
+    @tf.function
+    def scaled(x, lr):
+        size = tf.raw_ops.VariableShape(input=weights.handle)[0]  # what an optimizer's update reads
+        return x * tf.cast(size, tf.float32) * (lr * 0.5)
+
+    found = _called(scaled, (X, 0.1), (X, 0.2))
+    ops = {op.type for op in found._list_all_concrete_functions()[0].graph.get_operations()}
+    assert "VariableShape" in ops
+    assert effect(found._list_all_concrete_functions()[0].graph) is None
+
+
 def test_variables_are_restored_after_each_run_and_compared_as_results() -> None:
     total = tf.Variable(tf.zeros([3]))
 

@@ -26,7 +26,8 @@ Converter = Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], d
 # each run), call a function (whose own operations are checked too), or branch and assert.
 _VARIABLE_OPS = frozenset({
     "VarHandleOp", "ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
-    "VarIsInitializedOp", "DestroyResourceOp", "StatefulPartitionedCall", "If", "While", "Case", "Assert",
+    "VarIsInitializedOp", "VariableShape", "DestroyResourceOp", "StatefulPartitionedCall", "If", "While", "Case",
+    "Assert",
     "NoOp", "Placeholder",
 })
 _VARIABLE_PREFIXES = ("ResourceApply", "ResourceSparseApply", "ResourceGather", "ResourceScatter", "ResourceStrided")
