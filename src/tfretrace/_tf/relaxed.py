@@ -21,13 +21,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tfretrace._tf.fresh import Untraced, counted, fresh_trace
-from tfretrace._tf.probe import _differs
+from tfretrace._tf.probe import _MAX_TRACES, _differs
 from tfretrace._tf.recorded import recorded_arguments
 from tfretrace._tf.run_compare import compare_converted, effect
 from tfretrace.records.events import TraceRefused
-
-# Traces replayed per function, as for the other probes.
-_MAX_TRACES = 64
 
 
 def probe_relaxed(function: Any, opened: Mapping[str, Sequence[int | None]]) -> str | None:

@@ -11,13 +11,11 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+from tfretrace.fix.core.safety import SAFE, UNSAFE
 from tfretrace.fix.core.source import SourceReader
 from tfretrace.fix.planning.safety_plan import after_unsafe
 from tfretrace.fix.planning.step import PlanStep, fix_counts
 from tfretrace.records.function_report import FunctionReport
-
-_SAFE = "safe"
-_UNSAFE = "unsafe"
 
 
 def shared_call_sites(functions: tuple[FunctionReport, ...], reader: SourceReader) -> tuple[FunctionReport, ...]:
@@ -38,13 +36,13 @@ def shared_call_sites(functions: tuple[FunctionReport, ...], reader: SourceReade
         steps = [PlanStep.from_dict(dict(s)) for s in report.plan]
         changed = False
         for i, step in enumerate(steps):
-            if step.safety != _SAFE or not step.edits:
+            if step.safety != SAFE or not step.edits:
                 continue
             other = _other_function(step, number, functions, sites, reader)
             if other is not None:
                 reason = (f"the edited call also reaches {other} (one call expression, several functions): its "
                           "calls change too, and TensorFlow was not asked about them")
-                steps[i] = replace(step, safety=_UNSAFE, unsafe_reason=reason)
+                steps[i] = replace(step, safety=UNSAFE, unsafe_reason=reason)
                 changed = True
         if changed:
             plan = tuple(s.to_dict() for s in after_unsafe(steps))
