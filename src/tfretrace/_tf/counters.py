@@ -104,6 +104,45 @@ def _keep_nested(function: Any) -> None:
         kept.append(function)
 
 
+# A nested def that closes over its outer def's values (a train step over a model and an optimizer)
+# dies with the call that made it; once the program has finished no name reaches it, and
+# TensorFlow cannot be asked about its signature. Only where the run will be asked (``run --save``,
+# ``--fix-plan``: keep_retraced) is the first such object of each def that traces a second time kept
+# alive, closure and all, until the planner has asked (release_retraced): a copy of one model per def,
+# at most _MAX_RETRACED defs. A plain run keeps nothing.
+_MAX_RETRACED = 16
+_retraced: dict[tuple[str, str], Any] = {}
+_keeping = [False]
+
+
+def keep_retraced(on: bool) -> None:
+    """Keep (or, off, release) the retracing closures of nested defs for the probe at the end."""
+    _keeping[0] = on
+    if not on:
+        _retraced.clear()
+
+
+def note_nested_trace(function: Any) -> None:
+    """Count a trace of ``function``; the second keeps a nested closure alive while keep_retraced is on."""
+    if not _keeping[0]:
+        return
+    python = getattr(function, "python_function", None)
+    code = getattr(python, "__code__", None)
+    qualname = getattr(python, "__qualname__", "")
+    if code is None or not code.co_freevars or "<locals>" not in qualname:
+        return
+    traced = function.__dict__.get("_tfretrace_traced", 0) + 1
+    function.__dict__["_tfretrace_traced"] = traced
+    key = (code.co_filename, qualname)
+    if traced >= 2 and key not in _retraced and len(_retraced) < _MAX_RETRACED:
+        _retraced[key] = function
+
+
+def kept_retraced(qualname: str) -> list[Any]:
+    """The nested closures named ``qualname`` (any file) that note_nested_trace kept."""
+    return [f for (_file, name), f in list(_retraced.items()) if name == qualname]
+
+
 def kept_nested(qualname: str) -> list[Any]:
     """The tf.function objects of nested defs named ``qualname`` (any file) that were kept (``_keep_nested``)."""
     return [f for (_file, name), kept in list(_nested.items()) if name == qualname for f in kept]

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from tfretrace._tf.counters import counted_functions, kept_nested
+from tfretrace._tf.counters import counted_functions, kept_nested, kept_retraced
 from tfretrace._tf.programs import PROGRAMS
 
 # Instances of one method probed at most: each instance's traces are compared with its own probe.
@@ -115,3 +115,19 @@ def nested_functions(path: str, qualname: str, root: str) -> list[Any]:
             found.setdefault(id(function), function)
     return list(found.values())
 
+
+
+def kept_closure(path: str, qualname: str, root: str) -> Any | None:
+    """The tf.function of a nested def with a closure, kept alive since it retraced (counters.keep_retraced).
+
+    The one object the outer call made, with the values it closes over: traced afresh, it is the
+    very function the program called, and its cache holds every trace the run made of it.
+    """
+    if "<locals>" not in qualname:
+        return None
+    wanted = os.path.realpath(os.path.join(root, path))
+    for function in kept_retraced(qualname):
+        code = getattr(getattr(function, "python_function", None), "__code__", None)
+        if code is not None and os.path.realpath(code.co_filename) == wanted:
+            return function
+    return None

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
-from tfretrace._tf.counters import counter_born, counter_of, token_of
+from tfretrace._tf.counters import counter_born, counter_of, note_nested_trace, token_of
 from tfretrace._tf.frames import call_site, innermost_code, is_library_file, owner_function, short_path, user_site
 from tfretrace._tf.keras import (
     KERAS_ROLES,
@@ -108,6 +108,8 @@ def read_trace(
         key = (key[0], 0, f"keras {role} {model_group(model, keras)}")
         trained = mark_trained(model) if role == "train" else was_trained(model)
     counter = counter_of(owner) if owner is not None else None
+    if owner is not None and origin is None:
+        note_nested_trace(owner)
     model_ref = _weak(model)
     key_for = _key_maker(code, qualname, origin, keras, role, model_ref)
     if origin is not None and origin.kind == DATA:

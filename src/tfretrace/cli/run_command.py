@@ -148,6 +148,8 @@ def command_run(ns: argparse.Namespace, target: Target) -> int:
         monitor.prepare_xla(lower_level=True)
         installed = monitor.install(warn=ns.warn, keep_tf_warning=ns.keep_tf_warning)
         installed.pinned = True  # the program's own tfretrace.stop() does not end the run's record
+        if ns.fix_plan or save is not None:
+            installed.keep_for_probe()  # the probe at the end asks about nested closures too
         # TFRETRACE_STRICT=N turns every function into a budget of N traces for unmodified scripts;
         # the project's max-traces does the same when the variable is not set.
         environ, origin = dict(os.environ), None

@@ -201,8 +201,24 @@ class Monitor:
         # A running program must never see its functions traced again.
         probe = probe and self.program_done and not self.active
         recorded, models = self._recorded()
-        return self._counted(
-            self._analysis.analyze(recorded, self.internal_error, probe=probe, lint=lint, models=models))
+        try:
+            return self._counted(
+                self._analysis.analyze(recorded, self.internal_error, probe=probe, lint=lint, models=models))
+        finally:
+            if probe:
+                from tfretrace._tf import counters
+
+                counters.keep_retraced(False)  # asked: the closures kept for it go as the program left them
+
+    def keep_for_probe(self) -> None:
+        """Keep alive each nested closure that retraces, for :meth:`analyzed` to ask TensorFlow about.
+
+        Only a run that will be asked (``run --save``, ``--fix-plan``) calls this: the objects live on
+        until the probe, bounded per def and in defs (``_tf.counters.keep_retraced``).
+        """
+        from tfretrace._tf import counters
+
+        counters.keep_retraced(True)
 
     def _counted(self, session: Session) -> Session:
         """``session`` with the internal errors counted so far, the analysis' own included.

@@ -26,7 +26,13 @@ class _LiveProbe:
         self._root = root
 
     def _functions(self, report: FunctionReport, edited: tuple[str, int] | None = None) -> list[object]:
-        from tfretrace._tf.live_functions import factory_made, live_function, live_methods, nested_functions
+        from tfretrace._tf.live_functions import (
+            factory_made,
+            kept_closure,
+            live_function,
+            live_methods,
+            nested_functions,
+        )
 
         path = report.location.rpartition(":")[0]
         if edited is not None and "<locals>" in report.name:
@@ -37,7 +43,11 @@ class _LiveProbe:
             # A factory's tf.function bound to a module-level name (a factory called once, as round 1
             # of --verify's rounds writes it): asked only where the run made that one object, whose
             # cache holds every trace; several objects may each close over other values.
-            made = factory_made(path, report.name, self._root) if report.objects == 1 else None
+            # Else the one closure the run made, kept alive since it retraced (a train step nested in
+            # a function that returned, over its model and optimizer).
+            made = None
+            if report.objects == 1:
+                made = factory_made(path, report.name, self._root) or kept_closure(path, report.name, self._root)
             return [made] if made is not None else []
         function = live_function(path, report.name, self._root)
         # A method: each live instance's own function, probed against its own traces.

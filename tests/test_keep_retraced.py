@@ -1,0 +1,80 @@
+"""The nested closures a run keeps alive for the probe: only when asked, from their second trace, bounded, released."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tfretrace._tf import counters
+
+pytestmark = pytest.mark.tf
+tf = pytest.importorskip("tensorflow")
+
+
+def _closures(n: int) -> list[Any]:
+    made = []
+    for i in range(n):
+        offset = float(i)
+
+        def shifted(x: Any, offset: float = offset) -> Any:
+            return x + offset + scale
+
+        shifted.__qualname__ = f"outer.<locals>.shifted{i}"
+        made.append(tf.function(shifted))
+    return made
+
+
+scale = 1.0
+
+
+def _over_offset() -> Any:
+    offset = 2.0
+
+    def step(x: Any) -> Any:
+        return x + offset
+
+    return tf.function(step)
+
+
+@pytest.fixture
+def keeping() -> Iterator[None]:
+    counters.keep_retraced(True)
+    yield
+    counters.keep_retraced(False)
+
+
+def test_a_plain_run_keeps_nothing() -> None:
+    function = _over_offset()
+    for _ in range(3):
+        counters.note_nested_trace(function)
+    assert counters.kept_retraced(function.python_function.__qualname__) == []
+
+
+def test_kept_from_the_second_trace_and_released(keeping: None) -> None:
+    function = _over_offset()
+    name = function.python_function.__qualname__
+    counters.note_nested_trace(function)
+    assert counters.kept_retraced(name) == []
+    counters.note_nested_trace(function)
+    assert counters.kept_retraced(name) == [function]
+    counters.keep_retraced(False)
+    assert counters.kept_retraced(name) == []
+
+
+def test_only_closures_and_at_most_sixteen_defs(keeping: None) -> None:
+    # _closures' defs close over nothing (a default, a module global): hoist-def's kept_nested has them.
+    for function in _closures(3):
+        counters.note_nested_trace(function)
+        counters.note_nested_trace(function)
+    assert all(counters.kept_retraced(f"outer.<locals>.shifted{i}") == [] for i in range(3))
+    made = []
+    for i in range(20):
+        function = _over_offset()
+        function.python_function.__qualname__ = f"maker{i}.<locals>.step"
+        made.append(function)
+        counters.note_nested_trace(function)
+        counters.note_nested_trace(function)
+    kept = [f for i in range(20) for f in counters.kept_retraced(f"maker{i}.<locals>.step")]
+    assert kept == made[:16]
