@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 
 from tfretrace.fix.core.defs import callee_name, root_name
 
@@ -125,12 +126,17 @@ def number_dtype(node: ast.AST, param: str) -> str:
     return "int32"
 
 
-def reads_static_size(node: ast.AST, param: str, leading_only: bool = False) -> bool:
+def reads_static_size(
+    node: ast.AST, param: str, leading_only: bool = False, rank: int | None = None, dims: Collection[int] | None = None,
+) -> bool:
     """True when the body reads a size of ``param`` as a Python number (``param.shape[i]``, ``len(param)``).
 
     ``leading_only``: only its leading size counts; ``param.shape[1]`` (a literal index past 0) reads another
-    dimension, which a signature that opens only the leading one keeps as it was.
+    dimension, which a signature that opens only the leading one keeps as it was. ``dims``: only those
+    dimensions count (the ones a signature opens). ``rank``: the tensor's rank, so that ``x.shape[-1]`` is
+    known to read the last dimension (without it a negative index may be any, and counts).
     """
+    wanted = {0} if leading_only else (None if dims is None else set(dims))
     for sub in ast.walk(node):
         if (
             isinstance(sub, ast.Subscript)
@@ -140,7 +146,9 @@ def reads_static_size(node: ast.AST, param: str, leading_only: bool = False) -> 
             and sub.value.value.id == param
         ):
             index = _constant_index(sub.slice)
-            if leading_only and index is not None and index > 0:
+            if index is not None and index < 0 and rank is not None:
+                index += rank
+            if wanted is not None and index is not None and index >= 0 and index not in wanted:
                 continue
             return True
         if (
@@ -148,6 +156,7 @@ def reads_static_size(node: ast.AST, param: str, leading_only: bool = False) -> 
             and isinstance(sub.func, ast.Name)
             and sub.func.id == "len"
             and any(isinstance(a, ast.Name) and a.id == param for a in sub.args)
+            and (wanted is None or 0 in wanted)
         ):
             return True
     return False

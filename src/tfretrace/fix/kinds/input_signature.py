@@ -198,7 +198,7 @@ def _open_batch_dims(
             continue
         shape = list(leaf.shape)
         if leaf.path in batch and shape[0] is not None:
-            if node is not None and reads_static_size(node, leaf.path, leading_only=True):
+            if node is not None and reads_static_size(node, leaf.path, leading_only=True, rank=len(shape)):
                 kept.append(f"{leaf.path} dim 0 stays {shape[0]} ({_static(leaf.path)} is read as a Python number)")
                 static.add(leaf.path)
             else:
@@ -285,16 +285,17 @@ def _omitted_somewhere(ctx: FunctionContext, calls: tuple[Call, ...], params: li
 
 
 def _varied_size_read(node: ast.AST, leaf: Leaf) -> bool:
-    """A leading dimension that varied (open in the signature) which the body reads as a Python number.
+    """A dimension that varied (open in the signature) which the body reads as a Python number.
 
     Traced under a None dimension, ``x.shape[0]`` is None and ``len(x)`` fails: the edited program
     would compute something else or crash where each shape's own trace saw a number.
     """
     if leaf.kind != TENSOR or (leaf.shape is not None and not leaf.shape):
         return False
-    if leaf.shape is None or any(d is None for d in leaf.shape[1:]):
-        return reads_static_size(node, leaf.path)  # another dimension varied too: any size read counts
-    return leaf.shape[0] is None and reads_static_size(node, leaf.path, leading_only=True)
+    if leaf.shape is None:
+        return reads_static_size(node, leaf.path)  # its rank varied: any size read counts
+    opened = {i for i, d in enumerate(leaf.shape) if d is None}
+    return bool(opened) and reads_static_size(node, leaf.path, rank=len(leaf.shape), dims=opened)
 
 
 _GENERALIZES = (

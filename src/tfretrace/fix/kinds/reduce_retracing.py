@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 
 from tfretrace.fix.core.body import reads_static_size
@@ -23,11 +24,11 @@ def reduce_retracing(ctx: FunctionContext, state: State) -> Candidate | None:
         return None
     node = None if ctx.definition is None else ctx.definition.node
     varied = varying_paths(state.replay.calls, TENSOR)
-    if node is not None and any(reads_static_size(node, path) for path in varied):
+    opened = _opened(state.replay.calls, varied)
+    if node is not None and any(_opened_size_read(node, path, opened) for path in varied):
         # Generalized to a None dimension, x.shape[0] is None and len(x) fails in the new trace.
         return None
     code, edits = decorator_edit(ctx, "reduce_retracing=True", state)
-    opened = _opened(state.replay.calls, varied)
     tf_check = None
     if ctx.probe_relaxed is not None and opened is not None and not state.body and not state.hoisted:
         # Issue 38: TensorFlow traces each recorded call as the relaxed trace would see it (a Python value
@@ -63,6 +64,15 @@ def _opened(calls: tuple[Call, ...], varied: list[str]) -> dict[str, tuple[int |
         dims = list(zip(*[s for s in shapes if s is not None], strict=True))
         opened[path] = tuple(d[0] if len(set(d)) == 1 else None for d in dims)
     return opened or None
+
+
+def _opened_size_read(node: ast.AST, path: str, opened: dict[str, tuple[int | None, ...]] | None) -> bool:
+    """The body reads, as a Python number, a size of ``path`` that the relaxed trace opens (any size where unknown)."""
+    shape = None if opened is None else opened.get(path)
+    if shape is None:
+        return reads_static_size(node, path)
+    dims = {i for i, d in enumerate(shape) if d is None}
+    return reads_static_size(node, path, rank=len(shape), dims=dims)
 
 
 def _relaxed_refused(ctx: FunctionContext, state: State) -> TraceRefused | None:
