@@ -2,9 +2,12 @@
 
 ``x.shape[-1]`` of a rank-2 input is its dimension 1, the same in every call: a signature that opens
 dimension 0 keeps it, and TensorFlow, asked once the weights exist, traces and runs it as every recorded
-trace. ``Scaled`` reads ``x.shape[-2]``, dimension 0, the one that varies: no signature opening it is
-written as safe. Counts are TensorFlow's own (``experimental_get_tracing_count()``); the fix is applied
-to a copy and run on another seed too.
+trace. ``Seq`` calls two such modules (``Dense``): its own record has no variable-creation trace (the
+variables are theirs), yet its first call builds them, so a signature opening their input's last
+dimension would make the edited program fail there; only the sizes every call had stay open.
+``Scaled`` reads ``x.shape[-2]``, dimension 0, the one that varies: no signature opening it is written
+as safe. Counts are TensorFlow's own (``experimental_get_tracing_count()``); the fix is applied to a
+copy and run on another seed too.
 """
 
 from __future__ import annotations
@@ -42,6 +45,30 @@ class Linear(tf.Module):
         return tf.matmul(x, self.w) + self.b
 
 
+class Dense(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.built = False
+
+    @tf.function
+    def __call__(self, x):
+        if not self.built:
+            self.w = tf.Variable(tf.ones([x.shape[-1], 1]) * 0.25)
+            self.built = True
+        return tf.matmul(x, self.w)
+
+
+class Seq(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = Dense()
+        self.c = Dense()
+
+    @tf.function
+    def __call__(self, x):
+        return self.c(tf.nn.relu(self.a(x)))
+
+
 class Scaled(tf.Module):
     def __init__(self):
         super().__init__()
@@ -54,11 +81,12 @@ class Scaled(tf.Module):
 
 seed = int(sys.argv[1]) if sys.argv[1:] else 0
 rng = np.random.default_rng(seed)
-lin, scaled = Linear(), Scaled()
+lin, seq, scaled = Linear(), Seq(), Scaled()
 for n in rng.integers(2, 20, size=7):
     x = tf.constant(rng.normal(size=(int(n), 3)).astype("float32"))
-    print(int(n), float(tf.reduce_sum(lin(x))).hex(), float(tf.reduce_sum(scaled(x))).hex())
+    print(int(n), *(float(tf.reduce_sum(f(x))).hex() for f in (lin, seq, scaled)))
 print("traces", "Linear", lin.__call__.experimental_get_tracing_count())
+print("traces", "Seq", seq.__call__.experimental_get_tracing_count())
 print("traces", "Scaled", scaled.__call__.experimental_get_tracing_count())
 """
 
@@ -75,6 +103,8 @@ def test_the_last_dimension_read_keeps_the_signature_safe(lazy: tuple[Path, Ran,
     steps = [(s["kind"], s["safety"], s.get("checked")) for s in edited_steps(functions["Linear"])]
     assert steps == [("input-signature", "safe", "tensorflow")]
     assert functions["Linear"]["fix_counts"]["apply"] == 2  # the first call's trace and the one that made variables
+    (seq,) = edited_steps(functions["Seq"])
+    assert (seq["kind"], seq["safety"]) == ("input-signature", "safe")
     # Scaled reads the dimension that varies: nothing safe opens it.
     assert all(s["safety"] != "safe" for s in edited_steps(functions["Scaled"]) if s["kind"] == "input-signature")
 
@@ -88,6 +118,7 @@ def test_apply_lowers_tensorflows_count_and_keeps_the_output(lazy: tuple[Path, R
     after = ran_program(copy)
     assert before.traces["Linear"] > 2
     assert after.traces["Linear"] == 2
+    assert after.traces["Seq"] == 1 < before.traces["Seq"]
     assert after.traces["Scaled"] == before.traces["Scaled"]
     assert after.results == before.results
     other_before, other_after = ran_program(folder, "prog.py", "7"), ran_program(copy, "prog.py", "7")

@@ -40,7 +40,7 @@ ADAPTER_ORDER = [
     "data_source", "origins", "reading", "earlier", "cache_hits", "loglevel", "xla_log", "xla", "relay", "draws",
     "hooks",
     "warmup", "graph_compare", "native_log", "recorded", "run_compare", "keras_call_check", "edited", "programs",
-    "live_functions", "fresh", "probe", "relaxed", "tuple_probe", "zero_probe",
+    "live_functions", "fresh", "built_inside", "probe", "relaxed", "tuple_probe", "zero_probe",
 ]
 
 # Inside the fix package, by role, bottom up: a sub-package imports only itself and those before

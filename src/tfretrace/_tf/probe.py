@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tfretrace._tf.built_inside import BUILT_INSIDE, built_lazily, opens_fixed
 from tfretrace._tf.draws import graph_draws
 from tfretrace._tf.edited import converter, rebuilt, runs_alike
 from tfretrace._tf.fresh import CREATES, Untraced, counted, failed, fresh_trace, no_new_variables, one_line, quiet
@@ -72,6 +73,10 @@ def probe_signature(
         fresh = tf.function(python, input_signature=specs)
     except Exception as exc:  # what TensorFlow says: the signature itself is refused
         return TraceRefused(one_line(exc))
+    if opens_fixed(tf, specs, traces) and built_lazily(traces, (function, *also)):
+        # The edited program's first call runs that build again under this signature: a layer reading
+        # x.shape[-1] gets None where each call had a size. Only the sizes every call had stay asked.
+        return BUILT_INSIDE
     try:
         said = _traced_as_recorded(tf, fresh, traces, signature)
         if said is not None or edited is None:
