@@ -108,27 +108,29 @@ def _factory_recorded(folder: Path) -> None:
 
 
 def test_a_factory_called_per_epoch_needs_a_second_round(tmp_path: Path) -> None:
-    # make_train_step(0.01) per epoch: four objects, each traced once, so round 1 can only call the
-    # factory once (4 -> 4: the float lr still retraces the one object). Only that round's run leaves
-    # the one object at module level for TensorFlow to be asked whether lr may be a tensor.
+    # make_train_step(0.01) per epoch: seventy objects, each traced once, more than the recorded run keeps
+    # alive to ask (64), so round 1 can only call the factory once (70 -> 8: the float lr, restarted every
+    # 8 epochs, still retraces the one object). Only that round's run leaves the one object at module
+    # level for TensorFlow to be asked whether lr may be a tensor.
     name = "make_train_step.<locals>.train_step"
     one, two = tmp_path / "one", tmp_path / "two"
     _factory_recorded(one)
     _factory_recorded(two)
     before, printed = _counted(two)
-    assert before == {name: 4}
+    assert before == {name: 70}
     other_before = _counted(two, "--seed", "3", "--size", "50")[1]
 
     done = _run(one, "-m", "tfretrace", "fix", "s.json", "--apply", "--rounds", "1", "--verify", "--",
                 "python", "train.py")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert not (one / "s.verify.round2.log").exists()  # no second run of the copy
-    assert _counted(one)[0] == {name: 4}  # one round: called once, still a trace per float
+    assert _counted(one)[0] == {name: 8}  # one round: called once, still a trace per float
 
     done = _run(two, "-m", "tfretrace", "fix", "s.json", "--apply", "--also-run",
                 "python train.py --seed 3 --size 50", "--verify", "--", "python", "train.py")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert _ROUND.findall(done.stdout) == [("1", "hoist-factory-call", "4", "4"), ("2", "tensor-argument", "4", "1")]
+    rounds = [("1", "hoist-factory-call", "70", "8"), ("2", "tensor-argument", "8", "1")]
+    assert _ROUND.findall(done.stdout) == rounds
     assert "rounds stopped: converged" in done.stdout
     after, printed_after = _counted(two)
     assert after == {name: 1}
@@ -141,7 +143,7 @@ def test_a_factory_called_per_epoch_needs_a_second_round(tmp_path: Path) -> None
     assert isinstance(hoisted, ast.Assign) and ast.unparse(hoisted) == "train_step = make_train_step(0.01)"
     calls = [n for n in ast.walk(loop) if isinstance(n, ast.Call) and ast.unparse(n.func) == "train_step"]
     assert [ast.unparse(c.args[3]) for c in calls] == ["tf.constant(lr, dtype=tf.float32)"]
-    # The recorded run made four objects: its signature step was not asked of any one of them, unsafe.
+    # The recorded run made seventy objects: its signature step was not asked of them all, unsafe.
     session = json.loads((two / "s.json").read_text())
     steps = {s["kind"]: s.get("safety") for s in session["functions"][0]["plan"] if s.get("edits")}
     assert steps["hoist-factory-call"] == "safe"

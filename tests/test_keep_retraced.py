@@ -1,4 +1,4 @@
-"""The nested closures a run keeps alive for the probe: only when asked, from their second trace, bounded, released."""
+"""The nested closures a run keeps alive for the probe: only when asked, from their first trace, bounded, released."""
 
 from __future__ import annotations
 
@@ -49,32 +49,35 @@ def test_a_plain_run_keeps_nothing() -> None:
     function = _over_offset()
     for _ in range(3):
         counters.note_nested_trace(function)
-    assert counters.kept_retraced(function.python_function.__qualname__) == []
+    assert counters.kept_closures(function.python_function.__qualname__) == []
 
 
-def test_kept_from_the_second_trace_and_released(keeping: None) -> None:
-    function = _over_offset()
-    name = function.python_function.__qualname__
-    counters.note_nested_trace(function)
-    assert counters.kept_retraced(name) == []
-    counters.note_nested_trace(function)
-    assert counters.kept_retraced(name) == [function]
+def test_kept_once_from_the_first_trace_in_order_and_released(keeping: None) -> None:
+    first, second = _over_offset(), _over_offset()
+    name = first.python_function.__qualname__
+    for function in (first, first, second):
+        counters.note_nested_trace(function)
+    assert counters.kept_closures(name) == [first, second]
     counters.keep_retraced(False)
-    assert counters.kept_retraced(name) == []
+    assert counters.kept_closures(name) == []
 
 
-def test_only_closures_and_at_most_sixteen_defs(keeping: None) -> None:
+def test_only_closures_and_bounded_per_def_and_in_defs(keeping: None) -> None:
     # _closures' defs close over nothing (a default, a module global): hoist-def's kept_nested has them.
     for function in _closures(3):
         counters.note_nested_trace(function)
-        counters.note_nested_trace(function)
-    assert all(counters.kept_retraced(f"outer.<locals>.shifted{i}") == [] for i in range(3))
+    assert all(counters.kept_closures(f"outer.<locals>.shifted{i}") == [] for i in range(3))
     made = []
     for i in range(20):
         function = _over_offset()
         function.python_function.__qualname__ = f"maker{i}.<locals>.step"
         made.append(function)
         counters.note_nested_trace(function)
-        counters.note_nested_trace(function)
-    kept = [f for i in range(20) for f in counters.kept_retraced(f"maker{i}.<locals>.step")]
+    kept = [f for i in range(20) for f in counters.kept_closures(f"maker{i}.<locals>.step")]
     assert kept == made[:16]
+    counters.keep_retraced(False)
+    counters.keep_retraced(True)
+    many = [_over_offset() for _ in range(70)]
+    for function in many:
+        counters.note_nested_trace(function)  # one def's name: _over_offset.<locals>.step
+    assert counters.kept_closures("_over_offset.<locals>.step") == many[:64]

@@ -106,24 +106,26 @@ def _keep_nested(function: Any) -> None:
 
 # A nested def that closes over its outer def's values (a train step over a model and an optimizer)
 # dies with the call that made it; once the program has finished no name reaches it, and
-# TensorFlow cannot be asked about its signature. Only where the run will be asked (``run --save``,
-# ``--fix-plan``: keep_retraced) is the first such object of each def that traces a second time kept
-# alive, closure and all, until the planner has asked (release_retraced): a copy of one model per def,
-# at most _MAX_RETRACED defs. A plain run keeps nothing.
-_MAX_RETRACED = 16
-_retraced: dict[tuple[str, str], Any] = {}
+# TensorFlow cannot be asked about it. Only where the run will be asked (``run --save``,
+# ``--fix-plan``: keep_retraced) is each such object kept alive from its first trace, closure and
+# all, until the planner has asked (keep_retraced(False)): so the probe can trace the general
+# signature on the very closure, or run one object beside the traces of every object an outer def
+# made. Bounded per def and in all; a plain run keeps nothing.
+_MAX_CLOSURES_PER_DEF = 64
+_MAX_CLOSURE_DEFS = 16
+_closures: dict[tuple[str, str], list[Any]] = {}
 _keeping = [False]
 
 
 def keep_retraced(on: bool) -> None:
-    """Keep (or, off, release) the retracing closures of nested defs for the probe at the end."""
+    """Keep (or, off, release) the tf.function objects of nested closures for the probe at the end."""
     _keeping[0] = on
     if not on:
-        _retraced.clear()
+        _closures.clear()
 
 
 def note_nested_trace(function: Any) -> None:
-    """Count a trace of ``function``; the second keeps a nested closure alive while keep_retraced is on."""
+    """Keep ``function`` from its first trace where it is a nested closure and keep_retraced is on."""
     if not _keeping[0]:
         return
     python = getattr(function, "python_function", None)
@@ -131,16 +133,17 @@ def note_nested_trace(function: Any) -> None:
     qualname = getattr(python, "__qualname__", "")
     if code is None or not code.co_freevars or "<locals>" not in qualname:
         return
-    traced = function.__dict__.get("_tfretrace_traced", 0) + 1
-    function.__dict__["_tfretrace_traced"] = traced
     key = (code.co_filename, qualname)
-    if traced >= 2 and key not in _retraced and len(_retraced) < _MAX_RETRACED:
-        _retraced[key] = function
+    if key not in _closures and len(_closures) >= _MAX_CLOSURE_DEFS:
+        return
+    kept = _closures.setdefault(key, [])
+    if len(kept) < _MAX_CLOSURES_PER_DEF and not any(f is function for f in kept):
+        kept.append(function)
 
 
-def kept_retraced(qualname: str) -> list[Any]:
-    """The nested closures named ``qualname`` (any file) that note_nested_trace kept."""
-    return [f for (_file, name), f in list(_retraced.items()) if name == qualname]
+def kept_closures(qualname: str) -> list[Any]:
+    """The nested closures named ``qualname`` (any file) that note_nested_trace kept, first traced first."""
+    return [f for (_file, name), kept in list(_closures.items()) if name == qualname for f in kept]
 
 
 def kept_nested(qualname: str) -> list[Any]:

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from tfretrace._tf.counters import counted_functions, kept_nested, kept_retraced
+from tfretrace._tf.counters import counted_functions, kept_closures, kept_nested
 from tfretrace._tf.programs import PROGRAMS
 
 # Instances of one method probed at most: each instance's traces are compared with its own probe.
@@ -117,17 +117,33 @@ def nested_functions(path: str, qualname: str, root: str) -> list[Any]:
 
 
 
-def kept_closure(path: str, qualname: str, root: str) -> Any | None:
-    """The tf.function of a nested def with a closure, kept alive since it retraced (counters.keep_retraced).
+def closures(path: str, qualname: str, root: str) -> list[Any]:
+    """The tf.function objects of a nested def with a closure that the run kept (counters.keep_retraced), first first.
 
-    The one object the outer call made, with the values it closes over: traced afresh, it is the
-    very function the program called, and its cache holds every trace the run made of it.
+    Each outer call made one, with the values it closes over: traced afresh, one is the very function
+    the program called, and its cache holds every trace the run made of that object.
     """
     if "<locals>" not in qualname:
-        return None
+        return []
     wanted = os.path.realpath(os.path.join(root, path))
-    for function in kept_retraced(qualname):
+    found = []
+    for function in kept_closures(qualname):
         code = getattr(getattr(function, "python_function", None), "__code__", None)
         if code is not None and os.path.realpath(code.co_filename) == wanted:
-            return function
-    return None
+            found.append(function)
+    return found
+
+
+def share_cells(functions: list[Any]) -> bool:
+    """True where every object's Python function closes over the very same cells (one call of the enclosing def).
+
+    A def moved into the function around its outer one binds the cells of that function's call: the
+    objects the run made then had them all, or the outer-outer def ran again and each call made its own.
+    """
+    cells = [getattr(getattr(f, "python_function", None), "__closure__", None) for f in functions]
+    if not cells or any(c is None for c in cells):
+        return False
+    first = cells[0]
+    assert first is not None
+    return all(c is not None and len(c) == len(first) and all(a is b for a, b in zip(c, first, strict=True))
+               for c in cells[1:])

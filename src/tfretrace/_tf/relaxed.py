@@ -27,12 +27,16 @@ from tfretrace._tf.run_compare import compare_converted, effect
 from tfretrace.records.events import TraceRefused
 
 
-def probe_relaxed(function: Any, opened: Mapping[str, Sequence[int | None]]) -> str | None:
+def probe_relaxed(function: Any, opened: Mapping[str, Sequence[int | None]], also: Sequence[Any] = ()) -> str | None:
     """None where every recorded trace, its tensor parameters ``opened`` given those shapes, traces and runs as
-    recorded; else why not (a ``TraceRefused`` where TensorFlow raised: the edited program would fail there)."""
+    recorded; else why not (a ``TraceRefused`` where TensorFlow raised: the edited program would fail there).
+
+    ``also``: other tf.function objects of the same def whose traces the one fresh function must give too
+    (each object an outer def's call made, as one object made once would serve them all; ``opened`` empty).
+    """
     import tensorflow as tf
 
-    traces = list(function._list_all_concrete_functions())
+    traces = [t for f in (function, *also) for t in f._list_all_concrete_functions()]
     if not traces:
         return "TensorFlow was not asked: no trace of the run is left to compare with"
     if len(traces) > _MAX_TRACES:

@@ -19,6 +19,13 @@ _NO_NESTED_TRACE = (
 )
 
 
+# Objects of a nested def whose closures hold other cells: the def's enclosing function ran more than once.
+_OTHER_CELLS = (
+    "TensorFlow was not asked: the objects close over other cells (the function around the outer def ran "
+    "again), so one def there would still make one object per run of it"
+)
+
+
 class _LiveProbe:
     """Traces the run's own functions (found under ``root``) with a signature text, or an argument as a tensor."""
 
@@ -27,8 +34,8 @@ class _LiveProbe:
 
     def _functions(self, report: FunctionReport, edited: tuple[str, int] | None = None) -> list[object]:
         from tfretrace._tf.live_functions import (
+            closures,
             factory_made,
-            kept_closure,
             live_function,
             live_methods,
             nested_functions,
@@ -43,12 +50,13 @@ class _LiveProbe:
             # A factory's tf.function bound to a module-level name (a factory called once, as round 1
             # of --verify's rounds writes it): asked only where the run made that one object, whose
             # cache holds every trace; several objects may each close over other values.
-            # Else the one closure the run made, kept alive since it retraced (a train step nested in
-            # a function that returned, over its model and optimizer).
-            made = None
-            if report.objects == 1:
-                made = factory_made(path, report.name, self._root) or kept_closure(path, report.name, self._root)
-            return [made] if made is not None else []
+            # Else the closures the run made, kept alive (a train step nested in a function that
+            # returned, over its model and optimizer): asked only where every object the run made is.
+            made = factory_made(path, report.name, self._root) if report.objects == 1 else None
+            if made is not None:
+                return [made]
+            kept = closures(path, report.name, self._root)
+            return kept if len(kept) == report.objects else []
         function = live_function(path, report.name, self._root)
         # A method: each live instance's own function, probed against its own traces.
         return [function] if function is not None else live_methods(path, report.name, self._root)
@@ -115,6 +123,19 @@ class _LiveProbe:
             return _NOT_FOUND
         # Each live function (each instance's, for a method) against its own traces.
         return next(filter(None, (probe_relaxed(each, opened) for each in functions)), None)
+
+    def one_object(self, report: FunctionReport) -> str | None:
+        from tfretrace._tf.live_functions import share_cells
+        from tfretrace._tf.relaxed import probe_relaxed
+
+        functions = self._functions(report)
+        if len(functions) < 2:
+            return _NOT_FOUND if not functions else None
+        if not share_cells(functions):
+            return _OTHER_CELLS
+        # One of the objects the outer def made, traced afresh for every recorded call of each: where all
+        # run alike, one object made once computes what each did.
+        return probe_relaxed(functions[0], {}, also=functions[1:])
 
     def as_tuple(self, report: FunctionReport, param: str) -> tuple[int, str | None]:
         from tfretrace._tf.tuple_probe import probe_as_tuple

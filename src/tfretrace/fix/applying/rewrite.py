@@ -219,7 +219,9 @@ def _with_lines_before(node: cst.CSTNode, text: str, top: bool) -> cst.FlattenSe
         raise RewriteError("new lines must be statements, added before a statement")
     lead = getattr(node, "leading_lines", ())
     added[0] = added[0].with_changes(leading_lines=lead)
-    moved = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()] if top else [])
+    # Inside a function, a def or class keeps one blank line before it (a def moved in before it).
+    between = [cst.EmptyLine(indent=False)] if isinstance(node, (cst.FunctionDef, cst.ClassDef)) else []
+    moved = node.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()] if top else between)
     return cst.FlattenSentinel([*added, moved])
 
 

@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from tfretrace.fix.core.anchor_base import Anchors, Check
-from tfretrace.fix.core.hoist import hoist_edits, wrap_moved
+from tfretrace.fix.core.hoist import def_moved, wrap_moved
 from tfretrace.fix.core.source import Replacement, is_user_path
 
 # The moves a step may make: each yields every edit group tfretrace makes for this function now.
@@ -73,14 +73,14 @@ def moved_wrap(anchors: Anchors, edit: Replacement, judge: Callable[[str], str |
 
 def moved_def(anchors: Anchors, edit: Replacement, judge: Callable[[str], str | None] | None) -> str | None:
     """The def moved to module level (its removal, or its copy whose decorator ``judge`` accepts)."""
-    plain = hoist_edits(anchors.definition, anchors.reader)
+    plain = def_moved(anchors.definition, anchors.reader)
     if plain is None:
-        return "not a def tfretrace moves to module level"
+        return "not a def tfretrace moves"
     removal, insertion = plain
     if edit == removal:
         return None
     if edit.span != insertion.span or judge is None:
-        return "not the def moved to module level"
+        return "not the def as tfretrace moves it"
     try:
         tree = ast.parse(edit.text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -92,7 +92,7 @@ def moved_def(anchors: Anchors, edit: Replacement, judge: Callable[[str], str | 
         if text is None or judge(text) is not None:
             continue
         # The text must be the def exactly as the hoist moves it, with only this decorator new.
-        again = hoist_edits(anchors.definition, anchors.reader, text)
+        again = def_moved(anchors.definition, anchors.reader, text)
         if again is not None and again[1] == edit:
             return None
     return "the new text is not the moved def with a tf.function declaration of this kind"

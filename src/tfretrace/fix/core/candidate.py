@@ -116,6 +116,9 @@ class FunctionContext:
     # Runs each recorded trace that got a list for an argument beside the trace with its elements as a tuple: on how
     # many inputs both computed the same, and where not.
     probe_as_tuple: Callable[[str], tuple[int, str | None]] | None = None
+    # Runs one fresh function of a nested def's first object beside every recorded trace of every object its
+    # outer def made: None where all agree (one object made once computes what each did), else why not.
+    probe_one_object: Callable[[], str | None] | None = None
     unseeded: str | None = None  # its answer, once asked (fix.planning.safety_plan)
     # Its verdicts, asked once per argument, dtypes and body edits: the planner asks at every step.
     argument_verdicts: dict[tuple[str, tuple[str, ...], tuple[tuple[Span, str], ...], bool], Verdict] = field(

@@ -10,7 +10,7 @@ from tfretrace.fix.core.anchor_base import Anchors, Check, dotted_name, expressi
 from tfretrace.fix.core.anchor_moves import is_move, moved_def, moved_wrap
 from tfretrace.fix.core.candidate import FunctionContext, State
 from tfretrace.fix.core.files import lines as source_lines
-from tfretrace.fix.core.hoist import hoist_edits, wrap_moved
+from tfretrace.fix.core.hoist import def_moved, wrap_moved
 from tfretrace.fix.core.source import Replacement, Span
 
 
@@ -29,7 +29,7 @@ def decorator_edit(
         return f"@{tf}.function({keyword})", ()
     if definition is not None and definition.decorator is not None and definition.decorator_text is not None:
         new = _add_keyword(definition.decorator_text, keyword)
-        moved = hoist_edits(definition, ctx.reader, new) if state is not None and state.moved else None
+        moved = def_moved(definition, ctx.reader, new) if state is not None and state.moved else None
         if moved is not None:
             return "@" + new, moved
         return "@" + new, (Replacement(definition.decorator, _indented(ctx, definition.decorator, new)),)

@@ -46,6 +46,150 @@ def hoist_edits(
     return Replacement(removed, ""), Replacement(Span(definition.path, start, 0, start, 0), moved)
 
 
+def outer_edits(
+    definition: DefInfo | None, reader: SourceReader, decorator: str | None = None
+) -> tuple[Replacement, Replacement] | None:
+    """The def removed from its outer function and written in the function around that one, just before it.
+
+    ``def main(): model = ...; def evaluate(): @tf.function def step(x): ...model...`` -> ``step`` defined in
+    ``main``, before ``def evaluate``. Only where moving it changes nothing but how often the tf.function
+    is made: the def reads no name its outer function binds (its free names are the enclosing
+    function's, or the module's: the same cells after the move), declares no ``global``/``nonlocal``, its
+    name is bound in the outer function by the def alone and nowhere in the function it moves to, and the
+    outer def is a statement of that function's own body. ``decorator``: the tf.function decorator's new text.
+    """
+    if definition is None or definition.outer_kind != "def" or definition.closes_over or definition.node is None:
+        return None
+    parsed = reader.module(definition.path)
+    if parsed is None:
+        return None
+    text, tree = parsed
+    node = definition.node
+    chain = _def_chain(tree, node)
+    if chain is None or len(chain) < 2:
+        return None
+    grand, middle = chain[-2], chain[-1]
+    if any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(node)):
+        return None
+    if (_free_names(node) - _scope_names(node)) & (_scope_names(middle) - {node.name}):
+        return None  # it reads a name the outer function binds (a def, an import, a loop variable)
+    if _binds_besides(middle, node) or node.name in _scope_names(grand) or _declares(middle, node.name):
+        return None
+    if not any(middle in block for block in _blocks(grand)):
+        return None
+    lines = source_lines(text)  # numbered as ast numbers them
+    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    start = min([middle.lineno] + [d.lineno for d in middle.decorator_list])
+    block = lines[first - 1 : node.end_lineno]
+    # Written dedented: the rewriter adds the statements before the outer def at its own indentation.
+    moved = "".join(line[node.col_offset :] if line.strip() else line.lstrip(" \t") for line in block)
+    if decorator is not None and definition.decorator_text:
+        moved = moved.replace(definition.decorator_text, decorator, 1)
+    if not moved.endswith("\n"):
+        moved += "\n"
+    end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
+    removed = Span(definition.path, node.lineno, node.col_offset, *end)
+    at = Span(definition.path, start, middle.col_offset, start, middle.col_offset)
+    return Replacement(removed, ""), Replacement(at, moved)
+
+
+def def_moved(
+    definition: DefInfo | None, reader: SourceReader, decorator: str | None = None
+) -> tuple[Replacement, Replacement] | None:
+    """The def as a hoist moves it: to module level (hoist_edits), else into the function around its outer one."""
+    return hoist_edits(definition, reader, decorator) or outer_edits(definition, reader, decorator)
+
+
+_Def = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _def_chain(tree: ast.Module, node: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    # The defs enclosing ``node``, outermost first, where only defs enclose it (no class between).
+    def visit(at: ast.AST, chain: list[ast.AST]) -> list[ast.AST] | None:
+        for child in ast.iter_child_nodes(at):
+            if child is node:
+                return chain
+            scoped = isinstance(child, (*_Def, ast.ClassDef, ast.Lambda))
+            found = visit(child, [*chain, child] if scoped else chain)
+            if found is not None:
+                return found
+        return None
+
+    found = visit(tree, [])
+    if found is None or not all(isinstance(n, _Def) for n in found):
+        return None
+    return [n for n in found if isinstance(n, _Def)]
+
+
+def _own_nodes(function: ast.AST) -> list[ast.AST]:
+    # The nodes of ``function``'s own scope: not those inside a def, class, lambda or comprehension it holds.
+    found: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(function))
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        if isinstance(node, (*_Def, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+                             ast.GeneratorExp)):
+            # Its name (a def, a class) is bound here; its defaults and decorators are evaluated here too,
+            # which the own-scope reads below do not need: names bound are what matter.
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _scope_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Every name ``function`` binds in its own scope: parameters, assignments, defs, classes, imports, handlers."""
+    args = function.args
+    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    for node in _own_nodes(function):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (*_Def, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+    return names
+
+
+def _free_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    # Every name the def (its body, defaults, decorators and nested scopes) reads.
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _binds_besides(middle: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST) -> bool:
+    # ``node``'s name bound in ``middle`` by anything but ``node`` itself (a second def, an assignment).
+    name = node.name if isinstance(node, (*_Def, ast.ClassDef)) else None
+    for sub in _own_nodes(middle):
+        if sub is node:
+            continue
+        if isinstance(sub, (*_Def, ast.ClassDef)) and sub.name == name:
+            return True
+        if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            return True
+    args = middle.args
+    return name in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+
+
+def _declares(function: ast.AST, name: str) -> bool:
+    return any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(function))
+
+
+def _blocks(function: ast.AST) -> list[list[ast.stmt]]:
+    # The statement lists of ``function``'s own scope (its body, a loop's, an if's, a with's, a try's).
+    found = [function.body] if isinstance(function, _Def) else []
+    for node in _own_nodes(function):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], ast.stmt) and not isinstance(node, _Def):
+                found.append(block)
+        if isinstance(node, ast.Try):
+            found.extend(h.body for h in node.handlers)
+    return found
+
+
 def bound_at_module(tree: ast.Module, name: str) -> bool:
     for statement in tree.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and statement.name == name:

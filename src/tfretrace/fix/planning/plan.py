@@ -62,6 +62,10 @@ class Probe(Protocol):
         """Traces each recorded call again with the tensor parameters ``opened`` of those shapes (reduce_retracing's
         relaxed trace, Python values as recorded), and runs both: None where they agree, else why not."""
 
+    def one_object(self, report: FunctionReport) -> str | None:
+        """Traces every recorded call of every tf.function object the run made of a nested def with one fresh
+        function of the first object's Python function (its closure), and runs both: None where all agree."""
+
     def as_tuple(self, report: FunctionReport, param: str) -> tuple[int, str | None]:
         """Runs each recorded trace that got a list for ``param`` beside the trace with its elements as a tuple: on
         how many inputs both computed the same, and why not (``(0, None)``: no live function to ask)."""
@@ -106,6 +110,7 @@ def plan_for(
         ctx.probe_seed = lambda: probe.unseeded(report)
         ctx.probe_relaxed = lambda opened: probe.relaxed(report, opened)
         ctx.probe_as_tuple = lambda param: probe.as_tuple(report, param)
+        ctx.probe_one_object = lambda: probe.one_object(report)
         ctx.probe_zeros = lambda param, shape, dtype: probe.zeros(report, param, shape, dtype)
     replay = calls_of(report)
     state = State(replay, first_config(report, definition))
