@@ -42,6 +42,7 @@ def probe_relaxed(function: Any, opened: Mapping[str, Sequence[int | None]], als
     if len(traces) > _MAX_TRACES:
         return f"TensorFlow was asked of the first {_MAX_TRACES} traces of the run only"
     names = list(inspect.signature(function.python_function).parameters)
+    how = "with the sizes open" if opened else "by one fresh function of the first object"
     fresh = tf.function(function.python_function)  # noqa: TFR101
     try:
         for number, trace in enumerate(traces, 1):
@@ -57,7 +58,7 @@ def probe_relaxed(function: Any, opened: Mapping[str, Sequence[int | None]], als
                 return concrete.why() if concrete.created else TraceRefused(concrete.why())
             parted = _differs(tf, concrete.structured_outputs, trace.structured_outputs)
             if parted is not None:
-                return f"traced with the sizes open, {parted} (trace #{number})"
+                return f"traced {how}, {parted} (trace #{number})"
             found_effect = effect(trace.graph) or effect(concrete.graph)
             if found_effect is not None:
                 # Never run (a print, a draw, a write): the outputs' structure alone does not show a body that
@@ -65,7 +66,7 @@ def probe_relaxed(function: Any, opened: Mapping[str, Sequence[int | None]], als
                 return f"TensorFlow could not run both: the body has an effect outside its outputs ({found_effect})"
             _ran, differ = compare_converted(trace, concrete, lambda a, k: (a, k))
             if differ is not None:
-                return f"TensorFlow ran trace #{number} and the trace with the sizes open on the same inputs: {differ}"
+                return f"TensorFlow ran trace #{number} and the one traced {how} on the same inputs: {differ}"
         return None
     finally:
         counted(fresh)
