@@ -2,10 +2,12 @@
 
 Source: YosefLab/epitome, epitome/models.py (`VariationalPeakModel`: `train`, `test`, `eval_vector`,
 `run_predictions`, `score_matrix`; `VLP.create_model`) and epitome/generators.py
-(`generator_to_tf_dataset`, `load_data`) at commit 369db70 (2021-01-25), the version its issue #43
-"Extra TF function retracing" (RK900, 2021-01-18) reports: "9 out of the last 9 calls to
+(`generator_to_tf_dataset`, `load_data`) at commit 369db70cb83ac0b3efdf12c5e120a01144180007
+(2021-01-25, the last before the fix), the code its issue #43 "Extra TF function retracing"
+(RK900, 2021-01-18) reports: "9 out of the last 9 calls to
 <function VariationalPeakModel.run_predictions.<locals>.predict_step> triggered tf.function
-retracing"; upstream moved the tf.function out of `run_predictions` in 2e22426 (#48). License: MIT.
+retracing"; upstream moved the tf.function out of `run_predictions` in
+2e22426c41b965f354f6e19863a132947aeb7652 (#48). License: Apache-2.0 (setup.py).
 Reduced: a synthetic binary genome (--size regions, three reference cell types and three query cell
 types, DNase plus three ChIP-seq targets) instead of the downloaded ENCODE data; features are, per
 reference cell type, the DNase agreement with the query over the radii plus the reference's own
