@@ -62,7 +62,8 @@ def test_each_program_takes_an_int_seed_and_size(program: Path) -> None:
 def test_no_program_downloads_anything(program: Path) -> None:
     tree = ast.parse(program.read_text(encoding="utf-8"))
     body = ast.unparse(ast.Module(body=tree.body[1:], type_ignores=[]))  # without the docstring
-    for marker in ("get_file(", "http://", "https://", "tfds.load", "load_data("):
+    # ".load_data(": a dataset module's download (keras.datasets.mnist.load_data()), not a def of the program.
+    for marker in ("get_file(", "http://", "https://", "tfds.load", ".load_data("):
         assert marker not in body
 
 
