@@ -330,7 +330,7 @@ KIND = Kind(
         'graph of the number as a tensor: where they part, or the number is an `int`, the step is unsafe '
         '([below](#python-values-made-tensors)). A method is traced on each live instance (a decorated '
         'method, or `tf.function(self.method)`). Otherwise (TensorFlow fails or gives other outputs, or '
-        'no live function is found: a nested def no hoist-def step moves, an object that is gone) unsafe, '
+        'no live function is found: a nested def whose objects were not all kept by the recorded run, an object that is gone) unsafe, '
         'with what TensorFlow '
         'said; the signature then pins what was constant, and refuses a call of another size. A function '
         'whose first call created variables (a Keras model and optimizer built at the first train step) '
