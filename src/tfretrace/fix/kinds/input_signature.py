@@ -330,9 +330,9 @@ KIND = Kind(
         'graph of the number as a tensor: where they part, or the number is an `int`, the step is unsafe '
         '([below](#python-values-made-tensors)). A method is traced on each live instance (a decorated '
         'method, or `tf.function(self.method)`). Otherwise (TensorFlow fails or gives other outputs, or '
-        'no live function is found: a nested def whose objects were not all kept by the recorded run, an object that is gone) unsafe, '
-        'with what TensorFlow '
-        'said; the signature then pins what was constant, and refuses a call of another size. A function '
+        'no live function is found: a nested def whose objects were not all kept by the recorded run, an '
+        'object that is gone) unsafe, with what TensorFlow said; the signature then pins what was constant, '
+        'and refuses a call of another size. A function '
         'whose first call created variables (a Keras model and optimizer built at the first train step) '
         'is asked once they exist, with the signature that keeps the sizes every call had (the probe, '
         "after the program, traces past the code that made them: `mlp_core.py`'s layers read "
