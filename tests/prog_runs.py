@@ -65,3 +65,14 @@ def recorded(folder: Path, program: str, *args: str) -> tuple[Ran, dict[str, dic
 def edited_steps(function: dict[str, Any]) -> list[dict[str, Any]]:
     """A saved function's plan steps that edit the program."""
     return [s for s in function["plan"] if s.get("edits")]
+
+
+def applied_copy(folder: Path, *flags: str) -> Path:
+    """``folder`` copied beside it (``applied``) and fixed there by ``tfretrace fix s.json --apply FLAGS`` (exit 0)."""
+    import shutil
+
+    copy = folder.parent / "applied"
+    shutil.copytree(folder, copy)
+    done = run_in(copy, "-m", "tfretrace", "fix", "s.json", "--apply", *flags)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return copy

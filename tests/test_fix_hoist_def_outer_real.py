@@ -11,14 +11,12 @@ TensorFlow's own (``experimental_get_tracing_count()`` summed over the objects t
 from __future__ import annotations
 
 import ast
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from prog_runs import Ran, edited_steps, ran_program, recorded
-from prog_runs import run_in as _run
+from prog_runs import Ran, applied_copy, edited_steps, ran_program, recorded
 
 pytestmark = pytest.mark.tf
 pytest.importorskip("tensorflow")
@@ -90,10 +88,7 @@ def test_apply_moves_it_into_main_and_tensorflow_counts_one_trace(
     outer: tuple[Path, Ran, dict[str, dict[str, Any]]],
 ) -> None:
     folder, before, _functions = outer
-    copy = folder.parent / "applied"
-    shutil.copytree(folder, copy)
-    done = _run(copy, "-m", "tfretrace", "fix", "s.json", "--apply")
-    assert done.returncode == 0, done.stderr[-3000:]
+    copy = applied_copy(folder)
     after = ran_program(copy)
     assert after.traces == {"score": 1, "shifted": 4}
     assert after.results == before.results

@@ -12,14 +12,12 @@ copy and run on another seed too.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from prog_runs import Ran, edited_steps, ran_program, recorded
-from prog_runs import run_in as _run
+from prog_runs import Ran, applied_copy, edited_steps, ran_program, recorded
 
 pytestmark = pytest.mark.tf
 pytest.importorskip("tensorflow")
@@ -111,10 +109,7 @@ def test_the_last_dimension_read_keeps_the_signature_safe(lazy: tuple[Path, Ran,
 
 def test_apply_lowers_tensorflows_count_and_keeps_the_output(lazy: tuple[Path, Ran, dict[str, dict[str, Any]]]) -> None:
     folder, before, _functions = lazy
-    copy = folder.parent / "applied"
-    shutil.copytree(folder, copy)
-    done = _run(copy, "-m", "tfretrace", "fix", "s.json", "--apply")
-    assert done.returncode == 0, done.stderr[-3000:]
+    copy = applied_copy(folder)
     after = ran_program(copy)
     assert before.traces["Linear"] > 2
     assert after.traces["Linear"] == 2

@@ -10,14 +10,12 @@ signature on the very closure and runs it beside every recorded trace. Counts ar
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from prog_runs import Ran, edited_steps, ran_program, recorded
-from prog_runs import run_in as _run
+from prog_runs import Ran, applied_copy, edited_steps, ran_program, recorded
 
 pytestmark = pytest.mark.tf
 pytest.importorskip("tensorflow")
@@ -94,10 +92,7 @@ def test_apply_lowers_tensorflows_counts_and_keeps_the_output_on_other_data(
     nested: tuple[Path, Ran, dict[str, dict[str, Any]]],
 ) -> None:
     folder, before, _functions = nested
-    copy = folder.parent / "applied"
-    shutil.copytree(folder, copy)
-    done = _run(copy, "-m", "tfretrace", "fix", "s.json", "--apply")
-    assert done.returncode == 0, done.stderr[-3000:]
+    copy = applied_copy(folder)
     after = ran_program(copy)
     assert after.traces == {"train_step": 2, "valid_step": 1}
     assert after.results == before.results

@@ -32,17 +32,8 @@ def hoist_edits(
         return None
     if any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(node)) or bound_at_module(tree, node.name):
         return None
-    lines = source_lines(text)  # numbered as ast numbers them
-    first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-    block = lines[first - 1 : node.end_lineno]
-    moved = "".join(line[node.col_offset :] if line.strip() else line.lstrip(" \t") for line in block)
-    if decorator is not None and definition.decorator_text:
-        moved = moved.replace(definition.decorator_text, decorator, 1)
-    if not moved.endswith("\n"):
-        moved += "\n"
+    removed, moved = _lifted(definition, node, text, decorator)
     start = min([top.lineno] + [d.lineno for d in top.decorator_list])
-    end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
-    removed = Span(definition.path, node.lineno, node.col_offset, *end)
     return Replacement(removed, ""), Replacement(Span(definition.path, start, 0, start, 0), moved)
 
 
@@ -77,20 +68,27 @@ def outer_edits(
         return None
     if not any(middle in block for block in _blocks(grand)):
         return None
+    # Written dedented: the rewriter adds the statements before the outer def at its own indentation.
+    removed, moved = _lifted(definition, node, text, decorator)
+    start = min([middle.lineno] + [d.lineno for d in middle.decorator_list])
+    at = Span(definition.path, start, middle.col_offset, start, middle.col_offset)
+    return Replacement(removed, ""), Replacement(at, moved)
+
+
+def _lifted(
+    definition: DefInfo, node: ast.FunctionDef | ast.AsyncFunctionDef, text: str, decorator: str | None
+) -> tuple[Span, str]:
+    """The def's span, to remove, and its text dedented to column 0 (its decorator replaced by ``decorator``)."""
     lines = source_lines(text)  # numbered as ast numbers them
     first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-    start = min([middle.lineno] + [d.lineno for d in middle.decorator_list])
     block = lines[first - 1 : node.end_lineno]
-    # Written dedented: the rewriter adds the statements before the outer def at its own indentation.
     moved = "".join(line[node.col_offset :] if line.strip() else line.lstrip(" \t") for line in block)
     if decorator is not None and definition.decorator_text:
         moved = moved.replace(definition.decorator_text, decorator, 1)
     if not moved.endswith("\n"):
         moved += "\n"
     end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
-    removed = Span(definition.path, node.lineno, node.col_offset, *end)
-    at = Span(definition.path, start, middle.col_offset, start, middle.col_offset)
-    return Replacement(removed, ""), Replacement(at, moved)
+    return Span(definition.path, node.lineno, node.col_offset, *end), moved
 
 
 def def_moved(
