@@ -158,6 +158,10 @@ def prepare(
         explanation, note, expected = _library_object(raw.library_site, object_index)
     elif _per_replica(explanation):
         note = "expected: under a distribution strategy a function called from replica code traces once per device"
+    elif explanation.cause == "new-function-object":
+        # Another object of the user's def (an instance's method, a closure kept in a dict): where an earlier
+        # object is called again after this trace, they are in use side by side (reported_events).
+        note_alongside(state, index, raw.token, read)
     from tfretrace._tf.counters import warming_now
 
     warmup = warming_now()

@@ -78,9 +78,9 @@ class FunctionState:
     warmups: int = 0
     # Which function this is across runs (tfretrace.records.function_key.FunctionKey), made at its first trace.
     function_key: Any = None
-    # keras-new-model traces: (trace number, the other models' call counters and their values
-    # then). A model used again after a newer one traced is in use alongside it (a DQN's online
-    # and target networks): the newer one is a distinct model, not the model built again.
+    # keras-new-model and new-function-object traces: (trace number, the other objects' call counters and
+    # their values then). A model used again after a newer one traced is in use alongside it (a DQN's
+    # online and target networks; two layers of one class): the newer one is distinct, not built again.
     alongside: list[tuple[int, tuple[tuple[Any, int], ...]]] = field(default_factory=list)
     # A tf.data row: fingerprints of the data its pipelines were built from (first-seen order).
     data_sources: OrderedDict[str, None] = field(default_factory=OrderedDict)
@@ -151,8 +151,14 @@ DISTINCT_MODEL_NOTE = (
 )
 
 
+DISTINCT_OBJECT_NOTE = (
+    "another tf.function object of this def, used alongside the earlier ones (one of them was called after "
+    "this trace, as two layers of one class are): an object with its own cache by design"
+)
+
+
 def note_alongside(state: FunctionState, index: int, token: int, read: Callable[[Any], int]) -> None:
-    """Remember the other models' call counts when a keras-new-model trace begins."""
+    """Remember the other objects' call counts when a keras-new-model or new-function-object trace begins."""
     if len(state.alongside) >= _MAX_ALONGSIDE:
         return  # past the bound the trace keeps its cause: a rebuilt model is the common case
     others = tuple((counter, read(counter)) for t, (counter, _) in state.counters.items() if t != token)
@@ -169,9 +175,10 @@ def reported_events(state: FunctionState, read: Callable[[Any], int]) -> tuple[t
     distinct = {
         index for index, others in state.alongside if any(read(counter) > then for counter, then in others)
     }
+    notes = {"keras-new-model": DISTINCT_MODEL_NOTE, "new-function-object": DISTINCT_OBJECT_NOTE}
     events = tuple(
-        replace(e, cause="first-trace", changes=(), closest=(), expected=True, note=DISTINCT_MODEL_NOTE)
-        if e.index in distinct and e.cause == "keras-new-model" else e
+        replace(e, cause="first-trace", changes=(), closest=(), expected=True, note=notes[e.cause])
+        if e.index in distinct and e.cause in notes else e
         for e in state.events()
     )
     return events, len(distinct)
