@@ -11,12 +11,14 @@ TensorFlow's own (``experimental_get_tracing_count()`` summed over the objects t
 from __future__ import annotations
 
 import ast
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from prog_runs import Ran, applied_copy, edited_steps, ran_program, recorded
+from prog_runs import Ran, applied_copy, edited_steps, ran_program, recorded, run_in
 
 pytestmark = pytest.mark.tf
 pytest.importorskip("tensorflow")
@@ -97,3 +99,49 @@ def test_apply_moves_it_into_main_and_tensorflow_counts_one_trace(
     other_before, other_after = ran_program(folder, "prog.py", "5"), ran_program(copy, "prog.py", "5")
     assert other_after.results == other_before.results
     assert other_after.traces == {"score": 1, "shifted": 4}
+
+
+SIZES = """\
+import tensorflow as tf
+
+made = []
+
+
+def main():
+    w = tf.Variable(2.0)
+
+    def evaluate(x):
+        @tf.function
+        def score(batch):
+            return tf.reduce_sum(batch * w)
+
+        made.append(score)
+        return float(score(x))
+
+    for n in (2, 3, 4, 5):
+        print(evaluate(tf.ones([n])))
+
+
+main()
+print("traces", "score", sum(f.experimental_get_tracing_count() for f in {id(f): f for f in made}.values()))
+"""
+
+
+def test_a_signature_after_the_move_lands_on_the_moved_def_and_never_moves_it_alone(tmp_path: Path) -> None:
+    folder = tmp_path / "recorded"
+    before, functions = recorded(folder, SIZES)
+    (function,) = functions.values()
+    kinds = [(s["kind"], s["safety"]) for s in edited_steps(function)]
+    assert kinds == [("hoist-def-outer", "safe"), ("input-signature", "safe")]
+    # A saved session without the move's own step: the signature's edits carry the move, refused whole.
+    session = json.loads((folder / "s.json").read_text())
+    session["functions"][0]["plan"] = [s for s in session["functions"][0]["plan"] if s["kind"] != "hoist-def-outer"]
+    hostile = tmp_path / "hostile"
+    shutil.copytree(folder, hostile)
+    (hostile / "s.json").write_text(json.dumps(session))
+    done = run_in(hostile, "-m", "tfretrace", "fix", "s.json", "--apply")
+    assert done.returncode != 0
+    assert (hostile / "prog.py").read_text() == SIZES
+    after = ran_program(applied_copy(folder))
+    assert before.traces == {"score": 4} and after.traces == {"score": 1}
+    assert after.results == before.results

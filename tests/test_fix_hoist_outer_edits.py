@@ -31,7 +31,9 @@ def main(w):
 def _edits(tmp_path: Path, text: str, line: int, name: str = "score") -> object:
     (tmp_path / "prog.py").write_text(text)
     reader = SourceReader(tmp_path)
-    return outer_edits(reader.function_at(f"prog.py:{line}", name), reader)
+    definition = reader.function_at(f"prog.py:{line}", name)
+    assert definition is not None and definition.outer == "evaluate"  # found: a refusal is outer_edits' own
+    return outer_edits(definition, reader)
 
 
 def test_a_def_over_the_outer_outer_names_moves_before_its_outer_def(tmp_path: Path) -> None:
@@ -58,6 +60,18 @@ def test_a_def_over_the_outer_outer_names_moves_before_its_outer_def(tmp_path: P
          "its outer def binds its name again"),
         (("            return tf.reduce_sum(batch * w) * scale\n",
           "            nonlocal w\n            return tf.reduce_sum(batch * w) * scale\n"), "declares nonlocal"),
+        # Evaluated where the def stands: a default or a decorator argument reading main's names (bound later).
+        (("        def score(batch):\n", "        def score(batch, s=scale):\n"), "a default reads main's name"),
+        (("        @tf.function\n", "        @tf.function(jit_compile=scale > 1)\n"), "a decorator reads main's name"),
+        # main reads a module-level score elsewhere: the moved def would shadow it there.
+        (("    return [evaluate", "    print(score)\n    return [evaluate"), "main reads the name elsewhere"),
+        # A string spanning lines: dedenting the def would change its text.
+        (("            return tf.reduce_sum(batch * w) * scale\n",
+          "            note = \"\"\"a\n              b\"\"\"\n            return tf.reduce_sum(batch * w) * scale\n"),
+         "a multi-line string"),
+        # It reads no name of main (only the module's): the cells its objects share could not show one main call.
+        (("            return tf.reduce_sum(batch * w) * scale\n", "            return tf.reduce_sum(batch)\n"),
+         "reads no name of main"),
     ],
 )
 def test_not_moved(tmp_path: Path, change: tuple[str, str], why: str) -> None:
@@ -74,3 +88,14 @@ def test_a_def_in_a_module_level_function_is_not_this_move(tmp_path: Path) -> No
         "    return score(x)\n"
     )
     assert _edits(tmp_path, text, 6) is None
+
+
+def test_an_outer_def_in_a_branch_of_the_function_is_not_moved(tmp_path: Path) -> None:
+    # evaluate under an if of main (as under a loop, the def runs per pass): only a statement of main's own body.
+    looped = MOVABLE.replace("    def evaluate(x):\n", "    if scale:\n     def evaluate(x):\n")
+    # Re-indent evaluate's body under the if (one more space) so the file parses.
+    for text in ("@tf.function", "def score", "    return tf.reduce_sum", "return score(x)"):
+        looped = looped.replace("        " + text, "         " + text)
+    tree = ast.parse(looped)
+    line = next(n.lineno for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "score")
+    assert _edits(tmp_path, looped, line) is None

@@ -114,6 +114,7 @@ def _keep_nested(function: Any) -> None:
 _MAX_CLOSURES_PER_DEF = 64
 _MAX_CLOSURE_DEFS = 16
 _closures: dict[tuple[str, str], list[Any]] = {}
+_given_up: set[tuple[str, str]] = set()
 _keeping = [False]
 
 
@@ -122,6 +123,7 @@ def keep_retraced(on: bool) -> None:
     _keeping[0] = on
     if not on:
         _closures.clear()
+        _given_up.clear()
 
 
 def note_nested_trace(function: Any) -> None:
@@ -131,14 +133,26 @@ def note_nested_trace(function: Any) -> None:
     python = getattr(function, "python_function", None)
     code = getattr(python, "__code__", None)
     qualname = getattr(python, "__qualname__", "")
-    if code is None or not code.co_freevars or "<locals>" not in qualname:
-        return
+    if code is None or not code.co_freevars or "<locals>" not in qualname or _installed(code.co_filename):
+        return  # a library's closures (Keras' train functions) are never planned: theirs to free
     key = (code.co_filename, qualname)
-    if key not in _closures and len(_closures) >= _MAX_CLOSURE_DEFS:
+    if key in _given_up or (key not in _closures and len(_closures) >= _MAX_CLOSURE_DEFS):
         return
     kept = _closures.setdefault(key, [])
-    if len(kept) < _MAX_CLOSURES_PER_DEF and not any(f is function for f in kept):
-        kept.append(function)
+    if any(f is function for f in kept):
+        return
+    if len(kept) >= _MAX_CLOSURES_PER_DEF:
+        # More objects than the probe asks about (it asks only where every one was kept): let them all go.
+        del _closures[key]
+        _given_up.add(key)
+        return
+    kept.append(function)
+
+
+def _installed(filename: str) -> bool:
+    # An installed package's file (site-packages, dist-packages) or Python's own: not the program's.
+    norm = filename.replace("\\", "/")
+    return norm.startswith("<") or "/site-packages/" in norm or "/dist-packages/" in norm or "/lib/python3." in norm
 
 
 def kept_closures(qualname: str) -> list[Any]:

@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from tfretrace.fix.core.anchor_base import Anchors, Check
-from tfretrace.fix.core.hoist import def_moved, wrap_moved
+from tfretrace.fix.core.hoist import def_moved, hoist_edits, wrap_moved
 from tfretrace.fix.core.source import Replacement, is_user_path
 
 # The moves a step may make: each yields every edit group tfretrace makes for this function now.
@@ -77,6 +77,12 @@ def moved_def(anchors: Anchors, edit: Replacement, judge: Callable[[str], str | 
     if plain is None:
         return "not a def tfretrace moves"
     removal, insertion = plain
+    if hoist_edits(anchors.definition, anchors.reader) is None and not any(
+        step.get("kind") == "hoist-def-outer" and _carries(step, removal) for step in anchors.report.plan
+    ):
+        # The move into the function around the outer def is safe only where TensorFlow said so of its own
+        # step: a declaration may carry that move only beside it.
+        return "the def moved into the function around its outer def without the hoist-def-outer step"
     if edit == removal:
         return None
     if edit.span != insertion.span or judge is None:
@@ -96,6 +102,17 @@ def moved_def(anchors: Anchors, edit: Replacement, judge: Callable[[str], str | 
         if again is not None and again[1] == edit:
             return None
     return "the new text is not the moved def with a tf.function declaration of this kind"
+
+
+def _carries(step: dict[str, object], edit: Replacement) -> bool:
+    # A saved step's edits (dicts, as the session holds them) include ``edit``.
+    span = edit.span
+    wanted = {"path": span.path, "line": span.line, "col": span.col, "end_line": span.end_line,
+              "end_col": span.end_col, "text": edit.text}
+    edits = step.get("edits")
+    return isinstance(edits, list) and any(
+        isinstance(e, dict) and all(e.get(k) == v for k, v in wanted.items()) for e in edits
+    )
 
 
 def any_of(*checks: Check) -> Check:

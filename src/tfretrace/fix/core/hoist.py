@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 from collections.abc import Callable
 
 from tfretrace.fix.core.defs import root_name
@@ -32,6 +33,8 @@ def hoist_edits(
         return None
     if any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(node)) or bound_at_module(tree, node.name):
         return None
+    if multiline_string(node):
+        return None  # dedenting the def would change the string's text
     removed, moved = _lifted(definition, node, text, decorator)
     start = min([top.lineno] + [d.lineno for d in top.decorator_list])
     return Replacement(removed, ""), Replacement(Span(definition.path, start, 0, start, 0), moved)
@@ -47,7 +50,12 @@ def outer_edits(
     is made: the def reads no name its outer function binds (its free names are the enclosing
     function's, or the module's: the same cells after the move), declares no ``global``/``nonlocal``, its
     name is bound in the outer function by the def alone and nowhere in the function it moves to, and the
-    outer def is a statement of that function's own body. ``decorator``: the tf.function decorator's new text.
+    outer def is a statement of that function's own body, not of a loop or a branch of it (the def runs once
+    per call of that function), the function it moves to reads its name nowhere else (a module-level
+    ``score`` it meant), it reads at least one name of the function it moves to (so that the cells the run's
+    objects shared show one call of it made them all), its decorators and defaults read only module names
+    (they are evaluated where the def stands), and no string in it spans lines (dedenting would change it).
+    ``decorator``: the tf.function decorator's new text.
     """
     if definition is None or definition.outer_kind != "def" or definition.closes_over or definition.node is None:
         return None
@@ -66,7 +74,11 @@ def outer_edits(
         return None  # it reads a name the outer function binds (a def, an import, a loop variable)
     if _binds_besides(middle, node) or node.name in _scope_names(grand) or _declares(middle, node.name):
         return None
-    if not any(middle in block for block in _blocks(grand)):
+    if middle not in grand.body or _read_outside(grand, middle, node.name):
+        return None
+    if not (_free_names(node) - _scope_names(node)) & _scope_names(grand):
+        return None
+    if _evaluated_where_defined(node) - _module_names(tree) or multiline_string(node):
         return None
     # Written dedented: the rewriter adds the statements before the outer def at its own indentation.
     removed, moved = _lifted(definition, node, text, decorator)
@@ -175,17 +187,38 @@ def _declares(function: ast.AST, name: str) -> bool:
     return any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(function))
 
 
-def _blocks(function: ast.AST) -> list[list[ast.stmt]]:
-    # The statement lists of ``function``'s own scope (its body, a loop's, an if's, a with's, a try's).
-    found = [function.body] if isinstance(function, _Def) else []
-    for node in _own_nodes(function):
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(node, field, None)
-            if isinstance(block, list) and block and isinstance(block[0], ast.stmt) and not isinstance(node, _Def):
-                found.append(block)
-        if isinstance(node, ast.Try):
-            found.extend(h.body for h in node.handlers)
-    return found
+def _read_outside(grand: ast.AST, middle: ast.AST, name: str) -> bool:
+    # ``name`` read in ``grand`` (its own scope or a def it holds) anywhere but inside ``middle``.
+    inside = {id(n) for n in ast.walk(middle)}
+    return any(
+        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in inside
+        for n in ast.walk(grand)
+    )
+
+
+def _evaluated_where_defined(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    # The names the def's decorators, defaults and annotations read: evaluated where the def statement runs.
+    args = node.args
+    parts: list[ast.AST] = [*node.decorator_list, *args.defaults, *(d for d in args.kw_defaults if d is not None)]
+    parts += [a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.annotation is not None]
+    if node.returns is not None:
+        parts.append(node.returns)
+    return {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name)}
+
+
+def _module_names(tree: ast.Module) -> set[str]:
+    return {n for n in {x.id for x in ast.walk(tree) if isinstance(x, ast.Name)} if bound_at_module(tree, n)} | set(
+        dir(builtins)
+    )
+
+
+def multiline_string(node: ast.AST) -> bool:
+    """Whether a string literal (or f-string) in ``node`` spans lines: re-indenting the def would change its text."""
+    return any(
+        isinstance(n, (ast.Constant, ast.JoinedStr)) and (not isinstance(n, ast.Constant) or isinstance(n.value, str))
+        and (n.end_lineno or n.lineno) != n.lineno
+        for n in ast.walk(node)
+    )
 
 
 def bound_at_module(tree: ast.Module, name: str) -> bool:

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from tfretrace.fix.core.anchor_base import Anchors
 from tfretrace.fix.core.anchor_moves import move
+from tfretrace.fix.core.body import trace_time_effect
 from tfretrace.fix.core.candidate import Candidate, FunctionContext, State
 from tfretrace.fix.core.hoist import outer_edits
 from tfretrace.fix.core.kind import Kind, Maker, Row
@@ -41,8 +42,14 @@ def one_object_outer(ctx: FunctionContext, state: State) -> Candidate | None:
         return None
     first = min(c.obj for c in calls)
     merged = state.map_calls({c.index: replace(c, obj=first) for c in calls})
-    said = ctx.probe_one_object() if ctx.probe_one_object is not None else None
-    tf_check = None if ctx.probe_one_object is None else (TF_CHECKED if said is None else said)
+    effect = trace_time_effect(definition.node) if definition.node is not None else None
+    if effect is not None:
+        # Python that runs per trace (a print, an append to the program's list) would run once instead of
+        # once per object: TensorFlow's outputs cannot show it.
+        tf_check: str | None = f"the body's Python has an effect at each trace ({effect}): one object runs it once"
+    else:
+        said = ctx.probe_one_object() if ctx.probe_one_object is not None else None
+        tf_check = None if ctx.probe_one_object is None else (TF_CHECKED if said is None else said)
     code = f"# {definition.path}:{moved[1].span.line}, in the function around {definition.outer}()\n{moved[1].text}"
     summary = (
         f"move {definition.name} out of {definition.outer}() into the function around it: it reads no name of "
@@ -70,8 +77,12 @@ KIND = Kind(
     moves_def=True,
     row=Row(
         "safe when TensorFlow says so",
-        "the def reads no name its outer function binds, so in the function around that one it binds the same "
-        "cells; once the program `tfretrace run` recorded has finished, the objects the run made are asked: they "
+        "the def reads no name its outer function binds and at least one of the function around that one, where "
+        "it then binds the same cells; its outer def is a statement of that function's own body (not in a loop or "
+        "a branch); that function reads the def's name nowhere else; its decorators and defaults read only module "
+        "names; no string in it spans lines; its Python has no effect per trace (a print, an append to the "
+        "program's list); once the program `tfretrace run` recorded has finished, the objects the run made are "
+        "asked: they "
         "share their cells, and one fresh function of the first traces every recorded call of each and runs "
         "beside each trace to the same results. Unsafe where it was not asked (more objects than tfretrace keeps, "
         "a run without `--save`) or a body with an effect outside its outputs (not run): one object serves every "
