@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tfretrace.fix.core.hoist import def_moved, outer_edits
+from tfretrace.fix.core.hoist import def_moved, hoist_edits, outer_edits
 from tfretrace.fix.core.source import SourceReader
 
 MOVABLE = """\
@@ -99,3 +99,15 @@ def test_an_outer_def_in_a_branch_of_the_function_is_not_moved(tmp_path: Path) -
     tree = ast.parse(looped)
     line = next(n.lineno for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "score")
     assert _edits(tmp_path, looped, line) is None
+
+
+def test_the_module_level_hoist_refuses_a_default_read_from_its_outer_def(tmp_path: Path) -> None:
+    text = (
+        "import tensorflow as tf\n\n\ndef evaluate(x, scale):\n    @tf.function\n    def score(b, scale=scale):\n"
+        "        return b * scale\n\n    return score(x)\n"
+    )
+    (tmp_path / "prog.py").write_text(text)
+    reader = SourceReader(tmp_path)
+    definition = reader.function_at("prog.py:6", "score")
+    assert definition is not None and not definition.closes_over  # its own parameter hides the read
+    assert hoist_edits(definition, reader) is None

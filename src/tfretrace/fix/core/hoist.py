@@ -33,8 +33,8 @@ def hoist_edits(
         return None
     if any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(node)) or bound_at_module(tree, node.name):
         return None
-    if multiline_string(node):
-        return None  # dedenting the def would change the string's text
+    if multiline_string(node) or _evaluated_where_defined(node) - _module_names(tree):
+        return None  # dedenting would change a string's text; a default or decorator reads the outer def's names
     removed, moved = _lifted(definition, node, text, decorator)
     start = min([top.lineno] + [d.lineno for d in top.decorator_list])
     return Replacement(removed, ""), Replacement(Span(definition.path, start, 0, start, 0), moved)
