@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import ast
-import builtins
 from collections.abc import Callable
 
 from tfretrace.fix.core.defs import root_name
 from tfretrace.fix.core.files import lines as source_lines
+from tfretrace.fix.core.scopes import (
+    binds_besides,
+    bound_at_module,
+    declares,
+    def_chain,
+    evaluated_where_defined,
+    free_names,
+    module_names,
+    multiline_string,
+    read_outside,
+    scope_names,
+)
 from tfretrace.fix.core.source import DefInfo, Replacement, SourceReader, Span
 
 
@@ -33,7 +44,7 @@ def hoist_edits(
         return None
     if any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(node)) or bound_at_module(tree, node.name):
         return None
-    if multiline_string(node) or _evaluated_where_defined(node) - _module_names(tree):
+    if multiline_string(node) or evaluated_where_defined(node) - module_names(tree):
         return None  # dedenting would change a string's text; a default or decorator reads the outer def's names
     removed, moved = _lifted(definition, node, text, decorator)
     start = min([top.lineno] + [d.lineno for d in top.decorator_list])
@@ -64,21 +75,21 @@ def outer_edits(
         return None
     text, tree = parsed
     node = definition.node
-    chain = _def_chain(tree, node)
+    chain = def_chain(tree, node)
     if chain is None or len(chain) < 2:
         return None
     grand, middle = chain[-2], chain[-1]
     if any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(node)):
         return None
-    if (_free_names(node) - _scope_names(node)) & (_scope_names(middle) - {node.name}):
+    if (free_names(node) - scope_names(node)) & (scope_names(middle) - {node.name}):
         return None  # it reads a name the outer function binds (a def, an import, a loop variable)
-    if _binds_besides(middle, node) or node.name in _scope_names(grand) or _declares(middle, node.name):
+    if binds_besides(middle, node) or node.name in scope_names(grand) or declares(middle, node.name):
         return None
-    if middle not in grand.body or _read_outside(grand, middle, node.name):
+    if middle not in grand.body or read_outside(grand, middle, node.name):
         return None
-    if not (_free_names(node) - _scope_names(node)) & _scope_names(grand):
+    if not (free_names(node) - scope_names(node)) & scope_names(grand):
         return None
-    if _evaluated_where_defined(node) - _module_names(tree) or multiline_string(node):
+    if evaluated_where_defined(node) - module_names(tree) or multiline_string(node):
         return None
     # Written dedented: the rewriter adds the statements before the outer def at its own indentation.
     removed, moved = _lifted(definition, node, text, decorator)
@@ -108,133 +119,6 @@ def def_moved(
 ) -> tuple[Replacement, Replacement] | None:
     """The def as a hoist moves it: to module level (hoist_edits), else into the function around its outer one."""
     return hoist_edits(definition, reader, decorator) or outer_edits(definition, reader, decorator)
-
-
-_Def = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def _def_chain(tree: ast.Module, node: ast.AST) -> list[ast.FunctionDef | ast.AsyncFunctionDef] | None:
-    # The defs enclosing ``node``, outermost first, where only defs enclose it (no class between).
-    def visit(at: ast.AST, chain: list[ast.AST]) -> list[ast.AST] | None:
-        for child in ast.iter_child_nodes(at):
-            if child is node:
-                return chain
-            scoped = isinstance(child, (*_Def, ast.ClassDef, ast.Lambda))
-            found = visit(child, [*chain, child] if scoped else chain)
-            if found is not None:
-                return found
-        return None
-
-    found = visit(tree, [])
-    if found is None or not all(isinstance(n, _Def) for n in found):
-        return None
-    return [n for n in found if isinstance(n, _Def)]
-
-
-def _own_nodes(function: ast.AST) -> list[ast.AST]:
-    # The nodes of ``function``'s own scope: not those inside a def, class, lambda or comprehension it holds.
-    found: list[ast.AST] = []
-    todo = list(ast.iter_child_nodes(function))
-    while todo:
-        node = todo.pop()
-        found.append(node)
-        if isinstance(node, (*_Def, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
-                             ast.GeneratorExp)):
-            # Its name (a def, a class) is bound here; its defaults and decorators are evaluated here too,
-            # which the own-scope reads below do not need: names bound are what matter.
-            continue
-        todo.extend(ast.iter_child_nodes(node))
-    return found
-
-
-def _scope_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    """Every name ``function`` binds in its own scope: parameters, assignments, defs, classes, imports, handlers."""
-    args = function.args
-    names = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-    names |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-    for node in _own_nodes(function):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-        elif isinstance(node, (*_Def, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            names.add(node.name)
-    return names
-
-
-def _free_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    # Every name the def (its body, defaults, decorators and nested scopes) reads.
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _binds_besides(middle: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST) -> bool:
-    # ``node``'s name bound in ``middle`` by anything but ``node`` itself (a second def, an assignment).
-    name = node.name if isinstance(node, (*_Def, ast.ClassDef)) else None
-    for sub in _own_nodes(middle):
-        if sub is node:
-            continue
-        if isinstance(sub, (*_Def, ast.ClassDef)) and sub.name == name:
-            return True
-        if isinstance(sub, ast.Name) and sub.id == name and isinstance(sub.ctx, (ast.Store, ast.Del)):
-            return True
-    args = middle.args
-    return name in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-
-
-def _declares(function: ast.AST, name: str) -> bool:
-    return any(isinstance(n, (ast.Global, ast.Nonlocal)) and name in n.names for n in ast.walk(function))
-
-
-def _read_outside(grand: ast.AST, middle: ast.AST, name: str) -> bool:
-    # ``name`` read in ``grand`` (its own scope or a def it holds) anywhere but inside ``middle``.
-    inside = {id(n) for n in ast.walk(middle)}
-    return any(
-        isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in inside
-        for n in ast.walk(grand)
-    )
-
-
-def _evaluated_where_defined(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    # The names the def's decorators, defaults and annotations read: evaluated where the def statement runs.
-    args = node.args
-    parts: list[ast.AST] = [*node.decorator_list, *args.defaults, *(d for d in args.kw_defaults if d is not None)]
-    parts += [a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.annotation is not None]
-    if node.returns is not None:
-        parts.append(node.returns)
-    return {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name)}
-
-
-def _module_names(tree: ast.Module) -> set[str]:
-    return {n for n in {x.id for x in ast.walk(tree) if isinstance(x, ast.Name)} if bound_at_module(tree, n)} | set(
-        dir(builtins)
-    )
-
-
-def multiline_string(node: ast.AST) -> bool:
-    """Whether a string literal (or f-string) in ``node`` spans lines: re-indenting the def would change its text."""
-    return any(
-        isinstance(n, (ast.Constant, ast.JoinedStr)) and (not isinstance(n, ast.Constant) or isinstance(n.value, str))
-        and (n.end_lineno or n.lineno) != n.lineno
-        for n in ast.walk(node)
-    )
-
-
-def bound_at_module(tree: ast.Module, name: str) -> bool:
-    for statement in tree.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and statement.name == name:
-            return True
-        if isinstance(statement, (ast.Import, ast.ImportFrom)) and any(
-            (a.asname or a.name.split(".")[0]) == name for a in statement.names
-        ):
-            return True
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue  # names bound inside a def or class are theirs, not the module's
-        if any(isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id == name
-               for sub in ast.walk(statement)):
-            return True
-    return False
 
 
 def pipeline_edits(reader: SourceReader, site: str) -> tuple[Replacement, Replacement] | None:

@@ -9,9 +9,9 @@ from tfretrace.fix.core import move_checks
 from tfretrace.fix.core.anchor_base import Anchors, span_of
 from tfretrace.fix.core.anchor_moves import move, recorded_sites
 from tfretrace.fix.core.defs import root_name
-from tfretrace.fix.core.hoist import bound_at_module
 from tfretrace.fix.core.kind import Kind, Row
 from tfretrace.fix.core.safety import KindSafety
+from tfretrace.fix.core.scopes import bound_at_module
 from tfretrace.fix.core.source import Replacement, SourceReader, Span
 
 NAME = "wrap-vectorized-map"
