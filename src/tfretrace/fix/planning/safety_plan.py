@@ -11,7 +11,7 @@ import ast
 from dataclasses import replace
 
 from tfretrace.fix.core import move_checks
-from tfretrace.fix.core.body import host_draw, random_draw
+from tfretrace.fix.core.body import host_draw, random_draw, trace_time_effect
 from tfretrace.fix.core.candidate import Candidate, FunctionContext
 from tfretrace.fix.core.kind import MoveSite
 from tfretrace.fix.core.safety import ADVICE, SAFE, UNSAFE
@@ -36,6 +36,11 @@ def classified(ctx: FunctionContext, candidate: Candidate) -> Candidate:
         random = None  # a run that fixed no seed had no stream to keep: announced as random-stream
     safety, reason = classify(candidate.kind, candidate.edits, ctx.reader, names=ctx.names, traced=node, random=random,
                               tf_check=candidate.tf_check, condition=candidate.condition)
+    effect = trace_time_effect(node) if candidate.edits and node is not None and safety == SAFE else None
+    if effect is not None:
+        # The body's Python runs once per trace: a step that removes traces prints less (a "tracing" line)
+        # or appends less to the program's list, which no output comparison of TensorFlow's can see.
+        safety, reason = UNSAFE, f"the body's Python runs at each trace ({effect}): fewer traces run it fewer times"
     merged = _merges_variable_makers(candidate) if candidate.edits else None
     if merged is not None:
         # Not an unsafe edit but a broken one, whatever the phase: by hand, saying why.
