@@ -1,4 +1,4 @@
-"""Which sizes of a parameter a body reads as Python numbers: a negative index is placed by the tensor's rank."""
+"""What the planner reads from a body's source: sizes read as Python numbers, Python effects at trace time."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from tfretrace.fix.core.body import reads_static_size
+from tfretrace.fix.core.body import reads_static_size, trace_time_effect
 
 BODY = """\
 def call(self, x, y):
@@ -35,3 +35,19 @@ def call(self, x, y):
 )
 def test_size_reads(param: str, kwargs: dict[str, object], reads: bool) -> None:
     assert reads_static_size(ast.parse(BODY), param, **kwargs) is reads  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("body", "effect"),
+    [
+        ("def f(x):\n    print(x)\n    return x\n", "print(...)"),
+        ("def f(x):\n    log.append(x)\n    return x\n", "log.append(...)"),
+        # tf.add is a value the body uses, not a container of the program's it fills.
+        ("def f(x):\n    return tf.add(x, x)\n", None),
+        ("def f(x):\n    y = tf.add(x, 1)\n    seen = []\n    seen.append(y)\n    return y\n", None),
+    ],
+)
+def test_trace_time_effects(body: str, effect: str | None) -> None:
+    node = ast.parse(body).body[0]
+    assert isinstance(node, ast.FunctionDef)
+    assert trace_time_effect(node) == effect

@@ -291,6 +291,9 @@ def trace_time_effect(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | Non
         if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.comprehension)):
             targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
             local.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    # A mutator counts as a statement of its own (``log.append(x)``): ``tf.add(a, b)`` is a value, and the
+    # same name on a module is no container of the program's.
+    statements = {id(sub.value) for sub in ast.walk(node) if isinstance(sub, ast.Expr)}
     for sub in ast.walk(node):
         if not isinstance(sub, ast.Call):
             continue
@@ -298,6 +301,7 @@ def trace_time_effect(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | Non
             return "print(...)"
         func = sub.func
         outer = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id not in local
-        if outer and isinstance(func, ast.Attribute) and func.attr in _MUTATORS and isinstance(func.value, ast.Name):
+        if outer and isinstance(func, ast.Attribute) and func.attr in _MUTATORS and isinstance(func.value, ast.Name) \
+                and id(sub) in statements:
             return f"{func.value.id}.{func.attr}(...)"
     return None
