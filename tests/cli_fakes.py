@@ -15,6 +15,7 @@ class FakeMonitor:
         self.stopped = 0
         self.process = False
         self.active = True
+        self.kept_for_probe = False
 
     def install(self, *, warn: bool = True, keep_tf_warning: bool = False) -> FakeMonitor:
         if self.missing:
@@ -43,6 +44,10 @@ class FakeMonitor:
         """The monitor's halt(): stops recording, idempotent."""
         self.stopped += 1 if self.active else 0
         self.active = False
+
+    def keep_for_probe(self) -> None:
+        """The monitor's keep_for_probe(): a run that will be asked keeps nested closures alive."""
+        self.kept_for_probe = True
 
     def analyzed(self, *, probe: bool, lint: bool = False) -> Session:
         """The monitor's analyzed(): the fake's session has its plans already."""

@@ -46,6 +46,7 @@ def test_run_passes_argv_and_main_and_reports_to_stderr(
     assert "tfretrace: 6 functions" in err and "train_step" not in out
     assert f"Re-render: {tfretrace_command()} report {saved} -o report.html" in re.sub(r" \\\n *", " ", err)
     assert monitor.installed == [False] and monitor.stopped == 1
+    assert monitor.kept_for_probe  # a run that will be asked keeps nested closures for the probe
     loaded = tfretrace.load(saved)
     assert loaded.argv == (str(script), "a", "--save", "x", "-m", "y")
 
@@ -53,6 +54,7 @@ def test_run_passes_argv_and_main_and_reports_to_stderr(
 def test_run_keeps_exit_status(script: Path, monitor: FakeMonitor,
                                capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["run", str(script), "--exit", "3"]) == 3
+    assert not monitor.kept_for_probe  # a plain run keeps nothing alive
     assert cli.main(["run", str(script), "--exit", "0"]) == 0
     assert cli.main(["run", str(script), "--exit-message"]) == 1
     assert "fatal: bad config" in capsys.readouterr().err
