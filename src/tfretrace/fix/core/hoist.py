@@ -32,20 +32,15 @@ def hoist_edits(
     no ``global``/``nonlocal``, the outer function is itself at module level, and no module-level
     name is the def's. ``decorator``: the tf.function decorator's new text (a later step's).
     """
-    if definition is None or definition.outer_kind != "def" or definition.closes_over or definition.node is None:
+    found = _movable(definition, reader)
+    if found is None or definition is None:
         return None
-    parsed = reader.module(definition.path)
-    if parsed is None:
-        return None
-    text, tree = parsed
-    node = definition.node
+    text, tree, node = found
     top = next((s for s in tree.body if s.lineno <= node.lineno <= (s.end_lineno or s.lineno)), None)
     if not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef)) or top.name != definition.outer:
         return None
-    if any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(node)) or bound_at_module(tree, node.name):
+    if bound_at_module(tree, node.name):
         return None
-    if multiline_string(node) or evaluated_where_defined(node) - module_names(tree):
-        return None  # dedenting would change a string's text; a default or decorator reads the outer def's names
     removed, moved = _lifted(definition, node, text, decorator)
     start = min([top.lineno] + [d.lineno for d in top.decorator_list])
     return Replacement(removed, ""), Replacement(Span(definition.path, start, 0, start, 0), moved)
@@ -68,6 +63,34 @@ def outer_edits(
     (they are evaluated where the def stands), and no string in it spans lines (dedenting would change it).
     ``decorator``: the tf.function decorator's new text.
     """
+    found = _movable(definition, reader)
+    if found is None or definition is None:
+        return None
+    text, tree, node = found
+    chain = def_chain(tree, node)
+    if chain is None or len(chain) < 2:
+        return None
+    grand, middle = chain[-2], chain[-1]
+    reads = free_names(node) - scope_names(node)
+    if reads & (scope_names(middle) - {node.name}):
+        return None  # it reads a name the outer function binds (a def, an import, a loop variable)
+    if binds_besides(middle, node) or node.name in scope_names(grand) or declares(middle, node.name):
+        return None
+    if middle not in grand.body or read_outside(grand, middle, node.name) or not reads & scope_names(grand):
+        return None
+    # Written dedented: the rewriter adds the statements before the outer def at its own indentation.
+    removed, moved = _lifted(definition, node, text, decorator)
+    start = min([middle.lineno] + [d.lineno for d in middle.decorator_list])
+    at = Span(definition.path, start, middle.col_offset, start, middle.col_offset)
+    return Replacement(removed, ""), Replacement(at, moved)
+
+
+def _movable(
+    definition: DefInfo | None, reader: SourceReader
+) -> tuple[str, ast.Module, ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """The file's text, its tree and the def, where a hoist of either kind may move it: nested in a def, closing
+    over none of its names, declaring no ``global``/``nonlocal``, no string spanning lines (dedenting would change
+    it), decorators and defaults reading only module names (they are evaluated where the def stands)."""
     if definition is None or definition.outer_kind != "def" or definition.closes_over or definition.node is None:
         return None
     parsed = reader.module(definition.path)
@@ -75,27 +98,11 @@ def outer_edits(
         return None
     text, tree = parsed
     node = definition.node
-    chain = def_chain(tree, node)
-    if chain is None or len(chain) < 2:
+    if any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(node)) or multiline_string(node):
         return None
-    grand, middle = chain[-2], chain[-1]
-    if any(isinstance(sub, (ast.Global, ast.Nonlocal)) for sub in ast.walk(node)):
+    if evaluated_where_defined(node) - module_names(tree):
         return None
-    if (free_names(node) - scope_names(node)) & (scope_names(middle) - {node.name}):
-        return None  # it reads a name the outer function binds (a def, an import, a loop variable)
-    if binds_besides(middle, node) or node.name in scope_names(grand) or declares(middle, node.name):
-        return None
-    if middle not in grand.body or read_outside(grand, middle, node.name):
-        return None
-    if not (free_names(node) - scope_names(node)) & scope_names(grand):
-        return None
-    if evaluated_where_defined(node) - module_names(tree) or multiline_string(node):
-        return None
-    # Written dedented: the rewriter adds the statements before the outer def at its own indentation.
-    removed, moved = _lifted(definition, node, text, decorator)
-    start = min([middle.lineno] + [d.lineno for d in middle.decorator_list])
-    at = Span(definition.path, start, middle.col_offset, start, middle.col_offset)
-    return Replacement(removed, ""), Replacement(at, moved)
+    return text, tree, node
 
 
 def _lifted(
